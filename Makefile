@@ -1,0 +1,47 @@
+# fleetcap: `make run` to try it, `make test` to check it. Everything installs into .venv/.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test lint format browser-deps migrate bench clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed  ## create .venv and install everything (idempotent)
+
+migrate: install
+	$(PY) manage.py migrate --noinput
+
+run: migrate  ## install, migrate, load the catalogue, create demo logins, start web + worker + beat
+	$(PY) manage.py load_catalog
+	$(PY) manage.py ensure_demo_users
+	@echo "Open http://$(HOST):$(PORT)/ and log in with a demo login above."
+	$(PY) manage.py runstack --host $(HOST) --port $(PORT)
+
+# Debian's Chromium drives the browser tests (Playwright never downloads a browser here).
+browser-deps:
+	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "warning: could not install Debian's chromium; browser tests will fail"
+
+test: install  ## the whole suite (SQLite and a filesystem broker unless DATABASE_URL / CELERY_BROKER_URL are set)
+	$(PY) -m pytest -q -n 2 --dist loadfile
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: install
+	$(PY) bench/bench_sizing.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis test-artifacts

@@ -1,0 +1,102 @@
+"""Admin pages for the inventory and prices. The endpoint API key is write-only here too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+
+from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, WorkerHeartbeat
+
+
+@admin.register(HardwareSku)
+class HardwareSkuAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "vendor", "hbm_gb", "hbm_bandwidth_tbps", "bf16_tflops", "gpus_per_node")
+    list_filter = ("vendor",)
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    list_display = (
+        "name",
+        "slug",
+        "sku",
+        "nodes",
+        "gpus_per_node",
+        "team",
+        "provider",
+        "hours_per_day",
+        "status",
+    )
+    list_filter = ("status", "team", "provider", "sku")
+    list_select_related = ("sku",)
+    search_fields = ("name", "slug", "team")
+    prepopulated_fields = {"slug": ("name",)}
+
+
+class DeploymentAdminForm(forms.ModelForm):
+    """Adds a write-only API key field: blank keeps the stored key, 'clear' removes it."""
+
+    api_key = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Write-only: never shown again. Leave blank to keep the stored key.",
+    )
+    clear_api_key = forms.BooleanField(required=False, help_text="Remove the stored key.")
+
+    class Meta:
+        model = Deployment
+        fields = (
+            "slug", "cluster", "model", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url", "served_model_id",
+            "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "poll_interval_s", "enabled",
+        )  # fmt: skip
+
+    def save(self, commit: bool = True) -> Deployment:
+        deployment = super().save(commit=False)
+        if self.cleaned_data.get("clear_api_key"):
+            deployment.set_api_key("")
+        elif self.cleaned_data.get("api_key"):
+            deployment.set_api_key(self.cleaned_data["api_key"].strip())
+        if commit:
+            deployment.save()
+        return deployment
+
+
+@admin.register(Deployment)
+class DeploymentAdmin(admin.ModelAdmin):
+    form = DeploymentAdminForm
+    list_display = ("slug", "cluster", "model", "engine", "replicas", "tp", "pp", "dp", "ep", "enabled")
+    list_filter = ("engine", "enabled", "cluster__team")
+    list_select_related = ("cluster", "model")
+    search_fields = ("slug", "served_model_id")
+
+    def get_fields(self, request: Any, obj: Deployment | None = None) -> list[str]:
+        fields = [f for f in super().get_fields(request, obj) if f not in ("api_key", "clear_api_key")]
+        return [*fields, "api_key", "clear_api_key"]
+
+
+@admin.register(GpuQuote)
+class GpuQuoteAdmin(admin.ModelAdmin):
+    list_display = ("sku", "provider", "usd_per_gpu_hour", "pricing_kind", "quoted_on", "valid_until")
+    list_filter = ("pricing_kind", "provider", "sku")
+    list_select_related = ("sku",)
+    date_hierarchy = "quoted_on"
+
+
+@admin.register(ApiPrice)
+class ApiPriceAdmin(admin.ModelAdmin):
+    list_display = (
+        "slug", "provider", "model_name", "input_cache_hit_usd_per_mtok", "input_cache_miss_usd_per_mtok",
+        "output_usd_per_mtok", "quoted_on",
+    )  # fmt: skip
+    list_filter = ("provider",)
+    prepopulated_fields = {"slug": ("provider", "model_name")}
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(admin.ModelAdmin):
+    list_display = ("worker", "last_seen", "beats")
+    readonly_fields = ("worker", "last_seen", "beats")

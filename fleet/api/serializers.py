@@ -1,0 +1,105 @@
+"""Serializers for the inventory and prices. Related records are referenced by slug."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku
+from planner.models import ModelSpec
+
+from .cleaning import ModelCleanMixin
+
+TIMESTAMPS = ("created", "updated")
+
+
+class HardwareSkuSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:sku-detail", lookup_field="slug")
+
+    class Meta:
+        model = HardwareSku
+        fields = (
+            "url", "slug", "name", "vendor", "hbm_gb", "hbm_bandwidth_tbps", "bf16_tflops", "fp8_tflops",
+            "fp4_tflops", "interconnect_gbps", "gpus_per_node", "source", "assumptions", *TIMESTAMPS,
+        )  # fmt: skip
+
+
+class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:cluster-detail", lookup_field="slug")
+    sku = serializers.SlugRelatedField(slug_field="slug", queryset=HardwareSku.objects.all())
+    total_gpus = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Cluster
+        fields = (
+            "url", "slug", "name", "sku", "nodes", "gpus_per_node", "total_gpus", "provider", "region", "team",
+            "hours_per_day", "status", *TIMESTAMPS,
+        )  # fmt: skip
+
+
+class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:deployment-detail", lookup_field="slug")
+    cluster = serializers.SlugRelatedField(slug_field="slug", queryset=Cluster.objects.select_related("sku"))
+    model = serializers.SlugRelatedField(slug_field="slug", queryset=ModelSpec.objects.all())
+    api_key = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        style={"input_type": "password"},
+        help_text="Write-only. Omit to keep the stored key, send an empty string to clear it.",
+    )
+    has_api_key = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Deployment
+        fields = (
+            "url", "slug", "cluster", "model", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url",
+            "served_model_id", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "api_key",
+            "has_api_key", "poll_interval_s", "enabled", *TIMESTAMPS,
+        )  # fmt: skip
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        api_key = attrs.pop("api_key", None)
+        attrs = super().validate(attrs)
+        if api_key is not None:
+            attrs["api_key"] = api_key
+        return attrs
+
+    def _save_with_key(self, instance: Deployment, api_key: str | None) -> Deployment:
+        if api_key is not None:
+            instance.set_api_key(api_key.strip())
+            instance.save(update_fields=["api_key_encrypted", "updated"])
+        return instance
+
+    def create(self, validated_data: dict[str, Any]) -> Deployment:
+        api_key = validated_data.pop("api_key", None)
+        return self._save_with_key(super().create(validated_data), api_key)
+
+    def update(self, instance: Deployment, validated_data: dict[str, Any]) -> Deployment:
+        api_key = validated_data.pop("api_key", None)
+        return self._save_with_key(super().update(instance, validated_data), api_key)
+
+
+class GpuQuoteSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:gpuquote-detail")
+    sku = serializers.SlugRelatedField(slug_field="slug", queryset=HardwareSku.objects.all())
+
+    class Meta:
+        model = GpuQuote
+        fields = (
+            "url", "id", "sku", "provider", "usd_per_gpu_hour", "pricing_kind", "quoted_on", "valid_until",
+            "source", *TIMESTAMPS,
+        )  # fmt: skip
+
+
+class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:apiprice-detail", lookup_field="slug")
+
+    class Meta:
+        model = ApiPrice
+        fields = (
+            "url", "slug", "provider", "model_name", "input_cache_hit_usd_per_mtok", "input_cache_miss_usd_per_mtok",
+            "output_usd_per_mtok", "context_window", "quoted_on", "source", *TIMESTAMPS,
+        )  # fmt: skip

@@ -1,0 +1,58 @@
+"""One FilterSet per record, shared by the API viewsets and the HTML list pages."""
+
+import django_filters as filters
+
+from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku
+
+
+class HardwareSkuFilter(filters.FilterSet):
+    vendor = filters.CharFilter(lookup_expr="iexact")
+    min_hbm_gb = filters.NumberFilter(field_name="hbm_gb", lookup_expr="gte")
+    max_hbm_gb = filters.NumberFilter(field_name="hbm_gb", lookup_expr="lte")
+
+    class Meta:
+        model = HardwareSku
+        fields = ["vendor", "gpus_per_node"]
+
+
+class ClusterFilter(filters.FilterSet):
+    sku = filters.CharFilter(field_name="sku__slug")
+    team = filters.CharFilter(lookup_expr="iexact")
+    provider = filters.CharFilter(lookup_expr="iexact")
+    region = filters.CharFilter(lookup_expr="iexact")
+
+    class Meta:
+        model = Cluster
+        fields = ["sku", "team", "provider", "region", "status"]
+
+
+class DeploymentFilter(filters.FilterSet):
+    cluster = filters.CharFilter(field_name="cluster__slug")
+    model = filters.CharFilter(field_name="model__slug")
+    team = filters.CharFilter(field_name="cluster__team", lookup_expr="iexact")
+    provider = filters.CharFilter(field_name="cluster__provider", lookup_expr="iexact")
+    sku = filters.CharFilter(field_name="cluster__sku__slug")
+
+    class Meta:
+        model = Deployment
+        fields = ["cluster", "model", "engine", "enabled", "team", "provider", "sku"]
+
+
+class GpuQuoteFilter(filters.FilterSet):
+    sku = filters.CharFilter(field_name="sku__slug")
+    provider = filters.CharFilter(lookup_expr="iexact")
+    quoted_after = filters.DateFilter(field_name="quoted_on", lookup_expr="gte")
+    quoted_before = filters.DateFilter(field_name="quoted_on", lookup_expr="lte")
+
+    class Meta:
+        model = GpuQuote
+        fields = ["sku", "provider", "pricing_kind", "quoted_after", "quoted_before"]
+
+
+class ApiPriceFilter(filters.FilterSet):
+    provider = filters.CharFilter(lookup_expr="iexact")
+    model_name = filters.CharFilter(lookup_expr="iexact")
+
+    class Meta:
+        model = ApiPrice
+        fields = ["provider", "model_name"]

@@ -1,0 +1,64 @@
+"""``manage.py runstack``: the web server, a Celery worker and Celery beat, together.
+
+Used by ``make run``. Prints the URL; Ctrl-C (or any process exiting) stops all three.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Run gunicorn, a Celery worker and Celery beat in the foreground; Ctrl-C stops all."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--web-workers", type=int, default=2)
+        parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes.")
+
+    def handle(self, *args, **options):
+        python = sys.executable
+        bind = f"{options['host']}:{options['port']}"
+        commands = {
+            "web": [python, "-m", "gunicorn", "fleet.wsgi", "--bind", bind, "--workers",
+                    str(options["web_workers"]), "--access-logfile", "-", "--timeout", "60"],
+            "worker": [python, "-m", "celery", "-A", "fleet", "worker", "--loglevel", "INFO",
+                       "--concurrency", str(options["concurrency"]), "--hostname", "worker@%h"],
+            "beat": [python, "-m", "celery", "-A", "fleet", "beat", "--loglevel", "INFO"],
+        }  # fmt: skip
+        procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}  # noqa: S603
+        self.stdout.write(
+            self.style.SUCCESS(f"fleetcap is starting at http://{bind}/  (Ctrl-C stops everything)")
+        )
+        stopping = False
+
+        def stop(*_):
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            while not stopping:
+                for name, proc in procs.items():
+                    if proc.poll() is not None:
+                        self.stderr.write(f"{name} exited with code {proc.returncode}; stopping the others.")
+                        stopping = True
+                time.sleep(0.5)
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.terminate()
+            deadline = time.monotonic() + 10
+            for proc in procs.values():
+                try:
+                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        self.stdout.write("fleetcap stopped.")

@@ -1,0 +1,7 @@
+"""fleet's records: inventory, prices and operational state."""
+
+from .inventory import Cluster, Deployment, HardwareSku
+from .ops import WorkerHeartbeat
+from .pricing import ApiPrice, GpuQuote
+
+__all__ = ["ApiPrice", "Cluster", "Deployment", "GpuQuote", "HardwareSku", "WorkerHeartbeat"]

@@ -1,0 +1,46 @@
+"""Abstract bases and fields shared by every record."""
+
+from django.core.validators import RegexValidator
+from django.db import models
+
+#: Slugs may contain dots, so model names like ``llama-3.1-70b`` keep their version.
+validate_slug = RegexValidator(
+    r"^[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?\Z",
+    "Use lowercase letters, digits, dots, hyphens or underscores (starting and ending with a letter or digit).",
+    "invalid",
+)
+
+
+class SlugField(models.CharField):
+    """A URL-safe identifier that, unlike Django's SlugField, allows dots."""
+
+    default_validators = [validate_slug]
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("max_length", 64)
+        kwargs.setdefault("unique", True)
+        super().__init__(*args, **kwargs)
+
+
+class TimeStamped(models.Model):
+    """Created/updated timestamps (UTC)."""
+
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Sourced(models.Model):
+    """Where a figure comes from and what was assumed to get it."""
+
+    source = models.TextField(
+        blank=True, help_text="Where these figures come from (datasheet, config, quote)."
+    )
+    assumptions = models.JSONField(
+        default=list, blank=True, help_text="Figures not published by the source, as a list of sentences."
+    )
+
+    class Meta:
+        abstract = True

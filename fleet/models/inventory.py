@@ -1,0 +1,192 @@
+"""The fleet's inventory: hardware SKUs, clusters and the deployments served on them."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator, URLValidator
+from django.db import models
+from django.urls import reverse
+
+from fleet import crypto
+from fleet.validators import hours_per_day, non_negative, positive, utilisation
+from planner.engine.formats import CACHE_DTYPES
+from planner.engine.spec import Accelerator, Layout, layout_errors
+
+from .base import SlugField, Sourced, TimeStamped
+
+
+class HardwareSku(TimeStamped, Sourced):
+    """An accelerator model. ``hbm_gb`` is the vendor's nominal decimal GB (1e9 bytes)."""
+
+    slug = SlugField()
+    name = models.CharField(max_length=100)
+    vendor = models.CharField(max_length=50)
+    hbm_gb = models.FloatField("HBM (GB, decimal)", validators=[positive])
+    hbm_bandwidth_tbps = models.FloatField("HBM bandwidth (TB/s)", validators=[positive])
+    bf16_tflops = models.FloatField("dense BF16 TFLOPS", validators=[positive])
+    fp8_tflops = models.FloatField("dense FP8 TFLOPS", null=True, blank=True, validators=[positive])
+    fp4_tflops = models.FloatField("dense FP4 TFLOPS", null=True, blank=True, validators=[positive])
+    interconnect_gbps = models.FloatField(
+        "scale-up link (GB/s per GPU)", validators=[non_negative], help_text="Per-GPU scale-up bandwidth."
+    )
+    gpus_per_node = models.PositiveSmallIntegerField(default=8, validators=[MinValueValidator(1)])
+
+    class Meta:
+        ordering = ["vendor", "hbm_gb", "name"]
+        verbose_name = "hardware SKU"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("api:sku-detail", kwargs={"slug": self.slug})
+
+    def to_engine(self) -> Accelerator:
+        return Accelerator(
+            name=self.name,
+            hbm_gb=self.hbm_gb,
+            hbm_bandwidth_tbps=self.hbm_bandwidth_tbps,
+            bf16_tflops=self.bf16_tflops,
+            fp8_tflops=self.fp8_tflops,
+            fp4_tflops=self.fp4_tflops,
+            interconnect_gbps=self.interconnect_gbps,
+            gpus_per_node=self.gpus_per_node,
+        )
+
+
+class Cluster(TimeStamped):
+    """A group of identical nodes rented or owned together."""
+
+    class Status(models.TextChoices):
+        PLANNED = "planned", "Planned"
+        ACTIVE = "active", "Active"
+        RETIRED = "retired", "Retired"
+
+    slug = SlugField()
+    name = models.CharField(max_length=100)
+    sku = models.ForeignKey(HardwareSku, on_delete=models.PROTECT, related_name="clusters")
+    nodes = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    gpus_per_node = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Defaults to the SKU's."
+    )
+    provider = models.CharField(max_length=100)
+    region = models.CharField(max_length=100, blank=True)
+    team = models.CharField(max_length=100)
+    hours_per_day = models.DecimalField(
+        max_digits=4, decimal_places=2, default=24, validators=[hours_per_day], help_text="24 = always on."
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+
+    class Meta:
+        ordering = ["name"]
+        indexes = [models.Index(fields=["team"]), models.Index(fields=["provider"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("api:cluster-detail", kwargs={"slug": self.slug})
+
+    def clean(self) -> None:
+        if self.gpus_per_node is None and self.sku_id:
+            self.gpus_per_node = self.sku.gpus_per_node
+
+    def save(self, *args, **kwargs) -> None:
+        if self.gpus_per_node is None and self.sku_id:
+            self.gpus_per_node = self.sku.gpus_per_node
+        super().save(*args, **kwargs)
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs in the cluster: nodes x GPUs per node."""
+        return self.nodes * (self.gpus_per_node or self.sku.gpus_per_node)
+
+
+class Deployment(TimeStamped):
+    """A model served on a cluster, with its parallel layout and serving endpoint."""
+
+    class Engine(models.TextChoices):
+        VLLM = "vllm", "vLLM"
+        SGLANG = "sglang", "SGLang"
+        LLAMACPP = "llamacpp", "llama.cpp"
+        OPENAI = "openai", "OpenAI-compatible"
+
+    slug = SlugField()
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="deployments")
+    model = models.ForeignKey("planner.ModelSpec", on_delete=models.PROTECT, related_name="deployments")
+    replicas = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    tp = models.PositiveSmallIntegerField("tensor parallel", default=1, validators=[MinValueValidator(1)])
+    pp = models.PositiveSmallIntegerField("pipeline parallel", default=1, validators=[MinValueValidator(1)])
+    dp = models.PositiveSmallIntegerField(
+        "data parallel (attention)", default=1, validators=[MinValueValidator(1)]
+    )
+    ep = models.PositiveSmallIntegerField("expert parallel", default=1, validators=[MinValueValidator(1)])
+    engine = models.CharField(max_length=10, choices=Engine.choices, default=Engine.VLLM)
+    base_url = models.CharField(
+        max_length=300,
+        blank=True,
+        validators=[URLValidator(schemes=["http", "https"])],
+        help_text="The server's root, e.g. http://10.0.0.5:8000 (without /v1).",
+    )
+    served_model_id = models.CharField(max_length=200, blank=True)
+    kv_cache_dtype = models.CharField(
+        max_length=10, choices=[(d, d) for d in CACHE_DTYPES if d != "fp32"], default="bf16"
+    )
+    max_model_len = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    gpu_memory_utilization = models.FloatField(default=0.9, validators=[utilisation])
+    api_key_encrypted = models.TextField(blank=True, editable=False)
+    poll_interval_s = models.PositiveIntegerField(default=15, validators=[MinValueValidator(5)])
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def get_absolute_url(self) -> str:
+        return reverse("api:deployment-detail", kwargs={"slug": self.slug})
+
+    # The API key is write-only: it can be set or cleared, never read back through a form,
+    # the API or a page. Only the poller calls ``api_key()``.
+    def set_api_key(self, plaintext: str) -> None:
+        self.api_key_encrypted = crypto.encrypt(plaintext)
+
+    def api_key(self) -> str:
+        return crypto.decrypt(self.api_key_encrypted)
+
+    @property
+    def has_api_key(self) -> bool:
+        return bool(self.api_key_encrypted)
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(tp=self.tp, pp=self.pp, dp=self.dp, ep=self.ep)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def clean(self) -> None:
+        """Check the layout against the cluster and the model (rules in docs/layouts.md)."""
+        if not (self.cluster_id and self.model_id):
+            return
+        values = [self.tp, self.pp, self.dp, self.ep, self.replicas]
+        if any(v is None or v < 1 for v in values):
+            return  # the field validators report these
+        errors = layout_errors(
+            self.layout,
+            model=self.model.to_engine(),
+            available_gpus=self.cluster.total_gpus,
+            replicas=self.replicas,
+        )
+        if (
+            self.max_model_len
+            and self.model.max_context_tokens
+            and self.max_model_len > self.model.max_context_tokens
+        ):
+            errors.setdefault("max_model_len", []).append(
+                f"The model's maximum context is {self.model.max_context_tokens} tokens."
+            )
+        if errors:
+            raise ValidationError(errors)

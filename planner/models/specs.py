@@ -1,0 +1,110 @@
+"""Model specifications: parameter counts, formats and the attention/state layout."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.urls import reverse
+
+from fleet.models.base import SlugField, Sourced, TimeStamped
+from fleet.validators import positive
+from planner.engine.errors import EngineInputError
+from planner.engine.formats import WEIGHT_FORMATS
+from planner.engine.spec import ModelArch, parse_layer_groups
+
+WEIGHT_FORMAT_CHOICES = [(f, f) for f in WEIGHT_FORMATS]
+
+
+def validate_layer_groups(value: object) -> None:
+    """Field validator: the JSON must parse as layer groups (see planner.engine.spec)."""
+    try:
+        parse_layer_groups(value)
+    except EngineInputError as exc:
+        raise ValidationError([f"{path}: {' '.join(msgs)}" for path, msgs in exc.errors.items()]) from None
+
+
+class ModelSpec(TimeStamped, Sourced):
+    """A language model as the planner sizes it. Parameter counts are plain integers."""
+
+    slug = SlugField()
+    name = models.CharField(max_length=100)
+    total_params = models.BigIntegerField(validators=[positive])
+    active_params = models.BigIntegerField(validators=[positive], help_text="Parameters used per token.")
+    expert_params = models.BigIntegerField(
+        null=True, blank=True, validators=[positive], help_text="Parameters inside all routed experts."
+    )
+    n_routed_experts = models.PositiveIntegerField(default=0)
+    n_active_experts = models.PositiveIntegerField(default=0)
+    n_shared_experts = models.PositiveIntegerField(default=0)
+    hidden_size = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    vocab_size = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    max_context_tokens = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    attention_heads = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Query heads; tp must divide them.",
+    )
+    weight_format = models.CharField(max_length=8, choices=WEIGHT_FORMAT_CHOICES, default="bf16")
+    expert_weight_format = models.CharField(
+        max_length=8,
+        choices=WEIGHT_FORMAT_CHOICES,
+        blank=True,
+        help_text="Routed experts' format, if different.",
+    )
+    layer_groups = models.JSONField(validators=[validate_layer_groups])
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "model spec"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("api:modelspec-detail", kwargs={"slug": self.slug})
+
+    def clean(self) -> None:
+        errors: dict[str, list[str]] = {}
+        if self.total_params and self.active_params and self.active_params > self.total_params:
+            errors.setdefault("active_params", []).append("Active parameters cannot exceed total parameters.")
+        if self.total_params and self.expert_params and self.expert_params >= self.total_params:
+            errors.setdefault("expert_params", []).append(
+                "Expert parameters must be fewer than total parameters."
+            )
+        if self.n_active_experts > self.n_routed_experts:
+            errors.setdefault("n_active_experts", []).append("Cannot exceed the number of routed experts.")
+        if self.n_routed_experts and not self.n_active_experts:
+            errors.setdefault("n_active_experts", []).append(
+                "A mixture-of-experts model activates at least one."
+            )
+        if self.expert_params and not self.n_routed_experts:
+            errors.setdefault("expert_params", []).append(
+                "Only a model with routed experts has expert parameters."
+            )
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_routed_experts > 0
+
+    def to_engine(self) -> ModelArch:
+        """The engine's view of this record (raises EngineInputError for invalid layer groups)."""
+        return ModelArch(
+            name=self.name,
+            total_params=self.total_params,
+            active_params=self.active_params,
+            layer_groups=parse_layer_groups(self.layer_groups),
+            weight_format=self.weight_format,
+            expert_weight_format=self.expert_weight_format or None,
+            expert_params=self.expert_params,
+            n_routed_experts=self.n_routed_experts,
+            n_active_experts=self.n_active_experts,
+            n_shared_experts=self.n_shared_experts,
+            hidden_size=self.hidden_size,
+            vocab_size=self.vocab_size,
+            max_context_tokens=self.max_context_tokens,
+            attention_heads=self.attention_heads,
+        )

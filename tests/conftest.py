@@ -1,0 +1,149 @@
+"""Shared fixtures: users for every role, API clients, and a few valid records.
+
+With ``FLEETCAP_REQUIRE_SERVICES=1`` (CI), the run stops at once when the configured
+PostgreSQL or Redis cannot be reached, instead of silently testing something else.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+KIMI_K3_GROUPS = [
+    {"kind": "linear", "count": 69, "key_heads": 96, "value_heads": 96, "key_dim": 128, "value_dim": 128,
+     "conv_kernel": 4},
+    {"kind": "mla", "count": 24, "kv_lora_rank": 512, "qk_rope_head_dim": 64},
+]  # fmt: skip
+
+
+def _check_services() -> None:
+    """Fail fast when CI asked for real services and one is missing."""
+    errors = []
+    db_url = os.environ.get("DATABASE_URL", "")
+    broker = os.environ.get("CELERY_BROKER_URL", "")
+    if not db_url.startswith(("postgres://", "postgresql://")):
+        errors.append("DATABASE_URL must point at PostgreSQL when FLEETCAP_REQUIRE_SERVICES=1")
+    else:
+        import psycopg
+
+        try:
+            # The server, not the database: pytest-django creates its own test database.
+            psycopg.connect(db_url, dbname="postgres", connect_timeout=5).close()
+        except psycopg.Error as exc:
+            errors.append(f"PostgreSQL unreachable: {exc}")
+    if not broker.startswith("redis://"):
+        errors.append("CELERY_BROKER_URL must point at Redis when FLEETCAP_REQUIRE_SERVICES=1")
+    else:
+        import redis
+
+        try:
+            redis.Redis.from_url(broker, socket_connect_timeout=5).ping()
+        except redis.RedisError as exc:
+            errors.append(f"Redis unreachable: {exc}")
+    if errors:
+        pytest.exit("Required services missing: " + "; ".join(errors), returncode=3)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get("FLEETCAP_REQUIRE_SERVICES", "") in {"1", "true", "yes", "on"}:
+        _check_services()
+
+
+@pytest.fixture
+def make_user(db):
+    from django.contrib.auth.models import Group, User
+
+    def make(username: str, role: str | None = None, **extra: Any) -> User:
+        user = User.objects.create_user(username=username, password="pw-for-tests-only", **extra)
+        if role:
+            user.groups.add(Group.objects.get(name=role))
+        return user
+
+    return make
+
+
+@pytest.fixture
+def client_for(make_user):
+    """An API client authenticated with a DRF token for a new user of ``role``."""
+
+    def make(role: str | None) -> APIClient:
+        user = make_user(f"user-{role or 'none'}", role)
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        client.user = user
+        return client
+
+    return make
+
+
+@pytest.fixture
+def platform_api(client_for) -> APIClient:
+    return client_for("platform")
+
+
+@pytest.fixture
+def viewer_api(client_for) -> APIClient:
+    return client_for("viewer")
+
+
+@pytest.fixture
+def finance_api(client_for) -> APIClient:
+    return client_for("finance")
+
+
+@pytest.fixture
+def sku(db):
+    from fleet.models import HardwareSku
+
+    return HardwareSku.objects.create(
+        slug="h100-sxm-80gb", name="H100 SXM 80GB", vendor="NVIDIA", hbm_gb=80, hbm_bandwidth_tbps=3.35,
+        bf16_tflops=989, fp8_tflops=1979, interconnect_gbps=900, gpus_per_node=8,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def cluster(sku):
+    from fleet.models import Cluster
+
+    return Cluster.objects.create(
+        slug="h100-pool", name="H100 pool", sku=sku, nodes=4, provider="acme", region="eu", team="platform"
+    )
+
+
+@pytest.fixture
+def kimi_k3(db):
+    from planner.models import ModelSpec
+
+    return ModelSpec.objects.create(
+        slug="kimi-k3", name="Kimi K3", total_params=2_800_000_000_000, active_params=104_000_000_000,
+        n_routed_experts=896, n_active_experts=16, n_shared_experts=2, hidden_size=7168, vocab_size=163840,
+        max_context_tokens=1_048_576, attention_heads=96, weight_format="mxfp4", layer_groups=KIMI_K3_GROUPS,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def llama70b(db):
+    from planner.models import ModelSpec
+
+    return ModelSpec.objects.create(
+        slug="llama-3.1-70b", name="Llama 3.1 70B", total_params=70_600_000_000, active_params=70_600_000_000,
+        hidden_size=8192, vocab_size=128256, max_context_tokens=131072, attention_heads=64, weight_format="bf16",
+        layer_groups=[{"kind": "full", "count": 80, "kv_heads": 8, "head_dim": 128}],
+    )  # fmt: skip
+
+
+@pytest.fixture
+def deployment(cluster, kimi_k3):
+    from fleet.models import Deployment
+
+    d = Deployment(
+        slug="k3-prod", cluster=cluster, model=kimi_k3, tp=8, pp=1, dp=4, ep=32, engine="sglang",
+        base_url="http://127.0.0.1:30000", served_model_id="moonshotai/Kimi-K3",
+    )  # fmt: skip
+    d.set_api_key("sk-secret-do-not-leak-0123456789")
+    d.save()
+    return d

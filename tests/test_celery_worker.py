@@ -1,0 +1,72 @@
+"""A real Celery worker process, started by the test, runs a task that writes to the database.
+
+Uses whatever the settings are configured with: Redis + PostgreSQL in CI (`.ci/run`), the
+filesystem broker + the SQLite test file otherwise. Each test uses its own queue so parallel
+test processes never take each other's messages.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from fleet.models import WorkerHeartbeat
+from fleet.tasks import heartbeat
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def start_worker(queue: str) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL}
+    cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--pool", "solo", "--queues", queue,
+           "--hostname", f"{queue}@test", "--loglevel", "WARNING", "--without-gossip", "--without-mingle"]  # fmt: skip
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def stop_worker(proc: subprocess.Popen) -> str:
+    proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_real_worker_runs_a_task_that_writes_to_the_database():
+    queue = f"test-{uuid.uuid4().hex[:10]}"
+    worker = start_worker(queue)
+    try:
+        heartbeat.apply_async(kwargs={"worker": queue}, queue=queue)
+        heartbeat.apply_async(kwargs={"worker": queue}, queue=queue)
+        deadline = time.monotonic() + 60
+        row = None
+        while time.monotonic() < deadline and worker.poll() is None:
+            row = WorkerHeartbeat.objects.filter(worker=queue, beats=2).first()
+            if row:
+                break
+            time.sleep(0.2)
+    finally:
+        log = stop_worker(worker)
+    assert row is not None, f"the worker did not record two beats; its log:\n{log}"
+    assert WorkerHeartbeat.objects.filter(worker=queue).count() == 1  # an upsert, not a new row per beat

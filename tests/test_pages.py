@@ -1,0 +1,78 @@
+"""The pages that exist today: login, the overview, health, and the offline API docs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+
+@pytest.mark.django_db
+def test_login_page_is_served(client):
+    r = client.get("/accounts/login/")
+    assert r.status_code == 200 and b'name="password"' in r.content
+
+
+@pytest.mark.django_db
+def test_pages_require_login(client):
+    r = client.get("/")
+    assert r.status_code == 302 and r["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.django_db
+def test_login_then_overview(client, make_user, cluster):
+    make_user("alice", "viewer")
+    r = client.post("/accounts/login/", {"username": "alice", "password": "pw-for-tests-only"})
+    assert r.status_code == 302
+    page = client.get("/").content.decode()
+    assert "H100 pool" in page and "alice" in page and "viewer" in page
+
+
+@pytest.mark.django_db
+def test_overview_query_count_does_not_grow_with_rows(client, make_user, sku, django_assert_max_num_queries):
+    from fleet.models import Cluster
+
+    client.force_login(make_user("v", "viewer"))
+    Cluster.objects.create(slug="c0", name="C0", sku=sku, nodes=1, provider="p", team="t")
+    with django_assert_max_num_queries(15) as few:
+        client.get("/")
+    Cluster.objects.bulk_create(
+        [
+            Cluster(slug=f"c{i}", name=f"C{i}", sku=sku, nodes=1, gpus_per_node=8, provider="p", team="t")
+            for i in range(1, 40)
+        ]
+    )
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        client.get("/")
+
+
+@pytest.mark.django_db
+def test_swagger_ui_is_served_offline(client, make_user):
+    client.force_login(make_user("v", "viewer"))
+    page = client.get("/api/v1/docs/").content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert any("swagger-ui" in a for a in assets)
+    assert all(a.startswith("/") for a in assets), assets  # nothing from a CDN
+    for asset in assets:
+        if asset.startswith("/static/"):
+            assert client.get(asset).status_code == 200, asset
+
+
+@pytest.mark.django_db
+def test_healthz_reports_database_and_workers(client):
+    from django.utils import timezone
+
+    from fleet.models import WorkerHeartbeat
+
+    assert client.get("/healthz").json() == {"database": "ok", "workers_alive": 0}
+    WorkerHeartbeat.objects.create(worker="w1", last_seen=timezone.now())
+    assert client.get("/healthz").json()["workers_alive"] == 1
+
+
+@pytest.mark.django_db
+def test_htmx_is_vendored(client, make_user):
+    client.force_login(make_user("v", "viewer"))
+    page = client.get("/").content.decode()
+    src = re.search(r'<script[^>]+src="([^"]*htmx[^"]*)"', page).group(1)
+    assert src.startswith("/static/")
+    assert client.get(src).status_code == 200
