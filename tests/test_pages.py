@@ -47,6 +47,13 @@ def test_overview_query_count_does_not_grow_with_rows(client, make_user, sku, dj
 
 
 @pytest.mark.django_db
+def test_api_docs_and_schema_need_a_login(client):
+    r = client.get("/api/v1/docs/")
+    assert r.status_code == 302 and r["Location"].startswith("/accounts/login/")
+    assert client.get("/api/v1/schema/").status_code in (401, 403)
+
+
+@pytest.mark.django_db
 def test_swagger_ui_is_served_offline(client, make_user):
     client.force_login(make_user("v", "viewer"))
     page = client.get("/api/v1/docs/").content.decode()

@@ -1,7 +1,9 @@
 """``/api/v1/``: the router's API root lists every endpoint; schema and offline Swagger UI."""
 
+from django.contrib.auth.decorators import login_required
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
 from planner.api import views as planner_views
@@ -20,7 +22,8 @@ router.register("models", planner_views.ModelSpecViewSet, basename="modelspec")
 router.register("workloads", planner_views.WorkloadViewSet, basename="workload")
 
 urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    # The schema needs a login like the rest of the API; the Swagger UI page sends people to log in.
+    path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
+    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
     *router.urls,
 ]
