@@ -7,6 +7,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
 from planner.api import views as planner_views
+from planner.api.sizing import SizingView
 
 from . import views
 
@@ -25,5 +26,6 @@ urlpatterns = [
     # The schema needs a login like the rest of the API; the Swagger UI page sends people to log in.
     path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
     path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
+    path("sizing/", SizingView.as_view(), name="sizing"),
     *router.urls,
 ]

@@ -1,0 +1,94 @@
+"""``manage.py size``: the sizing API from the shell (same validation, same numbers)."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from planner.engine.errors import EngineInputError
+from planner.sizing import SizingRequestSerializer, run_sizing
+
+GIB = 1024**3
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:,.2f} GiB"
+
+
+class Command(BaseCommand):
+    help = "Memory envelopes and admission capacity of a model on a SKU (mirrors POST /api/v1/sizing/)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--model", required=True, help="Model slug, e.g. kimi-k3")
+        parser.add_argument("--sku", required=True, help="SKU slug, e.g. h200-141gb")
+        for name in ("gpus", "tp", "pp", "dp", "ep", "context-tokens"):
+            parser.add_argument(f"--{name}", type=int)
+        parser.add_argument("--weight-format")
+        parser.add_argument("--no-scale-overhead", action="store_true", help="Raw element sizes (the seeds' table).")
+        parser.add_argument("--kv-cache-dtype", default="bf16")
+        parser.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+        parser.add_argument("--runtime-reserve-gib", type=float)
+        parser.add_argument("--pool", default="unified", choices=["unified", "split"])
+        parser.add_argument("--state-pool-ratio", type=float, default=0.9)
+        parser.add_argument("--json", action="store_true", help="Print the API's JSON response.")
+
+    def handle(self, *args, **o):
+        data = {
+            "model": o["model"], "sku": o["sku"], "kv_cache_dtype": o["kv_cache_dtype"],
+            "include_scale_overhead": not o["no_scale_overhead"], "pool": o["pool"],
+            "gpu_memory_utilization": o["gpu_memory_utilization"], "state_pool_ratio": o["state_pool_ratio"],
+        }  # fmt: skip
+        for key in ("gpus", "tp", "pp", "dp", "ep", "context_tokens", "weight_format", "runtime_reserve_gib"):
+            if o.get(key) is not None:
+                data[key] = o[key]
+        serializer = SizingRequestSerializer(data=data)
+        if not serializer.is_valid():
+            raise CommandError(_format_errors(serializer.errors))
+        try:
+            result = run_sizing(serializer.validated_data)
+        except EngineInputError as exc:
+            raise CommandError(_format_errors(exc.errors)) from exc
+        if o["json"]:
+            self.stdout.write(json.dumps(result.to_dict(), indent=2))
+            return
+        self._print(result)
+
+    def _print(self, r) -> None:
+        w = self.stdout.write
+        lay = r.layout
+        w(f"{r.model} on {r.gpus} x {r.accelerator}: {r.replicas} replica(s) of tp={lay.tp} pp={lay.pp} "
+          f"dp={lay.dp} ep={lay.ep}")  # fmt: skip
+        w(f"  weights (one copy)         {r.weights_bytes / 1e12:,.3f} TB  ({r.weight_format}, "
+          f"experts {r.expert_weight_format}); at least {r.min_gpus_for_weights} GPUs for weights alone")  # fmt: skip
+        w("  per GPU:")
+        w(f"    nominal HBM              {_gib(r.hbm_bytes)}  ({r.hbm_bytes / 1e9:,.0f} GB)")
+        w(f"    usable (x {r.gpu_memory_utilization})        {_gib(r.usable_bytes)}")
+        w(f"    weights                  {_gib(r.weights_bytes_per_gpu)}")
+        w(f"    runtime reserve          {_gib(r.runtime_bytes)}")
+        w(f"    cache budget             {_gib(r.cache_bytes)}")
+        w(f"  KV per token               {r.kv_bytes_per_token:,} B  ({r.kv_bytes_per_token_per_gpu:,} B per GPU)")
+        w(f"  state per sequence         {r.state_bytes_per_sequence:,} B")
+        w(f"  KV per sequence @ {r.context_tokens:,}  {_gib(r.kv_bytes_per_sequence)}")
+        if r.fits:
+            w(self.style.SUCCESS(
+                f"  fits: {r.max_concurrent_sequences:,} concurrent sequences at {r.context_tokens:,} tokens "
+                f"({r.pool} pool; unified {r.max_concurrent_sequences_unified:,}, "
+                f"split {r.max_concurrent_sequences_split:,})"
+            ))  # fmt: skip
+        else:
+            w(self.style.ERROR(f"  does not fit: {_gib(r.deficit_bytes)} short per GPU"))
+        w("  assumptions:")
+        for a in r.assumptions:
+            w(f"    - {a}")
+
+
+def _format_errors(errors) -> str:
+    lines = []
+    for field, messages in errors.items():
+        if isinstance(messages, dict | list) and messages and not isinstance(messages, str):
+            text = " ".join(str(m) for m in (messages if isinstance(messages, list) else messages.values()))
+        else:
+            text = str(messages)
+        lines.append(f"{field}: {text}")
+    return "; ".join(lines)

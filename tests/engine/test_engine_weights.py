@@ -1,0 +1,131 @@
+"""Weights: parameters x bits per weight / 8, per component, and each GPU's share."""
+
+import pytest
+
+from planner.engine.errors import EngineInputError
+from planner.engine.presets import GPT_OSS_120B, KIMI_K3
+from planner.engine.spec import LayerGroup, Layout, ModelArch
+from planner.engine.units import GB, TB
+from planner.engine.weights import (
+    params_bytes,
+    weight_breakdown,
+    weight_components,
+    weights_bytes,
+    weights_per_gpu_bytes,
+)
+
+DENSE = ModelArch(
+    name="dense-10B",
+    total_params=10_000_000_000,
+    active_params=10_000_000_000,
+    layer_groups=(LayerGroup(kind="full", count=32, kv_heads=8, head_dim=128),),
+)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "terabytes"),
+    [("bf16", 5.6), ("fp8", 2.8), ("mxfp4", 1.4), ("int2", 0.7)],
+)
+def test_k3_seed_table_without_scale_overhead(fmt, terabytes):
+    """Seeds' table: 2.8T parameters x 2 / 1 / 0.5 / 0.25 bytes = 5.6 / 2.8 / 1.4 / 0.7 TB."""
+    got = weights_bytes(KIMI_K3, weight_format=fmt, include_scale_overhead=False)
+    assert got == round(terabytes * TB)
+
+
+def test_k3_mxfp4_with_block_scales_is_about_1_49_tb():
+    """One 8-bit scale per 32 four-bit weights: 4.25 bits, +6.25%: 2.8e12 x 4.25 / 8 = 1.4875 TB."""
+    got = weights_bytes(KIMI_K3, weight_format="mxfp4", include_scale_overhead=True)
+    assert got == 1_487_500_000_000
+    assert round(got / TB, 2) == 1.49
+
+
+def test_components_keep_their_own_formats():
+    """K3 ships MXFP4 routed experts and bf16 for the rest (DESIGN.md), so it weighs more than 1.4 TB.
+
+    experts: 92 x 896 x 3 x 3584 x 3072 = 2,722,740,830,208 params x 0.5 B; the other
+    77,259,169,792 params x 2 B.
+    """
+    expert, other = weight_components(KIMI_K3, include_scale_overhead=False)
+    assert expert == 2_722_740_830_208 // 2
+    assert other == (2_800_000_000_000 - 2_722_740_830_208) * 2
+    assert weights_bytes(KIMI_K3, include_scale_overhead=False) == expert + other
+
+
+def test_gpt_oss_120b_checkpoint_fits_one_80gb_gpu():
+    """gpt-oss-120b: MXFP4 experts (4.25 bits) + bf16 attention/embeddings, about 65 GB.
+
+    experts 36 x 128 x 3 x 2880 x 2880 = 114,661,785,600 params x 4.25 / 8 = 60,914,073,600 B;
+    the other 2,168,214,400 params x 2 B = 4,336,428,800 B. The model card says it runs on a
+    single 80 GB GPU.
+    """
+    b = weight_breakdown(GPT_OSS_120B)
+    assert b.expert_bytes == 60_914_073_600
+    assert b.other_bytes == 4_336_428_800
+    assert b.total_bytes == 65_250_502_400
+    assert b.total_bytes < 80 * GB
+    assert (b.expert_format, b.other_format) == ("mxfp4", "bf16")
+
+
+def test_override_applies_to_every_component():
+    expert, other = weight_components(GPT_OSS_120B, weight_format="fp8", include_scale_overhead=False)
+    assert expert == 114_661_785_600
+    assert other == 2_168_214_400
+
+
+def test_unknown_expert_params_means_one_dense_component():
+    expert, other = weight_components(DENSE)
+    assert expert == 0
+    assert other == 20 * GB
+
+
+def test_per_gpu_split_rules():
+    """Experts split over tp x dp x pp GPUs; the rest split by tp x pp, replicated per dp rank."""
+    layout = Layout(tp=4, pp=2, dp=2, ep=8)
+    b = weight_breakdown(GPT_OSS_120B, layout)
+    assert b.per_gpu_expert_bytes == -(-b.expert_bytes // 16)
+    assert b.per_gpu_other_bytes == -(-b.other_bytes // 8)
+    assert b.per_gpu_bytes == weights_per_gpu_bytes(GPT_OSS_120B, layout)
+
+
+def test_expert_parallel_size_does_not_change_memory():
+    """EP only trades TP sharding of experts for whole experts per rank (same bytes per GPU)."""
+    a = weights_per_gpu_bytes(KIMI_K3, Layout(tp=8, dp=1, ep=1))
+    b = weights_per_gpu_bytes(KIMI_K3, Layout(tp=8, dp=1, ep=8))
+    assert a == b
+
+
+def test_dense_model_split_by_tp_and_pp_only():
+    assert weights_per_gpu_bytes(DENSE, Layout(tp=4, pp=2)) == 20 * GB // 8
+    assert weights_per_gpu_bytes(DENSE, Layout(tp=4, dp=2)) == 20 * GB // 4
+
+
+def test_scaled_formats_cost_more_than_raw():
+    for fmt in ("mxfp4", "nvfp4", "int4", "int2", "fp8", "int8"):
+        assert params_bytes(1_000_000, fmt, True) > params_bytes(1_000_000, fmt, False)
+    assert params_bytes(1_000_000, "bf16", True) == params_bytes(1_000_000, "bf16", False) == 2_000_000
+
+
+def test_unknown_format_is_a_field_error():
+    with pytest.raises(EngineInputError) as exc:
+        weights_bytes(KIMI_K3, weight_format="fp3")
+    assert set(exc.value.errors) == {"weight_format"}
+
+
+def test_expert_params_above_total_is_a_field_error():
+    bad = ModelArch(
+        name="bad",
+        total_params=10,
+        active_params=10,
+        layer_groups=DENSE.layer_groups,
+        expert_params=11,
+    )
+    with pytest.raises(EngineInputError) as exc:
+        weights_bytes(bad)
+    assert set(exc.value.errors) == {"expert_params"}
+
+
+def test_breakdown_carries_assumptions():
+    b = weight_breakdown(KIMI_K3)
+    assert b.assumptions and all(isinstance(a, str) for a in b.assumptions)
+    assert "mxfp4" in " ".join(b.assumptions)
+    assert b.to_dict()["total_bytes"] == b.total_bytes

@@ -1,0 +1,129 @@
+"""POST /api/v1/sizing/ and `manage.py size`: the seeds' figures over HTTP, errors as 400s."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+URL = "/api/v1/sizing/"
+
+
+@pytest.fixture
+def catalog(db):
+    call_command("load_catalog", stdout=StringIO())
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("fmt", "tb"), [("bf16", 5.6), ("fp8", 2.8), ("mxfp4", 1.4), ("int2", 0.7)]
+)  # fmt: skip
+def test_k3_weights_by_format_without_scale_overhead(viewer_api, catalog, fmt, tb):
+    body = {"model": "kimi-k3", "sku": "h100-sxm-80gb", "gpus": 32, "weight_format": fmt,
+            "include_scale_overhead": False}  # fmt: skip
+    r = viewer_api.post(URL, body, format="json")
+    assert r.status_code == 200, r.json()
+    assert r.json()["weights_bytes"] == round(tb * 1e12)
+
+
+@pytest.mark.django_db
+def test_k3_mxfp4_with_scales_is_about_1_49_tb(viewer_api, catalog):
+    r = viewer_api.post(URL, {"model": "kimi-k3", "sku": "h100-sxm-80gb", "gpus": 32}, format="json").json()
+    assert r["weights_bytes"] == 2_800_000_000_000 * 4.25 / 8 == 1_487_500_000_000
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("sku", "floor"), [("h100-sxm-80gb", 18), ("h200-141gb", 10), ("b200-192gb", 8), ("gb300-288gb", 5)]
+)  # fmt: skip
+def test_weights_only_floors(viewer_api, catalog, sku, floor):
+    body = {"model": "kimi-k3", "sku": sku, "include_scale_overhead": False}
+    assert viewer_api.post(URL, body, format="json").json()["min_gpus_for_weights"] == floor
+
+
+@pytest.mark.django_db
+def test_sglang_recipe_32_h100_is_2560_gb(viewer_api, catalog):
+    body = {"model": "kimi-k3", "sku": "h100-sxm-80gb", "gpus": 32, "tp": 8, "dp": 4, "ep": 32}
+    r = viewer_api.post(URL, body, format="json").json()
+    assert r["aggregate_hbm_bytes"] == 2_560 * 10**9
+    assert r["per_gpu"]["hbm_bytes"] == 80 * 10**9
+    assert r["layout"] == {"tp": 8, "pp": 1, "dp": 4, "ep": 32}
+    assert r["assumptions"] and all(isinstance(a, str) for a in r["assumptions"])
+
+
+@pytest.mark.django_db
+def test_single_gpu_does_not_fit_and_reports_the_deficit(viewer_api, catalog):
+    r = viewer_api.post(URL, {"model": "kimi-k3", "sku": "gb300-288gb"}, format="json").json()
+    assert r["fits"] is False and r["max_concurrent_sequences"] == 0
+    # "Fits" means one sequence at the context is admitted: the deficit is what that needs beyond usable.
+    per_gpu = r["per_gpu"]
+    one_sequence = r["kv_bytes_per_sequence_per_gpu"] + r["state_bytes_per_sequence_per_gpu"]
+    expected = per_gpu["weights_bytes"] + per_gpu["runtime_bytes"] + one_sequence - per_gpu["usable_bytes"]
+    assert r["deficit_bytes"] == expected > 0
+    assert per_gpu["cache_bytes"] < 0
+
+
+@pytest.mark.django_db
+def test_more_context_fewer_sequences_and_split_never_beats_unified(viewer_api, catalog):
+    base = {"model": "kimi-k3", "sku": "b200-192gb", "gpus": 16, "tp": 8, "dp": 2, "ep": 16}
+    short = viewer_api.post(URL, {**base, "context_tokens": 32768}, format="json").json()
+    long = viewer_api.post(URL, {**base, "context_tokens": 262144}, format="json").json()
+    assert short["fits"] and short["max_concurrent_sequences"] > long["max_concurrent_sequences"] > 0
+    split = viewer_api.post(URL, {**base, "context_tokens": 32768, "pool": "split"}, format="json").json()
+    assert split["max_concurrent_sequences"] == short["max_concurrent_sequences_split"]
+    assert split["max_concurrent_sequences"] <= short["max_concurrent_sequences"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"model": "no-such-model"}, "model"),
+        ({"sku": "no-such-sku"}, "sku"),
+        ({"tp": 5}, "tp"),
+        ({"gpus": 8, "tp": 8, "ep": 3}, "ep"),
+        ({"gpus": 8, "tp": 1, "pp": 200}, "pp"),
+        ({"context_tokens": 2_000_000}, "context_tokens"),
+        ({"gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
+        ({"gpu_memory_utilization": 0}, "gpu_memory_utilization"),
+        ({"weight_format": "fp3"}, "weight_format"),
+        ({"kv_cache_dtype": "fp4"}, "kv_cache_dtype"),
+        ({"runtime_reserve_gib": -1}, "runtime_reserve_gib"),
+        ({"pool": "shared"}, "pool"),
+        ({"gpus": 0}, "gpus"),
+        ({"gpus": "many"}, "gpus"),
+    ],
+)
+def test_bad_input_is_a_400_with_the_field(viewer_api, catalog, change, field):
+    r = viewer_api.post(URL, {"model": "kimi-k3", "sku": "h200-141gb", **change}, format="json")
+    assert r.status_code == 400, r.content
+    assert field in r.json(), r.json()
+
+
+@pytest.mark.django_db
+def test_sizing_needs_a_login(catalog):
+    assert APIClient().post(URL, {"model": "kimi-k3", "sku": "h200-141gb"}, format="json").status_code == 401
+
+
+@pytest.mark.django_db
+def test_the_command_gives_the_api_answer(viewer_api, catalog):
+    body = {"model": "llama-3.1-70b", "sku": "h100-sxm-80gb", "gpus": 4, "context_tokens": 32768, "kv_cache_dtype": "fp8"}
+    api = viewer_api.post(URL, body, format="json").json()
+    out = StringIO()
+    call_command(
+        "size", "--model", "llama-3.1-70b", "--sku", "h100-sxm-80gb", "--gpus", "4", "--context-tokens", "32768",
+        "--kv-cache-dtype", "fp8", "--json", stdout=out,
+    )  # fmt: skip
+    assert json.loads(out.getvalue()) == api
+    text = StringIO()
+    call_command("size", "--model", "llama-3.1-70b", "--sku", "h100-sxm-80gb", "--gpus", "4", stdout=text)
+    assert "fits:" in text.getvalue() and "assumptions:" in text.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_command_reports_field_errors(catalog):
+    with pytest.raises(CommandError, match="tp: Tensor parallel size 5"):
+        call_command("size", "--model", "kimi-k3", "--sku", "h200-141gb", "--tp", "5", stdout=StringIO())
