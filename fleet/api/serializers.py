@@ -29,13 +29,38 @@ class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:cluster-detail", lookup_field="slug")
     sku = serializers.SlugRelatedField(slug_field="slug", queryset=HardwareSku.objects.all())
     total_gpus = serializers.IntegerField(read_only=True)
+    effective_from = serializers.DateField(
+        write_only=True,
+        required=False,
+        help_text="When this registration or change takes effect, for spend (default: today).",
+    )
 
     class Meta:
         model = Cluster
         fields = (
             "url", "slug", "name", "sku", "nodes", "gpus_per_node", "total_gpus", "provider", "region", "team",
-            "hours_per_day", "status", *TIMESTAMPS,
+            "hours_per_day", "status", "effective_from", *TIMESTAMPS,
         )  # fmt: skip
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        effective_from = attrs.pop("effective_from", None)
+        attrs = super().validate(attrs)
+        if effective_from is not None:
+            attrs["effective_from"] = effective_from
+        return attrs
+
+    def create(self, validated_data: dict[str, Any]) -> Cluster:
+        effective_from = validated_data.pop("effective_from", None)
+        cluster = Cluster(**validated_data)
+        cluster.save(effective_from=effective_from)
+        return cluster
+
+    def update(self, instance: Cluster, validated_data: dict[str, Any]) -> Cluster:
+        effective_from = validated_data.pop("effective_from", None)
+        for name, value in validated_data.items():
+            setattr(instance, name, value)
+        instance.save(effective_from=effective_from)
+        return instance
 
 
 class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):

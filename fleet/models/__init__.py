@@ -1,7 +1,8 @@
 """fleet's records: inventory, prices and operational state."""
 
+from .history import ClusterState
 from .inventory import Cluster, Deployment, HardwareSku
 from .ops import WorkerHeartbeat
 from .pricing import ApiPrice, GpuQuote
 
-__all__ = ["ApiPrice", "Cluster", "Deployment", "GpuQuote", "HardwareSku", "WorkerHeartbeat"]
+__all__ = ["ApiPrice", "Cluster", "ClusterState", "Deployment", "GpuQuote", "HardwareSku", "WorkerHeartbeat"]

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, URLValidator
-from django.db import models
+from django.db import models, transaction
 from django.urls import reverse
+from django.utils import timezone
 
 from fleet import crypto
 from fleet.validators import hours_per_day, non_negative, positive, utilisation
 from planner.engine.formats import CACHE_DTYPES
 from planner.engine.spec import Accelerator, Layout, layout_errors
 
+from .history import TRACKED_FIELDS, ClusterState
 from .base import SlugField, Sourced, TimeStamped
 
 
@@ -91,10 +95,21 @@ class Cluster(TimeStamped):
         if self.gpus_per_node is None and self.sku_id:
             self.gpus_per_node = self.sku.gpus_per_node
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args, effective_from: date | None = None, **kwargs) -> None:
+        """Save, and record the figures that cost money in the dated history when they change.
+
+        ``effective_from`` (default: today, UTC) is when a change takes effect, so a cluster
+        registered late or resized last week can be dated correctly.
+        """
         if self.gpus_per_node is None and self.sku_id:
             self.gpus_per_node = self.sku.gpus_per_node
-        super().save(*args, **kwargs)
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            latest = self.states.order_by("-effective_from").first()
+            if latest is None or any(
+                getattr(latest, name) != getattr(self, name) for name in TRACKED_FIELDS
+            ) or (effective_from is not None and effective_from != latest.effective_from):
+                ClusterState.record(self, effective_from or timezone.now().date())
 
     @property
     def total_gpus(self) -> int:
