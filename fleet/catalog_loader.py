@@ -33,9 +33,7 @@ class LoadReport:
 
     def summary(self) -> str:
         kinds = sorted(set(self.created) | set(self.updated))
-        return ", ".join(
-            f"{k}: {self.created.get(k, 0)} new, {self.updated.get(k, 0)} updated" for k in kinds
-        )
+        return ", ".join(f"{k}: {self.created.get(k, 0)} new, {self.updated.get(k, 0)} updated" for k in kinds)
 
 
 class CatalogError(Exception):

@@ -61,9 +61,7 @@ def test_deployment_crud(platform_api, cluster, kimi_k3):
     r = platform_api.post("/api/v1/deployments/", body, format="json")
     assert r.status_code == 201, r.json()
     assert r.json()["has_api_key"] is False
-    r = platform_api.patch(
-        "/api/v1/deployments/k3/", {"enabled": False, "poll_interval_s": 30}, format="json"
-    )
+    r = platform_api.patch("/api/v1/deployments/k3/", {"enabled": False, "poll_interval_s": 30}, format="json")
     assert r.status_code == 200 and r.json()["enabled"] is False
     assert platform_api.delete("/api/v1/deployments/k3/").status_code == 204
     assert not Deployment.objects.exists()
@@ -109,16 +107,12 @@ def test_filters(viewer_api, sku, cluster, kimi_k3, llama70b):
     from fleet.models import Cluster as C
 
     C.objects.create(slug="other", name="Other", sku=sku, nodes=1, provider="bigcloud", team="research")
-    assert [c["slug"] for c in viewer_api.get("/api/v1/clusters/?team=research").json()["results"]] == [
-        "other"
-    ]
+    assert [c["slug"] for c in viewer_api.get("/api/v1/clusters/?team=research").json()["results"]] == ["other"]
     assert viewer_api.get("/api/v1/clusters/?provider=ACME").json()["count"] == 1
     assert viewer_api.get(f"/api/v1/clusters/?sku={sku.slug}").json()["count"] == 2
     assert viewer_api.get("/api/v1/clusters/?sku=nope").json()["count"] == 0
     assert [m["slug"] for m in viewer_api.get("/api/v1/models/?is_moe=true").json()["results"]] == ["kimi-k3"]
-    assert [m["slug"] for m in viewer_api.get("/api/v1/models/?is_moe=false").json()["results"]] == [
-        "llama-3.1-70b"
-    ]
+    assert [m["slug"] for m in viewer_api.get("/api/v1/models/?is_moe=false").json()["results"]] == ["llama-3.1-70b"]
     assert viewer_api.get("/api/v1/skus/?min_hbm_gb=100").json()["count"] == 0
     assert viewer_api.get("/api/v1/skus/?vendor=nvidia").json()["count"] == 1
     # A bad filter value is a 400 with the field, not a 500.

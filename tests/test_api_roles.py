@@ -27,9 +27,7 @@ def test_viewer_reads_everything(viewer_api, name):
 @pytest.mark.django_db
 def test_viewer_cannot_write(viewer_api, sku, cluster):
     assert viewer_api.post("/api/v1/skus/", SKU, format="json").status_code == 403
-    assert (
-        viewer_api.patch(f"/api/v1/clusters/{cluster.slug}/", {"nodes": 2}, format="json").status_code == 403
-    )
+    assert viewer_api.patch(f"/api/v1/clusters/{cluster.slug}/", {"nodes": 2}, format="json").status_code == 403
     assert viewer_api.delete(f"/api/v1/clusters/{cluster.slug}/").status_code == 403
     assert viewer_api.post("/api/v1/workloads/", WORKLOAD, format="json").status_code == 403
     quote = {"sku": sku.slug, "provider": "p", "usd_per_gpu_hour": "2.5", "quoted_on": "2026-07-17"}

@@ -62,12 +62,8 @@ def test_seed_prices():
     assert prices == (Decimal("0.30"), Decimal("3.00"), Decimal("15.00"))
     assert api.quoted_on.strftime("%Y-%m") == "2026-07"
     quotes = GpuQuote.objects.filter(pricing_kind="on-demand", usd_per_gpu_hour=Decimal("2.50"))
-    assert set(quotes.values_list("sku__slug", flat=True)) == set(
-        HardwareSku.objects.values_list("slug", flat=True)
-    )
-    assert all(
-        q.quoted_on.strftime("%Y-%m") == "2026-07" and "assumption" in q.source.lower() for q in quotes
-    )
+    assert set(quotes.values_list("sku__slug", flat=True)) == set(HardwareSku.objects.values_list("slug", flat=True))
+    assert all(q.quoted_on.strftime("%Y-%m") == "2026-07" and "assumption" in q.source.lower() for q in quotes)
 
 
 @pytest.mark.django_db

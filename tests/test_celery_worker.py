@@ -36,9 +36,7 @@ def start_worker(queue: str) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL}
     cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--pool", "solo", "--queues", queue,
            "--hostname", f"{queue}@test", "--loglevel", "WARNING", "--without-gossip", "--without-mingle"]  # fmt: skip
-    return subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def stop_worker(proc: subprocess.Popen) -> str:

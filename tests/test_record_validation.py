@@ -124,9 +124,7 @@ def test_quote_cannot_expire_before_it_was_quoted(finance_api, sku):
     body = {"sku": sku.slug, "provider": "acme", "usd_per_gpu_hour": "2.5", "quoted_on": "2026-07-17",
             "valid_until": "2026-07-01"}  # fmt: skip
     assert "valid_until" in _errors(finance_api, "/api/v1/gpu-quotes/", body)
-    assert "usd_per_gpu_hour" in _errors(
-        finance_api, "/api/v1/gpu-quotes/", {**body, "usd_per_gpu_hour": "0"}
-    )
+    assert "usd_per_gpu_hour" in _errors(finance_api, "/api/v1/gpu-quotes/", {**body, "usd_per_gpu_hour": "0"})
     assert "quoted_on" in _errors(finance_api, "/api/v1/gpu-quotes/", {**body, "quoted_on": "July"})
 
 

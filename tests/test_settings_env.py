@@ -24,9 +24,7 @@ def _settings_in_subprocess(env: dict[str, str], expr: str) -> str:
         f"from django.conf import settings as s; print({expr})"
     )
     clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
-    out = subprocess.run(
-        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, check=True)
     return out.stdout.strip()
 
 

@@ -110,7 +110,13 @@ def test_sizing_needs_a_login(catalog):
 
 @pytest.mark.django_db
 def test_the_command_gives_the_api_answer(viewer_api, catalog):
-    body = {"model": "llama-3.1-70b", "sku": "h100-sxm-80gb", "gpus": 4, "context_tokens": 32768, "kv_cache_dtype": "fp8"}
+    body = {
+        "model": "llama-3.1-70b",
+        "sku": "h100-sxm-80gb",
+        "gpus": 4,
+        "context_tokens": 32768,
+        "kv_cache_dtype": "fp8",
+    }
     api = viewer_api.post(URL, body, format="json").json()
     out = StringIO()
     call_command(

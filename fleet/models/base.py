@@ -35,9 +35,7 @@ class TimeStamped(models.Model):
 class Sourced(models.Model):
     """Where a figure comes from and what was assumed to get it."""
 
-    source = models.TextField(
-        blank=True, help_text="Where these figures come from (datasheet, config, quote)."
-    )
+    source = models.TextField(blank=True, help_text="Where these figures come from (datasheet, config, quote).")
     assumptions = models.JSONField(
         default=list, blank=True, help_text="Figures not published by the source, as a list of sentences."
     )

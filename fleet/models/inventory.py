@@ -15,8 +15,8 @@ from fleet.validators import hours_per_day, non_negative, positive, utilisation
 from planner.engine.formats import CACHE_DTYPES
 from planner.engine.spec import Accelerator, Layout, layout_errors
 
-from .history import TRACKED_FIELDS, ClusterState
 from .base import SlugField, Sourced, TimeStamped
+from .history import TRACKED_FIELDS, ClusterState
 
 
 class HardwareSku(TimeStamped, Sourced):
@@ -106,9 +106,11 @@ class Cluster(TimeStamped):
         with transaction.atomic():
             super().save(*args, **kwargs)
             latest = self.states.order_by("-effective_from").first()
-            if latest is None or any(
-                getattr(latest, name) != getattr(self, name) for name in TRACKED_FIELDS
-            ) or (effective_from is not None and effective_from != latest.effective_from):
+            if (
+                latest is None
+                or any(getattr(latest, name) != getattr(self, name) for name in TRACKED_FIELDS)
+                or (effective_from is not None and effective_from != latest.effective_from)
+            ):
                 ClusterState.record(self, effective_from or timezone.now().date())
 
     @property
@@ -132,9 +134,7 @@ class Deployment(TimeStamped):
     replicas = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
     tp = models.PositiveSmallIntegerField("tensor parallel", default=1, validators=[MinValueValidator(1)])
     pp = models.PositiveSmallIntegerField("pipeline parallel", default=1, validators=[MinValueValidator(1)])
-    dp = models.PositiveSmallIntegerField(
-        "data parallel (attention)", default=1, validators=[MinValueValidator(1)]
-    )
+    dp = models.PositiveSmallIntegerField("data parallel (attention)", default=1, validators=[MinValueValidator(1)])
     ep = models.PositiveSmallIntegerField("expert parallel", default=1, validators=[MinValueValidator(1)])
     engine = models.CharField(max_length=10, choices=Engine.choices, default=Engine.VLLM)
     base_url = models.CharField(
@@ -195,11 +195,7 @@ class Deployment(TimeStamped):
             available_gpus=self.cluster.total_gpus,
             replicas=self.replicas,
         )
-        if (
-            self.max_model_len
-            and self.model.max_context_tokens
-            and self.max_model_len > self.model.max_context_tokens
-        ):
+        if self.max_model_len and self.model.max_context_tokens and self.max_model_len > self.model.max_context_tokens:
             errors.setdefault("max_model_len", []).append(
                 f"The model's maximum context is {self.model.max_context_tokens} tokens."
             )

@@ -22,9 +22,7 @@ class GpuQuote(TimeStamped):
 
     sku = models.ForeignKey(HardwareSku, on_delete=models.PROTECT, related_name="quotes")
     provider = models.CharField(max_length=100)
-    usd_per_gpu_hour = models.DecimalField(
-        "USD per GPU-hour", max_digits=10, decimal_places=4, validators=[positive]
-    )
+    usd_per_gpu_hour = models.DecimalField("USD per GPU-hour", max_digits=10, decimal_places=4, validators=[positive])
     pricing_kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.ON_DEMAND)
     quoted_on = models.DateField()
     valid_until = models.DateField(null=True, blank=True)

@@ -38,6 +38,4 @@ class Command(BaseCommand):
             user.is_superuser = role == "admin"
             user.save()
             user.groups.set([Group.objects.get(name=role)])
-        self.stdout.write(
-            f"Demo logins: demo-admin, demo-platform, demo-finance, demo-viewer / password: {password}"
-        )
+        self.stdout.write(f"Demo logins: demo-admin, demo-platform, demo-finance, demo-viewer / password: {password}")

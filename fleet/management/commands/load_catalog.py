@@ -11,9 +11,7 @@ class Command(BaseCommand):
     help = "Load the reference catalogue (SKUs, model presets, quotes, API prices). Idempotent."
 
     def add_arguments(self, parser):
-        parser.add_argument(
-            "--dir", type=Path, default=CATALOG_DIR, help="Folder with the catalogue JSON files."
-        )
+        parser.add_argument("--dir", type=Path, default=CATALOG_DIR, help="Folder with the catalogue JSON files.")
 
     def handle(self, *args, **options):
         try:

@@ -33,9 +33,7 @@ class Command(BaseCommand):
             "beat": [python, "-m", "celery", "-A", "fleet", "beat", "--loglevel", "INFO"],
         }  # fmt: skip
         procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}  # noqa: S603
-        self.stdout.write(
-            self.style.SUCCESS(f"fleetcap is starting at http://{bind}/  (Ctrl-C stops everything)")
-        )
+        self.stdout.write(self.style.SUCCESS(f"fleetcap is starting at http://{bind}/  (Ctrl-C stops everything)"))
         stopping = False
 
         def stop(*_):
