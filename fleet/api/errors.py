@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from planner.engine.errors import EngineInputError
+from planner.models import ImmutableRecordError
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -20,6 +21,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             {"detail": "Other records still use this one; remove or reassign them first.", "used_by": names},
             status=status.HTTP_409_CONFLICT,
         )
+    if isinstance(exc, ImmutableRecordError):
+        return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, DjangoValidationError):
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
         return Response(detail, status=status.HTTP_400_BAD_REQUEST)

@@ -7,13 +7,27 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
 from planner.api import views as planner_views
+from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
 from planner.api.sizing import SizingView
 
 from . import views
 
 app_name = "api"
 
-router = DefaultRouter()
+
+
+class Router(DefaultRouter):
+    """The API root lists the computations (sizing, breakeven, spend) beside the records."""
+
+    EXTRA = {"sizing": "sizing", "breakeven": "breakeven", "spend": "spend"}
+
+    def get_api_root_view(self, api_urls=None):
+        view = super().get_api_root_view(api_urls)
+        view.initkwargs["api_root_dict"].update(self.EXTRA)
+        return view
+
+
+router = Router()
 router.register("skus", views.HardwareSkuViewSet, basename="sku")
 router.register("clusters", views.ClusterViewSet, basename="cluster")
 router.register("deployments", views.DeploymentViewSet, basename="deployment")
@@ -21,11 +35,14 @@ router.register("gpu-quotes", views.GpuQuoteViewSet, basename="gpuquote")
 router.register("api-prices", views.ApiPriceViewSet, basename="apiprice")
 router.register("models", planner_views.ModelSpecViewSet, basename="modelspec")
 router.register("workloads", planner_views.WorkloadViewSet, basename="workload")
+router.register("decisions", DecisionViewSet, basename="decision")
 
 urlpatterns = [
     # The schema needs a login like the rest of the API; the Swagger UI page sends people to log in.
     path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
     path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
     path("sizing/", SizingView.as_view(), name="sizing"),
+    path("breakeven/", BreakevenView.as_view(), name="breakeven"),
+    path("spend/", SpendView.as_view(), name="spend"),
     *router.urls,
 ]

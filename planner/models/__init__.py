@@ -1,6 +1,7 @@
-"""planner's records: model specifications and workloads."""
+"""planner's records: model specifications, workloads and decisions."""
 
+from .decisions import Decision, ImmutableRecordError
 from .specs import ModelSpec
 from .workloads import Workload
 
-__all__ = ["ModelSpec", "Workload"]
+__all__ = ["Decision", "ImmutableRecordError", "ModelSpec", "Workload"]

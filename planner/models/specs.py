@@ -70,19 +70,13 @@ class ModelSpec(TimeStamped, Sourced):
         if self.total_params and self.active_params and self.active_params > self.total_params:
             errors.setdefault("active_params", []).append("Active parameters cannot exceed total parameters.")
         if self.total_params and self.expert_params and self.expert_params >= self.total_params:
-            errors.setdefault("expert_params", []).append(
-                "Expert parameters must be fewer than total parameters."
-            )
+            errors.setdefault("expert_params", []).append("Expert parameters must be fewer than total parameters.")
         if self.n_active_experts > self.n_routed_experts:
             errors.setdefault("n_active_experts", []).append("Cannot exceed the number of routed experts.")
         if self.n_routed_experts and not self.n_active_experts:
-            errors.setdefault("n_active_experts", []).append(
-                "A mixture-of-experts model activates at least one."
-            )
+            errors.setdefault("n_active_experts", []).append("A mixture-of-experts model activates at least one.")
         if self.expert_params and not self.n_routed_experts:
-            errors.setdefault("expert_params", []).append(
-                "Only a model with routed experts has expert parameters."
-            )
+            errors.setdefault("expert_params", []).append("Only a model with routed experts has expert parameters.")
         if errors:
             raise ValidationError(errors)
 

@@ -36,11 +36,7 @@ class Workload(TimeStamped):
         return reverse("api:workload-detail", kwargs={"slug": self.slug})
 
     def clean(self) -> None:
-        if (
-            self.p95_context_tokens
-            and self.mean_prompt_tokens
-            and self.p95_context_tokens < self.mean_prompt_tokens
-        ):
+        if self.p95_context_tokens and self.mean_prompt_tokens and self.p95_context_tokens < self.mean_prompt_tokens:
             raise ValidationError(
                 {"p95_context_tokens": "The 95th-percentile context cannot be shorter than the mean prompt."}
             )

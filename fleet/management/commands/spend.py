@@ -1,0 +1,51 @@
+"""``manage.py spend --month 2026-07 [--csv]``: the spend API from the shell."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from fleet.spend import spend_for_month
+from planner.api.costs import SpendCsvRenderer
+from planner.engine.errors import EngineInputError
+
+
+class Command(BaseCommand):
+    help = "GPU spend for a calendar month, per cluster with subtotals by team and provider (mirrors /api/v1/spend/)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--month", default=None, help="YYYY-MM (default: this month)")
+        parser.add_argument("--csv", action="store_true", help="Print the CSV the API serves with ?format=csv.")
+        parser.add_argument("--json", action="store_true", help="Print the API's JSON.")
+
+    def handle(self, *args, **options):
+        raw = options["month"] or timezone.now().strftime("%Y-%m")
+        match = re.fullmatch(r"(\d{4})-(0[1-9]|1[0-2])", raw)
+        if not match:
+            raise CommandError("--month: give a month as YYYY-MM, e.g. 2026-07.")
+        try:
+            data = spend_for_month(int(match[1]), int(match[2])).to_dict()
+        except EngineInputError as exc:
+            raise CommandError(str(exc)) from exc
+        if options["csv"]:
+            self.stdout.write(SpendCsvRenderer().render(data).decode(), ending="")
+            return
+        if options["json"]:
+            self.stdout.write(json.dumps(data, indent=2))
+            return
+        self.stdout.write(f"GPU spend {raw} ({data['days_in_month']} days)")
+        self.stdout.write(f"{'cluster':<24}{'team':<16}{'provider':<16}{'GPUs':>6}{'GPU-hours':>14}{'USD':>14}")
+        for c in data["clusters"]:
+            self.stdout.write(
+                f"{c['cluster']:<24}{c['team']:<16}{c['provider']:<16}{c['gpus']:>6}{c['gpu_hours']:>14}{c['cost_usd']:>14}"
+            )
+        for title, key in (("by team", "by_team"), ("by provider", "by_provider")):
+            self.stdout.write(f"-- {title}")
+            for name, s in data[key].items():
+                self.stdout.write(f"{name:<56}{'':>6}{s['gpu_hours']:>14}{s['cost_usd']:>14}")
+        self.stdout.write(f"{'total':<62}{data['total_gpu_hours']:>14}{data['total_cost_usd']:>14}")
+        for a in data["assumptions"]:
+            self.stdout.write(f"  - {a}")

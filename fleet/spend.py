@@ -1,0 +1,57 @@
+"""Monthly GPU spend from the dated cluster history and the quotes in force each day."""
+
+from __future__ import annotations
+
+import calendar
+from datetime import date
+
+from fleet.models import ClusterState, GpuQuote
+from planner.engine.quotes import Quote, rate_from_quotes
+from planner.engine.spend import ClusterState as StateSegment
+from planner.engine.spend import SpendResult, monthly_spend
+
+
+def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand") -> SpendResult:
+    """Spend of every cluster in ``year``-``month``.
+
+    The rate each day is the cluster's own provider's quote in force for its SKU; when that
+    provider has none, the cheapest quote in force for the SKU from any provider (said in the
+    assumptions). A day with no quote at all is an error naming the SKU and the day.
+    """
+    last = date(year, month, calendar.monthrange(year, month)[1])
+    rows = ClusterState.objects.filter(effective_from__lte=last).select_related("cluster", "sku")
+    segments = [
+        StateSegment(
+            cluster=s.cluster.slug,
+            team=s.team,
+            provider=s.provider,
+            sku=s.sku.slug,
+            effective_from=s.effective_from,
+            gpus=s.gpus,
+            hours_per_day=s.hours_per_day,
+            status=s.status,
+        )
+        for s in rows
+    ]
+    quotes = [
+        Quote.from_record(q, sku=q.sku.slug) for q in GpuQuote.objects.filter(quoted_on__lte=last).select_related("sku")
+    ]
+    own = rate_from_quotes(quotes, pricing_kind, match_provider=True)
+    market = rate_from_quotes(quotes, pricing_kind, match_provider=False)
+    fell_back: set[str] = set()
+
+    def rate(state: StateSegment, day: date):
+        found = own(state, day)
+        if found is None:
+            found = market(state, day)
+            if found is not None:
+                fell_back.add(f"{state.cluster} ({state.provider}, {state.sku})")
+        return found
+
+    result = monthly_spend(segments, year, month, rate)
+    if fell_back:
+        result.assumptions.append(
+            f"No {pricing_kind} quote from the cluster's own provider for: {', '.join(sorted(fell_back))}; "
+            "the cheapest quote in force for the SKU from any provider was used."
+        )
+    return result

@@ -1,0 +1,206 @@
+"""POST /api/v1/breakeven/: the seeds' money figures over HTTP, prices from records, errors as 400s."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from fleet.models import GpuQuote
+from planner.models import Workload
+
+URL = "/api/v1/breakeven/"
+SEED_PRICES = {
+    "input_cache_hit_usd_per_mtok": "0.30",
+    "input_cache_miss_usd_per_mtok": "3.00",
+    "output_usd_per_mtok": "15.00",
+}
+
+
+@pytest.fixture
+def catalog(db):
+    call_command("load_catalog", stdout=StringIO())
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("gpus", "hours", "gpu_hours", "rent"),
+    [
+        (1, 24, "720.00", "1800.00"),
+        (8, 4, "960.00", "2400.00"),
+        (8, 24, "5760.00", "14400.00"),
+        (32, 24, "23040.00", "57600.00"),
+    ],
+)
+def test_seed_money_table(viewer_api, gpus, hours, gpu_hours, rent):
+    body = {
+        "gpus": gpus,
+        "hours_per_day": hours,
+        "usd_per_gpu_hour": "2.50",
+        "monthly_input_tokens": 0,
+        "monthly_output_tokens": 1_000_000,
+        **SEED_PRICES,
+    }
+    r = viewer_api.post(URL, body, format="json")
+    assert r.status_code == 200, r.json()
+    assert (r.json()["gpu_hours"], r.json()["monthly_rent_usd"]) == (gpu_hours, rent)
+
+
+@pytest.mark.django_db
+def test_rent_buys_960m_output_tokens_from_the_quote_and_price_records(viewer_api, catalog):
+    body = {
+        "gpus": 8,
+        "sku": "h100-sxm-80gb",
+        "on": "2026-08-01",
+        "api_price": "kimi-k3-api",
+        "monthly_input_tokens": 0,
+        "monthly_output_tokens": 100_000_000,
+    }
+    r = viewer_api.post(URL, body, format="json").json()
+    assert r["monthly_rent_usd"] == "14400.00"
+    assert r["breakeven_output_tokens_per_month"] == 960_000_000  # ~32M a day
+    assert r["breakeven_output_tokens_per_month"] // 30 == 32_000_000
+    assert r["cheaper"] == "api"
+    (quote,) = r["quotes_used"]
+    assert (quote["sku"], quote["usd_per_gpu_hour"], quote["quoted_on"]) == ("h100-sxm-80gb", "2.5000", "2026-07-17")
+    assert r["api_price_used"]["quoted_on"] == "2026-07-17" and r["api_price_used"]["output_usd_per_mtok"] == "15.0000"
+
+
+@pytest.mark.django_db
+def test_download_of_1_5_tb_at_1_gb_per_s_is_25_minutes(viewer_api):
+    body = {
+        "gpus": 32,
+        "usd_per_gpu_hour": "2.50",
+        "monthly_input_tokens": 0,
+        "monthly_output_tokens": 1,
+        "weights_bytes": 1_500_000_000_000,
+        "download_gbytes_per_s": 1,
+        **SEED_PRICES,
+    }
+    r = viewer_api.post(URL, body, format="json").json()
+    assert r["download_minutes"] == "25.00"
+    # 32 GPUs bill while downloading: 32 x 2.50 USD/h x 25/60 h = 33.33 USD (to the cent).
+    assert Decimal(r["download_usd"]) == (Decimal(32) * Decimal("2.50") * 25 / 60).quantize(Decimal("0.01"))
+
+
+@pytest.mark.django_db
+def test_a_cache_heavy_workload_moves_the_mix_breakeven_out(viewer_api, platform_api):
+    # 8 x 2.50 USD always on = 14,400 USD. Prompts 20x the output. 90% hits: blended input
+    # 0.9 x 0.30 + 0.1 x 3.00 = 0.57 USD/M; API per output Mtok = 15 + 20 x 0.57 = 26.4 USD, so
+    # breakeven = 14,400 / 26.4 = 545.45M output tokens. 0% hits: 15 + 20 x 3 = 75 -> 192M.
+    common = {
+        "slug": "w",
+        "name": "w",
+        "team": "t",
+        "requests_per_day": 10_000,
+        "mean_prompt_tokens": 20_000,
+        "mean_output_tokens": 1_000,
+        "p95_context_tokens": 30_000,
+        "peak_concurrency": 10,
+        "ttft_slo_ms": 2000,
+        "tpot_slo_ms": 50,
+    }
+    platform_api.post("/api/v1/workloads/", {**common, "prefix_cache_hit_rate": 0.9}, format="json")
+    platform_api.post("/api/v1/workloads/", {**common, "slug": "cold", "prefix_cache_hit_rate": 0.0}, format="json")
+    assert Workload.objects.count() == 2
+    base = {"gpus": 8, "usd_per_gpu_hour": "2.50", **SEED_PRICES}
+    agent = viewer_api.post(URL, {**base, "workload": "w"}, format="json").json()
+    cold = viewer_api.post(URL, {**base, "workload": "cold"}, format="json").json()
+    assert agent["breakeven_output_tokens_per_month_mix"] == 545_454_545
+    assert cold["breakeven_output_tokens_per_month_mix"] == 192_000_000
+    # The workload's own volume: 10,000 x 1,000 x 30 = 300M output tokens a month.
+    assert Decimal(agent["monthly_api_usd"]) == Decimal(300) * Decimal("26.4")
+
+
+@pytest.mark.django_db
+def test_beyond_capacity_the_api_wins_at_every_volume(viewer_api):
+    body = {
+        "gpus": 8,
+        "usd_per_gpu_hour": "2.50",
+        "monthly_input_tokens": 0,
+        "monthly_output_tokens": 100_000_000,
+        "capacity_output_tokens_per_month": 500_000_000,
+        **SEED_PRICES,
+    }
+    r = viewer_api.post(URL, body, format="json").json()
+    assert r["cheaper"] == "api" and r["api_wins_at_every_volume"] is True
+    assert "every volume" in r["verdict"]
+
+
+@pytest.mark.django_db
+def test_an_expired_quote_is_not_used(viewer_api, catalog):
+    quote = GpuQuote.objects.get(sku__slug="b200-192gb")
+    GpuQuote.objects.filter(pk=quote.pk).update(valid_until=date(2026, 7, 31))
+    body = {
+        "gpus": 8,
+        "sku": "b200-192gb",
+        "on": "2026-08-15",
+        "api_price": "kimi-k3-api",
+        "monthly_input_tokens": 0,
+        "monthly_output_tokens": 1,
+    }
+    r = viewer_api.post(URL, body, format="json")
+    assert r.status_code == 400 and "sku" in r.json() and "2026-08-15" in r.json()["sku"][0]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"usd_per_gpu_hour": "2.5", "monthly_input_tokens": 0, "monthly_output_tokens": 1}, "gpus"),
+        ({"gpus": 8, "monthly_input_tokens": 0, "monthly_output_tokens": 1}, "usd_per_gpu_hour"),
+        ({"gpus": 8, "usd_per_gpu_hour": "2.5", "monthly_output_tokens": 1}, "monthly_input_tokens"),
+        (
+            {"gpus": 8, "usd_per_gpu_hour": "-1", "monthly_input_tokens": 0, "monthly_output_tokens": 1},
+            "usd_per_gpu_hour",
+        ),
+        (
+            {
+                "gpus": 8,
+                "usd_per_gpu_hour": "2.5",
+                "monthly_input_tokens": 0,
+                "monthly_output_tokens": 1,
+                "cache_hit_rate": 1.5,
+            },
+            "cache_hit_rate",
+        ),
+        (
+            {
+                "gpus": 8,
+                "usd_per_gpu_hour": "2.5",
+                "monthly_input_tokens": 0,
+                "monthly_output_tokens": 1,
+                "hours_per_day": 25,
+            },
+            "hours_per_day",
+        ),
+        (
+            {
+                "gpus": 8,
+                "usd_per_gpu_hour": "2.5",
+                "monthly_input_tokens": 0,
+                "monthly_output_tokens": 1,
+                "workload": "nope",
+            },
+            "workload",
+        ),
+    ],
+)
+def test_bad_input_is_a_400_with_the_field(viewer_api, body, field):
+    full = {**SEED_PRICES, **body} if "api_price" not in body else body
+    r = viewer_api.post(URL, full, format="json")
+    assert r.status_code == 400, r.content
+    assert field in r.json()
+
+
+@pytest.mark.django_db
+def test_prices_are_required_unless_a_stored_price_is_named(viewer_api):
+    r = viewer_api.post(
+        URL,
+        {"gpus": 8, "usd_per_gpu_hour": "2.5", "monthly_input_tokens": 0, "monthly_output_tokens": 1},
+        format="json",
+    )
+    assert r.status_code == 400 and set(SEED_PRICES) <= set(r.json())
