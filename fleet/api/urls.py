@@ -15,7 +15,6 @@ from . import views
 app_name = "api"
 
 
-
 class Router(DefaultRouter):
     """The API root lists the computations (sizing, breakeven, spend) beside the records."""
 
