@@ -1,0 +1,27 @@
+"""Endpoint polling without Django: the outbound-request guard, the poller, metrics normalisation.
+
+The Django side (models, Celery tasks, forms) calls these functions with plain values and stores
+``PollOutcome.to_dict()``; nothing here imports Django. See docs/polling.md.
+"""
+
+from .client import PollOutcome, PollStatus, poll_endpoint
+from .guard import DEFAULT_ALLOWED_NETWORKS, FetchResult, UrlRefused, check_url, fetch, parse_networks
+from .metrics import DerivedMetrics, HistogramData, MetricsParseError, MetricsSnapshot, derive, parse_metrics
+
+__all__ = [
+    "DEFAULT_ALLOWED_NETWORKS",
+    "DerivedMetrics",
+    "FetchResult",
+    "HistogramData",
+    "MetricsParseError",
+    "MetricsSnapshot",
+    "PollOutcome",
+    "PollStatus",
+    "UrlRefused",
+    "check_url",
+    "derive",
+    "fetch",
+    "parse_metrics",
+    "parse_networks",
+    "poll_endpoint",
+]

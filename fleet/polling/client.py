@@ -1,0 +1,331 @@
+"""Poll one serving endpoint: model list, health, metrics; one plain outcome, no Django.
+
+``poll_endpoint()`` makes at most three guarded GETs (``/v1/models``, the engine's health route,
+``/metrics``), each bounded by ``timeout_s``, and classifies the endpoint (docs/polling.md,
+"Status rules"):
+
+* ``up``: the model list answered and lists the served model id, health is fine;
+* ``loading``: connection refused (not listening yet, or gone), or 503 while starting
+  (``/v1/models`` on any engine; the health route on SGLang and llama.cpp);
+* ``down``: timeouts, 5xx, a dead engine (vLLM answers 503 on ``/health`` when its engine died);
+* ``unauthorized``: 401 or 403;
+* ``misconfigured``: the served model id is not listed (or ``/v1/models`` is missing);
+* ``error``: a reply that cannot be understood, a refused address, a redirect, a body too large.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+from .guard import FetchResult, IPNetwork, display_url, fetch, redact
+from .metrics import DerivedMetrics, MetricsParseError, MetricsSnapshot, derive, parse_metrics
+
+logger = logging.getLogger("fleet.polling")
+
+
+class PollStatus(StrEnum):
+    """An endpoint's state as seen from outside."""
+
+    UP = "up"
+    LOADING = "loading"
+    DOWN = "down"
+    UNAUTHORIZED = "unauthorized"
+    MISCONFIGURED = "misconfigured"
+    ERROR = "error"
+
+
+# When several steps report trouble the most severe wins; the others become warnings.
+_SEVERITY = {
+    PollStatus.UP: 0,
+    PollStatus.ERROR: 1,
+    PollStatus.MISCONFIGURED: 2,
+    PollStatus.UNAUTHORIZED: 3,
+    PollStatus.LOADING: 4,
+    PollStatus.DOWN: 5,
+}
+
+KNOWN_ENGINES = ("vllm", "sglang", "llamacpp", "openai")
+#: ``owned_by`` in ``/v1/models`` -> engine.
+OWNED_BY = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp"}
+#: The health route each engine answers; None: none to ask.
+HEALTH_ROUTE = {"vllm": "/health", "sglang": "/health_generate", "llamacpp": "/health", "openai": None}
+#: Engines whose health route answers 503 while loading (on vLLM a 503 means its engine died).
+HEALTH_503_MEANS_LOADING = frozenset({"sglang", "llamacpp"})
+#: Engines that may serve /metrics (vLLM always; SGLang with --enable-metrics, llama.cpp --metrics).
+METRICS_ENGINES = frozenset({"vllm", "sglang", "llamacpp"})
+#: Statuses from /metrics meaning "metrics not enabled" (llama.cpp without --metrics answers 501).
+METRICS_DISABLED = frozenset({404, 501})
+
+
+@dataclass
+class PollOutcome:
+    """The result of one poll; ``to_dict()`` is JSON-safe for storage.
+
+    ``latencies_s`` maps a route (``models``, ``health``, ``metrics``) to its request's wall time
+    in seconds; ``http_status`` maps it to the HTTP status (None when no response came).
+    ``max_model_len`` is in tokens (None when the engine does not say). ``polled_at`` is a Unix
+    time in seconds. ``metrics_available`` is None when /metrics was not asked.
+    """
+
+    status: PollStatus
+    reason: str
+    base_url: str
+    engine: str
+    served_model_id: str
+    detected_engine: str | None = None
+    model_ids: list[str] = field(default_factory=list)
+    max_model_len: int | None = None
+    latencies_s: dict[str, float] = field(default_factory=dict)
+    http_status: dict[str, int | None] = field(default_factory=dict)
+    metrics_available: bool | None = None
+    snapshot: MetricsSnapshot | None = None
+    derived: DerivedMetrics | None = None
+    warnings: list[str] = field(default_factory=list)
+    polled_at: float = 0.0
+
+    @property
+    def is_up(self) -> bool:
+        return self.status == PollStatus.UP
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types only (no NaN or infinity), ready for a JSONField."""
+        data: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, MetricsSnapshot | DerivedMetrics):
+                data[f.name] = value.to_dict()
+            elif isinstance(value, PollStatus):
+                data[f.name] = value.value
+            elif isinstance(value, list | dict):
+                data[f.name] = json.loads(json.dumps(value))
+            else:
+                data[f.name] = value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PollOutcome:
+        """Inverse of :meth:`to_dict` (to get the previous snapshot back from storage)."""
+        known = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["status"] = PollStatus(kwargs["status"])
+        kwargs["snapshot"] = MetricsSnapshot.from_dict(kwargs.get("snapshot"))
+        kwargs["derived"] = DerivedMetrics.from_dict(kwargs.get("derived"))
+        return cls(**kwargs)
+
+
+def normalise_base_url(base_url: str) -> tuple[str, list[str]]:
+    """Strip trailing slashes and a trailing ``/v1`` (the base URL is the server's root)."""
+    warnings: list[str] = []
+    url = (base_url or "").strip().rstrip("/")
+    if url.endswith("/v1"):
+        url = url[: -len("/v1")]
+        warnings.append("the base URL ended in /v1; polling the server's root instead")
+    return url, warnings
+
+
+@dataclass
+class _Step:
+    status: PollStatus
+    reason: str
+
+
+def _transport_status(result: FetchResult, what: str) -> _Step:
+    """Status for a request that got no usable HTTP response."""
+    if result.error == "connect":
+        return _Step(PollStatus.LOADING, f"{what}: {result.message} (not listening: starting, or gone)")
+    if result.error in ("timeout", "deadline", "dns", "network", "protocol", "tls"):
+        return _Step(PollStatus.DOWN, f"{what}: {result.message}")
+    # refused, redirect, too_large
+    return _Step(PollStatus.ERROR, f"{what}: {result.message}")
+
+
+def _snippet(body: bytes, limit: int = 160) -> str:
+    text = body[:limit].decode("utf-8", "replace")
+    text = "".join(ch if ch.isprintable() else " " for ch in text).strip()
+    return f": {text}" if text else ""
+
+
+def _http_status(result: FetchResult, what: str, engine: str, route: str) -> _Step | None:
+    """Status for an HTTP error response, None for 2xx."""
+    code = result.status or 0
+    if 200 <= code < 300:
+        return None
+    if code in (401, 403):
+        return _Step(PollStatus.UNAUTHORIZED, f"{what}: HTTP {code} (API key missing or wrong)")
+    if code == 503:
+        if route == "models" or (route == "health" and engine in HEALTH_503_MEANS_LOADING):
+            return _Step(PollStatus.LOADING, f"{what}: HTTP 503 (starting or loading the model)")
+        return _Step(PollStatus.DOWN, f"{what}: HTTP 503 (engine dead)")
+    if code >= 500:
+        return _Step(PollStatus.DOWN, f"{what}: HTTP {code}{_snippet(result.body)}")
+    if code == 404 and route == "models":
+        return _Step(PollStatus.MISCONFIGURED, f"{what}: HTTP 404 (no OpenAI-compatible API at this base URL)")
+    return _Step(PollStatus.ERROR, f"{what}: unexpected HTTP {code}{_snippet(result.body)}")
+
+
+def _parse_models(body: bytes) -> list[dict[str, Any]]:
+    """The ``data`` list of ``/v1/models``; raises ValueError with a reason when it is not one."""
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not JSON ({exc.__class__.__name__}: {str(exc)[:80]})") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
+        raise ValueError("JSON without a 'data' list of models")
+    models = [entry for entry in payload["data"] if isinstance(entry, dict) and isinstance(entry.get("id"), str)]
+    if len(models) != len(payload["data"]):
+        raise ValueError("a model entry without a string 'id'")
+    return models
+
+
+def _max_model_len(entry: dict[str, Any]) -> int | None:
+    value = entry.get("max_model_len")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def poll_endpoint(
+    base_url: str,
+    engine: str,
+    served_model_id: str,
+    api_key: str | None,
+    *,
+    timeout_s: float = 5.0,
+    max_bytes: int = 8 * 1024 * 1024,
+    allowed_networks: Iterable[str | IPNetwork] | None = None,
+    prev_snapshot: MetricsSnapshot | None = None,
+    verify: bool | str = True,
+    clock: Callable[[], float] = time.time,
+) -> PollOutcome:
+    """Poll one endpoint and classify it; never raises for endpoint trouble.
+
+    ``engine`` is the registered engine (``vllm``, ``sglang``, ``llamacpp`` or ``openai``); the
+    engine detected from ``/v1/models`` (``owned_by``) chooses the routes when it differs.
+    ``api_key`` is sent as ``Authorization: Bearer`` when set and appears nowhere in the outcome.
+    ``timeout_s`` (seconds) is the deadline of each of the (at most three) requests, ``max_bytes``
+    the cap on each body in bytes, ``allowed_networks`` the guard's networks (None: loopback and
+    private ranges), ``prev_snapshot`` the last poll's snapshot (for rates), ``verify`` TLS
+    verification (True, False or a CA bundle path), ``clock`` the Unix-time source in seconds.
+    Raises ValueError only for a malformed ``allowed_networks``.
+    """
+    polled_at = clock()
+    url, warnings = normalise_base_url(base_url)
+    shown_url = display_url(url)
+    engine = (engine or "openai").lower()
+    secrets = [api_key] if api_key else []
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    outcome = PollOutcome(
+        status=PollStatus.UP,
+        reason="",
+        base_url=shown_url,
+        engine=engine,
+        served_model_id=served_model_id or "",
+        warnings=warnings,
+        polled_at=polled_at,
+    )
+
+    def get(route: str, path: str, accept: str = "application/json") -> FetchResult:
+        result = fetch(
+            f"{url}{path}",
+            headers={**headers, "Accept": accept},
+            timeout_s=timeout_s,
+            max_bytes=max_bytes,
+            allowed_networks=allowed_networks,
+            verify=verify,
+        )
+        outcome.latencies_s[route] = round(result.elapsed_s, 6)
+        outcome.http_status[route] = result.status
+        return result
+
+    steps: list[_Step] = []
+
+    # 1. The model list: reachability, auth, model ids, engine.
+    models = get("models", "/v1/models")
+    if models.error:
+        return _finish(outcome, [_transport_status(models, "GET /v1/models")], secrets)
+    bad = _http_status(models, "GET /v1/models", engine, "models")
+    if bad is not None:
+        return _finish(outcome, [bad], secrets)
+    try:
+        entries = _parse_models(models.body)
+    except ValueError as exc:
+        return _finish(outcome, [_Step(PollStatus.ERROR, f"GET /v1/models: unparseable reply, {exc}")], secrets)
+    outcome.model_ids = [entry["id"] for entry in entries]
+    served = next((e for e in entries if e["id"] == served_model_id), None) if served_model_id else None
+    reference = served or (entries[0] if entries else None)
+    if reference is not None:
+        outcome.max_model_len = _max_model_len(reference)
+        outcome.detected_engine = OWNED_BY.get(str(reference.get("owned_by", "")).lower())
+    if not entries:
+        steps.append(_Step(PollStatus.MISCONFIGURED, "GET /v1/models lists no model"))
+    elif served_model_id and served is None:
+        listed = ", ".join(outcome.model_ids[:5]) + (" ..." if len(outcome.model_ids) > 5 else "")
+        steps.append(_Step(PollStatus.MISCONFIGURED, f"model {served_model_id!r} is not served (listed: {listed})"))
+    routes_engine = outcome.detected_engine or engine
+    if outcome.detected_engine and engine in METRICS_ENGINES and outcome.detected_engine != engine:
+        warnings.append(f"registered as {engine} but the server says {outcome.detected_engine}")
+
+    # 2. The engine's health route.
+    health_path = HEALTH_ROUTE.get(routes_engine)
+    if health_path:
+        health = get("health", health_path, accept="*/*")
+        if health.error:
+            steps.append(_transport_status(health, f"GET {health_path}"))
+        elif health.status == 404:
+            warnings.append(f"GET {health_path}: HTTP 404 (no health route)")
+        else:
+            bad = _http_status(health, f"GET {health_path}", routes_engine, "health")
+            if bad is not None:
+                steps.append(bad)
+
+    # 3. Metrics, where the engine serves them.
+    if routes_engine in METRICS_ENGINES:
+        scrape = get("metrics", "/metrics", accept="text/plain")
+        if scrape.error:
+            outcome.metrics_available = False
+            steps.append(_transport_status(scrape, "GET /metrics"))
+        elif scrape.status in METRICS_DISABLED:
+            outcome.metrics_available = False
+            if routes_engine == "vllm":
+                warnings.append(f"GET /metrics: HTTP {scrape.status} (vLLM normally serves metrics)")
+        elif (bad := _http_status(scrape, "GET /metrics", routes_engine, "metrics")) is not None:
+            outcome.metrics_available = False
+            steps.append(bad)
+        else:
+            try:
+                snapshot = parse_metrics(scrape.body, scraped_at=clock())
+            except MetricsParseError as exc:
+                outcome.metrics_available = False
+                steps.append(_Step(PollStatus.ERROR, f"GET /metrics: unparseable reply, {exc}"))
+            else:
+                outcome.metrics_available = True
+                outcome.snapshot = snapshot
+                outcome.derived = derive(prev_snapshot, snapshot)
+                if outcome.derived.counter_reset:
+                    warnings.append("counters went back: the engine restarted since the last poll")
+    return _finish(outcome, steps, secrets)
+
+
+def _finish(outcome: PollOutcome, steps: list[_Step], secrets: list[str]) -> PollOutcome:
+    """Pick the most severe step as the status, demote the others to warnings, scrub secrets."""
+    if steps:
+        worst = max(steps, key=lambda step: _SEVERITY[step.status])
+        outcome.status, outcome.reason = worst.status, worst.reason
+        outcome.warnings.extend(step.reason for step in steps if step is not worst)
+    else:
+        outcome.status = PollStatus.UP
+        outcome.reason = "the model list answered" + (
+            f" and lists {outcome.served_model_id!r}" if outcome.served_model_id else ""
+        )
+    outcome.reason = redact(outcome.reason, secrets)
+    outcome.warnings = [redact(w, secrets) for w in outcome.warnings]
+    logger.info("poll %s: %s (%s)", outcome.base_url, outcome.status.value, outcome.reason)
+    return outcome

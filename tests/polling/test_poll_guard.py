@@ -1,0 +1,277 @@
+"""The outbound-request guard: URL rules, address rules (checked at connect time), redirects,
+size cap, deadline, and secrets that never leak."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+
+import pytest
+
+from fleet.polling.fakeserver import FakeEngineServer
+from fleet.polling.guard import (
+    DEFAULT_ALLOWED_NETWORKS,
+    UrlRefused,
+    address_refusal,
+    check_url,
+    fetch,
+    parse_networks,
+    redact,
+)
+
+SECRET = "sk-fleet-SECRET-4f9a2c"
+AUTH = {"Authorization": f"Bearer {SECRET}"}
+EVERYTHING = ["0.0.0.0/0", "::/0"]
+
+
+@pytest.fixture
+def server():
+    baseline = {t.ident for t in threading.enumerate()}
+    with FakeEngineServer("vllm", drip_interval_s=0.05) as srv:
+        yield srv
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        leftover = [t for t in threading.enumerate() if t.ident not in baseline]
+        if not leftover:
+            break
+        time.sleep(0.02)
+    assert not leftover, leftover
+
+
+# -- URL rules ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://127.0.0.1/", "file:///etc/passwd", "gopher://127.0.0.1:70/", "javascript:alert(1)", "127.0.0.1:8000"],
+)
+def test_only_http_and_https(url):
+    with pytest.raises(UrlRefused, match=r"scheme|host"):
+        check_url(url)
+
+
+def test_credentials_in_url_refused_and_not_echoed():
+    with pytest.raises(UrlRefused) as info:
+        check_url(f"http://user:{SECRET}@127.0.0.1:8000/")
+    assert SECRET not in str(info.value)
+    result = fetch(f"http://user:{SECRET}@127.0.0.1:8000/")
+    assert result.error == "refused" and SECRET not in repr(result)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:8000", "http://10.1.2.3:8000/", "https://192.168.1.5", "http://172.16.0.9", "http://[::1]:8000"],
+)
+def test_default_networks_allow_loopback_and_private(url):
+    check_url(url)
+
+
+@pytest.mark.parametrize(
+    ("address", "words"),
+    [
+        ("169.254.169.254", "link-local"),  # AWS, GCP, Azure metadata
+        ("169.254.0.1", "link-local"),
+        ("fe80::1", "link-local"),
+        ("fd00:ec2::254", "AWS"),  # inside fc00::/7, which is allowed by default
+        ("100.64.0.1", "carrier-grade NAT"),
+        ("100.100.100.200", "carrier-grade NAT"),  # Alibaba metadata
+        ("0.0.0.0", "this network"),
+        ("64:ff9b::a9fe:a9fe", "169.254.169.254"),  # NAT64 of the metadata address
+        ("::ffff:169.254.169.254", "169.254.169.254"),  # IPv4-mapped
+        ("::ffff:100.64.0.1", "100.64.0.1"),
+        ("2002:a9fe:a9fe::1", "169.254.169.254"),  # 6to4
+    ],
+)
+def test_always_refused_even_when_everything_is_allowed(address, words):
+    reason = address_refusal(address, parse_networks(EVERYTHING))
+    assert reason and words in reason and "always refused" in reason
+    host = f"[{address}]" if ":" in address else address
+    with pytest.raises(UrlRefused, match="always refused"):
+        check_url(f"http://{host}/", EVERYTHING)
+    assert fetch(f"http://{host}/", allowed_networks=EVERYTHING, timeout_s=0.5).error == "refused"
+
+
+def test_public_address_refused_by_default():
+    with pytest.raises(UrlRefused, match="outside the allowed networks"):
+        check_url("http://8.8.8.8/")
+    check_url("http://8.8.8.8/", ["8.8.8.0/24"])
+
+
+def test_default_networks_constant_can_be_passed_as_is():
+    assert address_refusal("10.0.0.1", DEFAULT_ALLOWED_NETWORKS) is None
+    assert address_refusal("8.8.8.8", DEFAULT_ALLOWED_NETWORKS)
+
+
+def test_mapped_loopback_is_judged_by_its_ipv4():
+    assert address_refusal("::ffff:127.0.0.1") is None
+    assert "outside" in address_refusal("::ffff:127.0.0.1", ["10.0.0.0/8", "::/0"])
+
+
+def test_nat64_of_a_public_address_needs_both_networks():
+    assert "outside" in address_refusal("64:ff9b::808:808", ["64:ff9b::/96"])
+    assert address_refusal("64:ff9b::808:808", ["64:ff9b::/96", "8.8.8.0/24"]) is None
+
+
+def test_bad_network_setting_fails_loudly():
+    with pytest.raises(ValueError):
+        parse_networks(["10.0.0.0/33"])
+    assert parse_networks("10.0.0.0/8, 127.0.0.0/8")[1].prefixlen == 8
+
+
+# -- resolution is checked, at connect time ------------------------------------------------------
+
+
+def test_hostname_resolving_to_refused_address(server):
+    """localhost resolves to loopback; without loopback in the allowed networks it is refused,
+    at registration and at fetch time, before any connection is made."""
+    only_private = ["10.0.0.0/8", "192.168.0.0/16"]
+    with pytest.raises(UrlRefused, match="'localhost' resolves to"):
+        check_url(f"http://localhost:{server.port}/", only_private)
+    result = fetch(f"http://localhost:{server.port}/v1/models", allowed_networks=only_private, timeout_s=0.5)
+    assert result.error == "refused" and "localhost" in result.message
+    assert server.request_count == 0
+    assert fetch(f"http://localhost:{server.port}/v1/models", timeout_s=2).ok
+
+
+def test_connects_to_the_checked_address_with_host_header_preserved(server, monkeypatch):
+    real = socket.getaddrinfo
+    calls = []
+
+    def fake_getaddrinfo(host, port, *args, **kwargs):
+        if host == "fleet-test.internal":
+            calls.append(host)
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake_getaddrinfo)
+    result = fetch(f"http://fleet-test.internal:{server.port}/v1/models", timeout_s=2)
+    assert result.ok, result
+    assert calls == ["fleet-test.internal"]  # resolved once, by the guard
+    assert server.requests[-1].host == f"fleet-test.internal:{server.port}"
+
+
+def test_dns_rebinding_after_registration_is_refused(server, monkeypatch):
+    """check_url() saw a private address; at poll time the name points at the metadata service."""
+    real = socket.getaddrinfo
+    answers = iter(["127.0.0.1", "169.254.169.254"])
+
+    def rebinding(host, port, *args, **kwargs):
+        if host == "rebind.test":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    check_url(f"http://rebind.test:{server.port}/")
+    result = fetch(f"http://rebind.test:{server.port}/v1/models", timeout_s=1)
+    assert result.error == "refused" and "169.254.169.254" in result.message
+
+
+def test_one_refused_address_among_several_refuses_the_host(monkeypatch):
+    def mixed(host, port, *args, **kwargs):
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.5", port)),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("169.254.169.254", port)),
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", mixed)
+    with pytest.raises(UrlRefused, match=r"169\.254\.169\.254"):
+        check_url("http://mixed.test/")
+
+
+def test_unresolvable_host():
+    with pytest.raises(UrlRefused, match="does not resolve"):
+        check_url("http://no-such-host.invalid/")
+    assert fetch("http://no-such-host.invalid/", timeout_s=2).error == "dns"
+    check_url("http://no-such-host.invalid/", resolve_host=False)
+
+
+# -- responses ----------------------------------------------------------------------------------
+
+
+def test_ok_response(server):
+    result = fetch(f"{server.url}/v1/models", timeout_s=2)
+    assert result.ok and result.status == 200 and b"meta-llama" in result.body
+    assert result.elapsed_s > 0 and "json" in result.content_type
+
+
+def test_redirect_is_not_followed(server):
+    server.set_behaviour("redirect")
+    result = fetch(f"{server.url}/v1/models", timeout_s=1)
+    assert result.error == "redirect" and result.status == 302
+    assert "169.254.169.254" in result.message and "not followed" in result.message
+    assert server.request_count == 1
+
+
+def test_size_cap_streams_and_cuts(server):
+    server.set_behaviour("huge_body")
+    start = time.monotonic()
+    result = fetch(f"{server.url}/metrics", timeout_s=5, max_bytes=1_000_000)
+    assert result.error == "too_large" and len(result.body) <= 1_000_000
+    assert time.monotonic() - start < 3
+
+
+def test_declared_length_over_the_cap_is_refused_before_reading(server):
+    result = fetch(f"{server.url}/v1/models", timeout_s=1, max_bytes=100)
+    assert result.error == "too_large" and result.body == b""
+
+
+def test_slow_drip_hits_the_deadline(server):
+    """A byte every 50 ms never trips the read timeout; the overall deadline stops it."""
+    server.set_behaviour("slow_body")
+    start = time.monotonic()
+    result = fetch(f"{server.url}/v1/models", timeout_s=0.5, read_timeout_s=0.4)
+    elapsed = time.monotonic() - start
+    assert result.error == "deadline" and "deadline" in result.message
+    assert 0.45 <= elapsed < 0.9
+
+
+def test_hang_times_out(server):
+    server.set_behaviour("hang")
+    start = time.monotonic()
+    result = fetch(f"{server.url}/v1/models", timeout_s=0.5)
+    assert result.error == "timeout" and result.status is None
+    assert time.monotonic() - start < 0.9
+
+
+def test_connection_refused():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = fetch(f"http://127.0.0.1:{port}/", timeout_s=0.5)
+    assert result.error == "connect"
+
+
+def test_proxy_environment_is_ignored(server, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", "http://169.254.169.254:3128")
+    monkeypatch.setenv("ALL_PROXY", "http://169.254.169.254:3128")
+    assert fetch(f"{server.url}/v1/models", timeout_s=2).ok
+
+
+# -- secrets ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("behaviour", ["ok", "redirect", "hang", "slow_body", "huge_body", "unauthorized", "error_500"])
+def test_api_key_never_in_results_messages_or_logs(server, behaviour, caplog):
+    caplog.set_level(logging.DEBUG)
+    server.set_behaviour(behaviour)
+    result = fetch(f"{server.url}/v1/models", headers=AUTH, timeout_s=0.4, max_bytes=100_000)
+    assert SECRET not in repr(result)
+    assert SECRET not in caplog.text
+    assert server.requests[-1].has_authorization
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://169.254.169.254/", "http://127.0.0.1:1/", "http://no-such-host.invalid/", "ftp://127.0.0.1/"],
+)
+def test_api_key_never_in_transport_errors(url, caplog):
+    caplog.set_level(logging.DEBUG)
+    result = fetch(url, headers=AUTH, timeout_s=0.5)
+    assert result.error and SECRET not in repr(result) and SECRET not in caplog.text
+
+
+def test_redact():
+    assert redact(f"boom Bearer {SECRET} boom", [SECRET]) == "boom Bearer [redacted] boom"
+    assert redact("abc", ["ab"]) == "abc"  # too short to be a secret worth hunting
