@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin
 
+from fleet.forms import DeploymentForm
 from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, WorkerHeartbeat
 
 
@@ -37,32 +37,8 @@ class ClusterAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ("name",)}
 
 
-class DeploymentAdminForm(forms.ModelForm):
-    """Adds a write-only API key field: blank keeps the stored key, 'clear' removes it."""
-
-    api_key = forms.CharField(
-        required=False,
-        widget=forms.PasswordInput(render_value=False),
-        help_text="Write-only: never shown again. Leave blank to keep the stored key.",
-    )
-    clear_api_key = forms.BooleanField(required=False, help_text="Remove the stored key.")
-
-    class Meta:
-        model = Deployment
-        fields = (
-            "slug", "cluster", "model", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url", "served_model_id",
-            "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "poll_interval_s", "enabled",
-        )  # fmt: skip
-
-    def save(self, commit: bool = True) -> Deployment:
-        deployment = super().save(commit=False)
-        if self.cleaned_data.get("clear_api_key"):
-            deployment.set_api_key("")
-        elif self.cleaned_data.get("api_key"):
-            deployment.set_api_key(self.cleaned_data["api_key"].strip())
-        if commit:
-            deployment.save()
-        return deployment
+class DeploymentAdminForm(DeploymentForm):
+    """The page form, so the admin keeps the key write-only the same way."""
 
 
 @admin.register(Deployment)

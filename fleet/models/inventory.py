@@ -12,8 +12,11 @@ from django.utils import timezone
 
 from fleet import crypto
 from fleet.validators import hours_per_day, non_negative, positive, utilisation
+from planner.engine.errors import EngineInputError
 from planner.engine.formats import CACHE_DTYPES
-from planner.engine.spec import Accelerator, Layout, layout_errors
+from planner.engine.result import SizingResult
+from planner.engine.sizing import size
+from planner.engine.spec import Accelerator, Layout, ModelArch, layout_errors
 
 from .base import SlugField, Sourced, TimeStamped
 from .history import TRACKED_FIELDS, ClusterState
@@ -152,6 +155,12 @@ class Deployment(TimeStamped):
     api_key_encrypted = models.TextField(blank=True, editable=False)
     poll_interval_s = models.PositiveIntegerField(default=15, validators=[MinValueValidator(5)])
     enabled = models.BooleanField(default=True)
+    # Live state, written by the poller (fleet.polling): the last status and when it changed,
+    # the last poll time and the latest normalised metrics (so pages need no join to the polls).
+    last_status = models.CharField(max_length=15, default="unknown", editable=False)
+    last_status_changed = models.DateTimeField(null=True, blank=True, editable=False)
+    last_polled = models.DateTimeField(null=True, blank=True, editable=False)
+    last_metrics = models.JSONField(default=dict, blank=True, editable=False)
 
     class Meta:
         ordering = ["slug"]
@@ -182,6 +191,32 @@ class Deployment(TimeStamped):
     def gpus_per_replica(self) -> int:
         return self.tp * self.pp * self.dp
 
+    @property
+    def gpus(self) -> int:
+        """GPUs the deployment occupies: replicas x tp x pp x dp."""
+        return self.replicas * self.gpus_per_replica
+
+    @property
+    def planning_context_tokens(self) -> int:
+        """The context length capacity is quoted at: the served maximum, else the model's."""
+        return self.max_model_len or self.model.max_context_tokens
+
+    def sizing(self, context_tokens: int | None = None, model: ModelArch | None = None) -> SizingResult:
+        """Predicted memory envelopes and admission capacity of this deployment (whole deployment).
+
+        ``model`` lets a caller reuse one engine object for many deployments of the same model
+        (the engine memoises per-model constants on it).
+        """
+        return size(
+            model or self.model.to_engine(),
+            self.cluster.sku.to_engine(),
+            gpus=self.gpus,
+            layout=self.layout,
+            kv_cache_dtype=self.kv_cache_dtype,
+            context_tokens=context_tokens or self.planning_context_tokens,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+        )
+
     def clean(self) -> None:
         """Check the layout against the cluster and the model (rules in docs/layouts.md)."""
         if not (self.cluster_id and self.model_id):
@@ -199,5 +234,14 @@ class Deployment(TimeStamped):
             errors.setdefault("max_model_len", []).append(
                 f"The model's maximum context is {self.model.max_context_tokens} tokens."
             )
+        if not errors:
+            # The engine's own rules (e.g. tp against KV heads) apply too: a saved deployment must size.
+            try:
+                self.sizing()
+            except EngineInputError as exc:
+                field_names = {"tp", "pp", "dp", "ep", "replicas", "kv_cache_dtype", "gpu_memory_utilization"}
+                for name, messages in exc.errors.items():
+                    key = name if name in field_names else ("max_model_len" if name == "context_tokens" else "__all__")
+                    errors.setdefault(key, []).extend(messages)
         if errors:
             raise ValidationError(errors)

@@ -7,7 +7,6 @@ import io
 import re
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -100,16 +99,10 @@ class DecisionViewSet(
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         result = run_breakeven(data["breakeven"])
-        with transaction.atomic():
-            decision = Decision(
-                workload=data["workload"],
-                tier=data["tier"],
-                note=data.get("note", ""),
-                figures=result.figures,
-                inputs=result.snapshot,
-                decided_by=request.user,
-            )
-            decision.save()
+        decision = Decision.record(
+            workload=data["workload"], tier=data["tier"], note=data.get("note", ""), figures=result.figures,
+            inputs=result.snapshot, user=request.user,
+        )  # fmt: skip
         body = DecisionSerializer(decision, context=self.get_serializer_context()).data
         return Response(body, status=201, headers={"Location": body["url"]})
 

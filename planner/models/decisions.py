@@ -75,3 +75,10 @@ class Decision(models.Model):
     @property
     def is_current(self) -> bool:
         return not hasattr(self, "superseded_by")
+
+    @classmethod
+    def record(cls, *, workload: Workload, tier: int, note: str, figures: dict, inputs: dict, user: Any) -> Decision:
+        """Record a new decision (superseding the workload's current one)."""
+        decision = cls(workload=workload, tier=tier, note=note, figures=figures, inputs=inputs, decided_by=user)
+        decision.save()
+        return decision

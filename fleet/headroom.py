@@ -1,0 +1,110 @@
+"""Admission headroom per deployment: predicted capacity (sizing engine) against observed load.
+
+Predicted: concurrent sequences the deployment admits at its planning context
+(``Deployment.planning_context_tokens``). Observed: requests running on the engine at the
+last poll (``last_metrics["requests_running"]``). One engine object is built per model and
+reused, so a page of a thousand deployments costs a thousand ~10 µs sizings and no queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fleet.models import Deployment
+from planner.engine.errors import EngineInputError
+from planner.engine.spec import ModelArch
+
+
+@dataclass(frozen=True, slots=True)
+class Headroom:
+    deployment: Deployment
+    capacity: int | None  # predicted concurrent sequences (None: the layout does not size)
+    fits: bool
+    observed: float | None  # requests running at the last poll
+    error: str = ""
+
+    @property
+    def used_fraction(self) -> float | None:
+        """Observed load over predicted capacity, 0..1 (None when either is unknown)."""
+        if self.observed is None or not self.capacity:
+            return None
+        return min(1.0, self.observed / self.capacity)
+
+    @property
+    def used_percent(self) -> int | None:
+        fraction = self.used_fraction
+        return None if fraction is None else round(fraction * 100)
+
+    @property
+    def free(self) -> int | None:
+        """Sequences that still fit beside the observed load."""
+        if self.capacity is None:
+            return None
+        return max(0, self.capacity - int(self.observed or 0))
+
+
+def headroom(deployments: Iterable[Deployment]) -> list[Headroom]:
+    """Headroom of each deployment (select_related cluster__sku and model beforehand)."""
+    engines: dict[int, ModelArch] = {}
+    rows = []
+    for d in deployments:
+        observed = d.last_metrics.get("requests_running") if d.last_metrics else None
+        try:
+            engine = engines.get(d.model_id) or engines.setdefault(d.model_id, d.model.to_engine())
+            result = d.sizing(model=engine)
+        except EngineInputError as exc:
+            rows.append(Headroom(d, None, False, observed, error=str(exc)))
+            continue
+        rows.append(Headroom(d, result.max_concurrent_sequences, result.fits, observed))
+    return rows
+
+
+GIB = 1024**3
+
+
+def envelope(result, sequences: int | None = None) -> dict[str, float]:
+    """Memory envelope of one GPU in GiB: weights, runtime, state and KV for ``sequences``
+    concurrent sequences of the deployment (default: its predicted capacity), free, and the
+    reserve left out by ``gpu_memory_utilization``."""
+    ranks = max(1, result.replicas * result.layout.dp)
+    total = result.max_concurrent_sequences if sequences is None else sequences
+    per_gpu = -(-int(total) // ranks) if total else 0  # sequences held by one data-parallel rank's GPUs
+    weights = result.weights_bytes_per_gpu
+    runtime = result.runtime_bytes
+    state = per_gpu * result.state_bytes_per_sequence_per_gpu
+    kv = per_gpu * result.kv_bytes_per_sequence_per_gpu
+    free = max(0, result.usable_bytes - weights - runtime - state - kv)
+    return {
+        "weights": weights / GIB,
+        "runtime": runtime / GIB,
+        "state": state / GIB,
+        "kv": kv / GIB,
+        "free": free / GIB,
+        "reserve": (result.hbm_bytes - result.usable_bytes) / GIB,
+        "sequences_per_gpu": per_gpu,
+    }
+
+
+#: Context lengths the capacity curve is drawn at (tokens), up to the model's maximum.
+CURVE_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
+
+
+def capacity_points(deployment: Deployment) -> list[dict[str, int]]:
+    """Predicted concurrent sequences against context length for a deployment's layout."""
+    from planner.engine.sizing import capacity_curve
+
+    limit = deployment.model.max_context_tokens
+    contexts = [c for c in CURVE_CONTEXTS if c <= limit] or [limit]
+    if contexts[-1] != limit and limit not in contexts:
+        contexts.append(limit)
+    points = capacity_curve(
+        deployment.model.to_engine(),
+        deployment.cluster.sku.to_engine(),
+        contexts,
+        gpus=deployment.gpus,
+        layout=deployment.layout,
+        kv_cache_dtype=deployment.kv_cache_dtype,
+        gpu_memory_utilization=deployment.gpu_memory_utilization,
+    )
+    return [{"context": p.context_tokens, "sequences": p.max_concurrent_sequences} for p in points]

@@ -1,0 +1,67 @@
+"""Register and edit clusters and deployments; their detail pages."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from fleet.forms import ClusterForm, DeploymentForm
+from fleet.headroom import capacity_points, envelope, headroom
+from fleet.models import Cluster, Deployment
+
+from .access import role_required
+
+
+@role_required("inventory")
+def cluster_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
+    cluster = get_object_or_404(Cluster, slug=slug) if slug else None
+    form = ClusterForm(request.POST or None, instance=cluster)
+    if request.method == "POST" and form.is_valid():
+        cluster = form.save()
+        messages.success(request, f"Cluster {cluster.name} saved.")
+        return redirect("cluster", slug=cluster.slug)
+    title = f"Edit {cluster.name}" if cluster else "Register a cluster"
+    return render(request, "form_page.html", {"form": form, "title": title, "cancel": "fleet"})
+
+
+@role_required("inventory")
+def deployment_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
+    deployment = get_object_or_404(Deployment, slug=slug) if slug else None
+    initial = {"cluster": request.GET.get("cluster")} if not deployment else None
+    form = DeploymentForm(request.POST or None, instance=deployment, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        deployment = form.save()
+        messages.success(request, f"Deployment {deployment.slug} saved.")
+        return redirect("deployment", slug=deployment.slug)
+    title = f"Edit {deployment.slug}" if deployment else "Register a deployment"
+    return render(request, "form_page.html", {"form": form, "title": title, "cancel": "fleet"})
+
+
+@login_required
+def cluster_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    cluster = get_object_or_404(Cluster.objects.select_related("sku"), slug=slug)
+    deployments = cluster.deployments.select_related("cluster__sku", "model")
+    return render(
+        request,
+        "fleet/cluster.html",
+        {"cluster": cluster, "rows": headroom(deployments), "states": cluster.states.select_related("sku")},
+    )
+
+
+@login_required
+def deployment_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    deployment = get_object_or_404(Deployment.objects.select_related("cluster__sku", "model"), slug=slug)
+    (row,) = headroom([deployment])
+    context = {"d": deployment, "row": row}
+    if row.capacity is not None:
+        result = deployment.sizing()
+        observed = int(row.observed) if row.observed is not None else None
+        context |= {
+            "result": result,
+            "envelope": envelope(result, observed),
+            "envelope_full": envelope(result),
+            "curve": capacity_points(deployment),
+        }
+    return render(request, "fleet/deployment.html", context)

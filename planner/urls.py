@@ -1,0 +1,17 @@
+"""Pages of the planner: models, what-if, rent vs API, spend, decisions."""
+
+from django.urls import path
+
+from planner.views import costs, models, whatif
+
+urlpatterns = [
+    path("models/", models.model_list, name="models"),
+    path("models/new/", models.model_form, name="model-new"),
+    path("models/<str:slug>/", models.model_detail, name="model"),
+    path("models/<str:slug>/edit/", models.model_form, name="model-edit"),
+    path("what-if/", whatif.what_if, name="what-if"),
+    path("rent-vs-api/", costs.rent_vs_api, name="rent-vs-api"),
+    path("rent-vs-api/decide/", costs.record_decision, name="record-decision"),
+    path("spend/", costs.spend, name="spend"),
+    path("decisions/", costs.decisions, name="decisions"),
+]

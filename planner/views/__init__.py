@@ -1,0 +1,1 @@
+"""Pages of the planner, one module per page family."""

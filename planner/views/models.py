@@ -1,0 +1,65 @@
+"""The model catalogue: list, detail (weights by format, floors per SKU), create and edit."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from fleet.models import HardwareSku
+from fleet.views.access import role_required
+from planner.engine.cache import kv_bytes_per_token
+from planner.engine.floors import min_gpus_for_weights, single_gpu_fit
+from planner.engine.formats import WEIGHT_FORMATS
+from planner.engine.state import state_bytes_per_sequence
+from planner.engine.weights import weights_bytes
+from planner.filters import ModelSpecFilter
+from planner.forms import ModelSpecForm
+from planner.models import ModelSpec
+
+
+@login_required
+def model_list(request: HttpRequest) -> HttpResponse:
+    models = ModelSpecFilter(request.GET, queryset=ModelSpec.objects.all()).qs
+    rows = [{"m": m, "weights_tb": weights_bytes(m.to_engine()) / 1e12} for m in models]
+    return render(request, "planner/models.html", {"rows": rows})
+
+
+@login_required
+def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    model = get_object_or_404(ModelSpec, slug=slug)
+    arch = model.to_engine()
+    by_format = [
+        {"format": fmt, "raw_tb": weights_bytes(arch, fmt, False) / 1e12, "scaled_tb": weights_bytes(arch, fmt) / 1e12}
+        for fmt in WEIGHT_FORMATS
+        if fmt != "fp16"
+    ]
+    shipped = weights_bytes(arch)
+    floors = []
+    for sku in HardwareSku.objects.all():
+        accel = sku.to_engine()
+        fit = single_gpu_fit(arch, accel, context_tokens=min(8192, model.max_context_tokens))
+        floors.append({"sku": sku, "min_gpus": min_gpus_for_weights(shipped, accel), "single": fit})
+    context = {
+        "m": model,
+        "by_format": by_format,
+        "shipped_tb": shipped / 1e12,
+        "floors": floors,
+        "kv_bf16": kv_bytes_per_token(arch, "bf16"),
+        "kv_fp8": kv_bytes_per_token(arch, "fp8"),
+        "state": state_bytes_per_sequence(arch),
+    }
+    return render(request, "planner/model.html", context)
+
+
+@role_required("inventory")
+def model_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
+    model = get_object_or_404(ModelSpec, slug=slug) if slug else None
+    form = ModelSpecForm(request.POST or None, instance=model)
+    if request.method == "POST" and form.is_valid():
+        model = form.save()
+        messages.success(request, f"Model {model.name} saved.")
+        return redirect("model", slug=model.slug)
+    title = f"Edit {model.name}" if model else "Add a model"
+    return render(request, "form_page.html", {"form": form, "title": title, "cancel": "models"})

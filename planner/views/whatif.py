@@ -1,0 +1,56 @@
+"""What-if: pick a model, SKU, GPUs, layout, KV dtype, context and pool; every change re-renders
+the result in place (HTMX), and the URL carries the inputs so it can be shared."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.vary import vary_on_headers
+
+from fleet.headroom import envelope
+from fleet.models import HardwareSku
+from fleet.views.access import HtmxHttpRequest, is_partial
+from planner.engine.errors import EngineInputError
+from planner.engine.formats import CACHE_DTYPES
+from planner.models import ModelSpec
+from planner.sizing import SizingRequestSerializer, run_sizing
+
+DEFAULTS = {"model": "kimi-k3", "sku": "h200-141gb", "gpus": "16", "tp": "8", "dp": "2", "ep": "16",
+            "kv_cache_dtype": "fp8", "context_tokens": "131072", "pool": "unified"}  # fmt: skip
+FIELDS = ("model", "sku", "gpus", "tp", "pp", "dp", "ep", "kv_cache_dtype", "context_tokens", "pool",
+          "gpu_memory_utilization")  # fmt: skip
+
+
+def _inputs(request: HtmxHttpRequest) -> dict[str, str]:
+    if not any(name in request.GET for name in FIELDS):
+        first = ModelSpec.objects.filter(slug=DEFAULTS["model"]).exists()
+        return dict(DEFAULTS) if first else {}
+    return {name: request.GET[name] for name in FIELDS if request.GET.get(name, "") != ""}
+
+
+def compute(inputs: dict[str, str]) -> dict:
+    """Validate and size; errors come back per field, never as an exception."""
+    serializer = SizingRequestSerializer(data=inputs)
+    if not serializer.is_valid():
+        return {"errors": {k: [str(m) for m in v] for k, v in serializer.errors.items()}}
+    try:
+        result = run_sizing(serializer.validated_data)
+    except EngineInputError as exc:
+        return {"errors": exc.errors}
+    return {"result": result, "envelope": envelope(result)}
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def what_if(request: HtmxHttpRequest) -> HttpResponse:
+    inputs = _inputs(request)
+    context = {"inputs": inputs, **(compute(inputs) if inputs else {})}
+    if is_partial(request):
+        return render(request, "planner/_whatif_result.html", context)
+    context |= {
+        "models": ModelSpec.objects.values_list("slug", "name"),
+        "skus": HardwareSku.objects.values_list("slug", "name"),
+        "kv_dtypes": [d for d in CACHE_DTYPES if d != "fp32"],
+    }
+    return render(request, "planner/whatif.html", context)

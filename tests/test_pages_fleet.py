@@ -1,0 +1,165 @@
+"""Fleet pages: overview with headroom, HTMX partial refresh, registration forms, detail pages."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from fleet.models import Cluster, Deployment, HardwareSku
+from planner.models import ModelSpec
+
+
+@pytest.fixture
+def catalog(db):
+    call_command("load_catalog", stdout=StringIO())
+
+
+def add_fleet(n: int, prefix: str = "c") -> None:
+    """n clusters of 4 x 8 H100, each serving Llama 3.1 70B on two tp-4 replicas... and one more model."""
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    llama = ModelSpec.objects.get(slug="llama-3.1-70b")
+    for i in range(n):
+        c = Cluster.objects.create(
+            slug=f"{prefix}{i}", name=f"{prefix.upper()}{i}", sku=sku, nodes=4, provider=f"p{i % 3}", team=f"t{i % 2}"
+        )
+        for j in range(2):
+            Deployment.objects.create(
+                slug=f"{prefix}{i}-d{j}",
+                cluster=c,
+                model=llama,
+                tp=4,
+                replicas=2,
+                last_status="up",
+                last_metrics={"requests_running": 3 + j},
+            )
+
+
+def queries(client, url: str, **headers) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url, **headers).status_code == 200
+    return len(ctx.captured_queries)
+
+
+@pytest.mark.django_db
+def test_fleet_page_shows_headroom(client, make_user, catalog):
+    add_fleet(1)
+    client.force_login(make_user("v", "viewer"))
+    page = client.get("/").content.decode()
+    assert "C0" in page and "c0-d0" in page and "Llama-3.1-70B-Instruct" in page
+    d = Deployment.objects.get(slug="c0-d0")
+    capacity = d.sizing().max_concurrent_sequences
+    assert capacity > 0 and f"3 / {capacity}" in page
+    assert "Register a cluster" not in page  # a viewer is not offered what it may not do
+
+
+@pytest.mark.django_db
+def test_fleet_page_query_count_is_constant(client, make_user, catalog):
+    client.force_login(make_user("v", "viewer"))
+    add_fleet(2, "a")
+    few = queries(client, "/")
+    few_partial = queries(client, "/", HTTP_HX_REQUEST="true")
+    add_fleet(15, "b")
+    assert queries(client, "/") == few
+    assert queries(client, "/", HTTP_HX_REQUEST="true") == few_partial
+
+
+@pytest.mark.django_db
+def test_htmx_refresh_returns_only_the_table(client, make_user, catalog):
+    add_fleet(1)
+    client.force_login(make_user("v", "viewer"))
+    partial = client.get("/?team=t0", HTTP_HX_REQUEST="true").content.decode()
+    assert partial.lstrip().startswith('<section id="fleet-table"') and "<html" not in partial
+    assert 'hx-trigger="every 5s"' in partial and "C0" in partial
+    assert "C0" not in client.get("/?team=nobody", HTTP_HX_REQUEST="true").content.decode()
+
+
+@pytest.mark.django_db
+def test_platform_registers_a_cluster_and_a_deployment(client, make_user, catalog):
+    client.force_login(make_user("p", "platform"))
+    sku = HardwareSku.objects.get(slug="h200-141gb")
+    r = client.post(
+        "/clusters/new/",
+        {
+            "name": "K3 H200",
+            "slug": "k3-h200",
+            "sku": sku.pk,
+            "nodes": 2,
+            "provider": "acme",
+            "team": "ml",
+            "hours_per_day": "24",
+            "status": "active",
+        },
+    )
+    assert r.status_code == 302 and r["Location"] == "/clusters/k3-h200/"
+    k3 = ModelSpec.objects.get(slug="kimi-k3")
+    cluster = Cluster.objects.get(slug="k3-h200")
+    form = {
+        "slug": "k3-prod",
+        "cluster": cluster.pk,
+        "model": k3.pk,
+        "replicas": 1,
+        "tp": 8,
+        "pp": 1,
+        "dp": 2,
+        "ep": 16,
+        "engine": "sglang",
+        "kv_cache_dtype": "fp8",
+        "max_model_len": 131072,
+        "gpu_memory_utilization": 0.9,
+        "poll_interval_s": 15,
+        "enabled": "on",
+        "api_key": "sk-page-secret",
+    }
+    r = client.post("/deployments/new/", form)
+    assert r.status_code == 302, r.content.decode()[:2000]
+    page = client.get("/deployments/k3-prod/").content.decode()
+    assert "sk-page-secret" not in page and "API key set" in page
+    assert 'data-chart="envelope"' in page and 'data-chart="capacity"' in page
+    assert Deployment.objects.get(slug="k3-prod").api_key() == "sk-page-secret"
+    edit = client.get("/deployments/k3-prod/edit/").content.decode()
+    assert "sk-page-secret" not in edit and Deployment.objects.get().api_key_encrypted not in edit
+
+
+@pytest.mark.django_db
+def test_form_errors_are_shown_inline(client, make_user, catalog):
+    client.force_login(make_user("p", "platform"))
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    r = client.post(
+        "/clusters/new/",
+        {
+            "name": "x",
+            "slug": "x",
+            "sku": sku.pk,
+            "nodes": 0,
+            "provider": "a",
+            "team": "b",
+            "hours_per_day": "30",
+            "status": "active",
+        },
+    )
+    page = r.content.decode()
+    assert r.status_code == 200 and "has-error" in page
+    assert "Hours per day must be greater than 0 and at most 24." in page
+    assert not Cluster.objects.exists()
+
+
+@pytest.mark.django_db
+def test_viewer_cannot_open_or_post_forms(client, make_user, catalog):
+    client.force_login(make_user("v", "viewer"))
+    assert client.get("/clusters/new/").status_code == 403
+    assert client.post("/clusters/new/", {"name": "x"}).status_code == 403
+    assert client.get("/deployments/new/").status_code == 403
+    assert not Cluster.objects.exists()
+
+
+@pytest.mark.django_db
+def test_detail_pages_and_unknown_slugs(client, make_user, catalog):
+    add_fleet(1)
+    client.force_login(make_user("v", "viewer"))
+    assert "History" in client.get("/clusters/c0/").content.decode()
+    assert client.get("/clusters/nope/").status_code == 404
+    assert client.get("/deployments/nope/").status_code == 404

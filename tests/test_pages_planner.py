@@ -1,0 +1,166 @@
+"""Planner pages: models, what-if (HTMX), rent vs API with decisions, spend, decision log."""
+
+from __future__ import annotations
+
+from datetime import date
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from fleet.models import Cluster, HardwareSku
+from planner.models import Decision, ModelSpec, Workload
+
+
+@pytest.fixture
+def catalog(db):
+    call_command("load_catalog", stdout=StringIO())
+    Workload.objects.create(
+        slug="agent",
+        name="Coding agent",
+        team="dev",
+        requests_per_day=50_000,
+        mean_prompt_tokens=20_000,
+        mean_output_tokens=800,
+        p95_context_tokens=64_000,
+        prefix_cache_hit_rate=0.9,
+        peak_concurrency=200,
+        ttft_slo_ms=2000,
+        tpot_slo_ms=50,
+    )
+
+
+@pytest.fixture
+def viewer(client, make_user):
+    client.force_login(make_user("v", "viewer"))
+    return client
+
+
+@pytest.mark.django_db
+def test_model_pages(viewer, catalog):
+    page = viewer.get("/models/").content.decode()
+    assert "Kimi K3" in page and "Llama-3.1-70B-Instruct" in page
+    detail = viewer.get("/models/kimi-k3/").content.decode()
+    assert "1.400" in detail and "1.488" in detail  # mxfp4 raw and with scales (TB)
+    assert "5.600" in detail  # bf16
+    assert viewer.get("/models/nope/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_model_form_reports_layer_group_errors_inline(client, make_user, catalog):
+    client.force_login(make_user("p", "platform"))
+    form = {
+        "name": "Bad",
+        "slug": "bad",
+        "total_params": 10,
+        "active_params": 10,
+        "n_routed_experts": 0,
+        "n_active_experts": 0,
+        "n_shared_experts": 0,
+        "hidden_size": 1,
+        "vocab_size": 1,
+        "max_context_tokens": 1,
+        "weight_format": "bf16",
+        "layer_groups": '[{"kind": "full", "count": 2}]',
+    }
+    r = client.post("/models/new/", form)
+    assert r.status_code == 200 and "layer_groups.0.kv_heads" in r.content.decode()
+    assert not ModelSpec.objects.filter(slug="bad").exists()
+    form["layer_groups"] = '[{"kind": "full", "count": 2, "kv_heads": 1, "head_dim": 64}]'
+    assert client.post("/models/new/", form).status_code == 302
+
+
+@pytest.mark.django_db
+def test_what_if_full_page_and_partial(viewer, catalog):
+    url = "/what-if/?model=kimi-k3&sku=h200-141gb&gpus=16&tp=8&dp=2&ep=16&kv_cache_dtype=fp8&context_tokens=131072"
+    page = viewer.get(url)
+    assert page["Vary"] and "HX-Request" in page["Vary"]
+    assert "<form" in page.content.decode() and "Fits:" in page.content.decode()
+    short = viewer.get(url, HTTP_HX_REQUEST="true").content.decode()
+    long = viewer.get(url.replace("131072", "524288"), HTTP_HX_REQUEST="true").content.decode()
+    assert short.lstrip().startswith('<section id="whatif-result"') and "<form" not in short
+
+    def capacity(html: str) -> int:
+        return int(html.split('id="whatif-capacity">')[1].split("<")[0].replace(",", ""))
+
+    assert capacity(short) > capacity(long) > 0
+
+
+@pytest.mark.django_db
+def test_what_if_bad_input_shows_errors_not_a_500(viewer, catalog):
+    r = viewer.get("/what-if/?model=kimi-k3&sku=h200-141gb&tp=5", HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and "Check the inputs" in r.content.decode() and "tp" in r.content.decode()
+    r = viewer.get("/what-if/?model=kimi-k3&sku=h200-141gb&gpus=banana")
+    assert r.status_code == 200 and "gpus" in r.content.decode()
+
+
+@pytest.mark.django_db
+def test_rent_vs_api_shows_the_recommendation_and_chart(viewer, catalog):
+    page = viewer.get("/rent-vs-api/?workload=agent&gpus=8&sku=h100-sxm-80gb&api_price=kimi-k3-api&on=2026-08-01")
+    html = page.content.decode()
+    assert 'id="recommendation"' in html and 'data-chart="breakeven"' in html
+    assert "14400.00" in html and "2026-07-17" in html
+    assert "Record a decision" not in html  # viewers are not offered the button
+
+
+@pytest.mark.django_db
+def test_finance_records_a_decision_from_the_page_and_viewer_is_refused(client, make_user, catalog):
+    inputs = {"workload": "agent", "gpus": "8", "sku": "h100-sxm-80gb", "api_price": "kimi-k3-api", "on": "2026-08-01"}
+    client.force_login(make_user("v", "viewer"))
+    assert client.post("/rent-vs-api/decide/", {**inputs, "tier": "3"}).status_code == 403
+    client.force_login(make_user("f", "finance"))
+    assert "Record a decision" in client.get("/rent-vs-api/", inputs).content.decode()
+    r = client.post("/rent-vs-api/decide/", {**inputs, "tier": "3", "note": "cheaper"})
+    assert r.status_code == 302 and r["Location"] == "/decisions/"
+    d = Decision.objects.get()
+    assert d.tier == 3 and d.decided_by_name == "f" and d.inputs["quotes_used"][0]["quoted_on"] == "2026-07-17"
+    log = client.get("/decisions/").content.decode()
+    assert "Coding agent" in log and "cheaper" in log and "2026-07-17" in log
+
+
+@pytest.mark.django_db
+def test_spend_page_and_csv_link(viewer, catalog):
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    Cluster(slug="k", name="K", sku=sku, nodes=1, provider="seed-assumption", team="ml").save(
+        effective_from=date(2026, 7, 17)
+    )
+    html = viewer.get("/spend/?month=2026-07").content.decode()
+    assert "7200.00" in html  # 8 GPUs x 24 h x 15 days (17..31 July) x 2.50
+    assert "/api/v1/spend/?month=2026-07&amp;format=csv" in html
+    assert "Give a month" in viewer.get("/spend/?month=July").content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/models/", "/decisions/", "/spend/?month=2026-07"])
+def test_planner_pages_query_count_is_constant(viewer, catalog, url):
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert viewer.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    workload = Workload.objects.get()
+    for i in range(2):
+        Cluster(slug=f"a{i}", name=f"A{i}", sku=sku, nodes=1, provider="seed-assumption", team="t").save(
+            effective_from=date(2026, 7, 17)
+        )
+        Decision.record(workload=workload, tier=3, note="", figures={}, inputs={}, user=None)
+    few = count()
+    for i in range(12):
+        Cluster(slug=f"b{i}", name=f"B{i}", sku=sku, nodes=1, provider="seed-assumption", team="t").save(
+            effective_from=date(2026, 7, 17)
+        )
+        Decision.record(workload=workload, tier=1, note="", figures={}, inputs={}, user=None)
+        ModelSpec.objects.create(
+            slug=f"m{i}",
+            name=f"M{i}",
+            total_params=10,
+            active_params=10,
+            hidden_size=1,
+            vocab_size=1,
+            max_context_tokens=8,
+            layer_groups=[{"kind": "full", "count": 1, "kv_heads": 1, "head_dim": 8}],
+        )
+    assert count() == few
