@@ -2,7 +2,7 @@
 
 import django_filters as filters
 
-from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku
+from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku
 
 
 class HardwareSkuFilter(filters.FilterSet):
@@ -56,3 +56,12 @@ class ApiPriceFilter(filters.FilterSet):
     class Meta:
         model = ApiPrice
         fields = ["provider", "model_name"]
+
+
+class EndpointPollFilter(filters.FilterSet):
+    since = filters.IsoDateTimeFilter(field_name="polled_at", lookup_expr="gte")
+    until = filters.IsoDateTimeFilter(field_name="polled_at", lookup_expr="lt")
+
+    class Meta:
+        model = EndpointPoll
+        fields = ["status", "since", "until"]

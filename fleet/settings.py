@@ -221,7 +221,24 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "fleet.tasks.heartbeat", "schedule": 60.0},
+    "poll-cycle": {"task": "fleet.tasks.poll_cycle", "schedule": 5.0, "options": {"expires": 30}},
+    "prune-polls": {"task": "fleet.tasks.prune_polls", "schedule": 3600.0},
 }
+
+# Endpoint polling (fleet/polling, docs/polling.md). Every outbound request goes through the
+# guard: only these networks (CIDR, comma separated) may be reached; link-local and cloud
+# metadata addresses are always refused.
+POLL_ALLOWED_NETWORKS = envlist(
+    "FLEETCAP_POLL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
+)
+POLL_TIMEOUT_S = float(os.environ.get("FLEETCAP_POLL_TIMEOUT_S", "5"))
+POLL_MAX_BYTES = envint("FLEETCAP_POLL_MAX_BYTES", 8 * 1024 * 1024)
+POLL_VERIFY_TLS = envbool("FLEETCAP_POLL_VERIFY_TLS", True)
+#: Endpoints polled at once in one cycle: one hanging endpoint never delays the others.
+POLL_CONCURRENCY = envint("FLEETCAP_POLL_CONCURRENCY", 64)
+#: Raw polls are kept this long, hourly rollups this long (days).
+POLL_RETENTION_DAYS = envint("FLEETCAP_POLL_RETENTION_DAYS", 7)
+POLL_ROLLUP_RETENTION_DAYS = envint("FLEETCAP_POLL_ROLLUP_RETENTION_DAYS", 400)
 
 LOGGING = {
     "version": 1,

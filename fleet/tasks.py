@@ -23,3 +23,34 @@ def heartbeat(self, worker: str | None = None) -> str:
         if not created:
             WorkerHeartbeat.objects.filter(pk=hb.pk).update(last_seen=timezone.now(), beats=F("beats") + 1)
     return name
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True, soft_time_limit=120, time_limit=150)
+def poll_cycle(self) -> dict[str, float]:
+    """Poll every due deployment with bounded concurrency (beat: every 5 s)."""
+    from fleet.poller import run_poll_cycle
+
+    report = run_poll_cycle()
+    return {"due": report.due, "polled": report.polled, "failed": report.failed, "seconds": report.seconds}
+
+
+@shared_task(bind=True, acks_late=True, max_retries=3, ignore_result=True)
+def poll_one(self, deployment_id: int) -> str:
+    """Poll one deployment now (idempotent: a second concurrent poll is skipped by the lease)."""
+    from fleet.models import Deployment
+    from fleet.poller import poll_deployment
+
+    deployment = Deployment.objects.select_related("cluster__sku", "model").filter(pk=deployment_id).first()
+    if deployment is None:
+        return "gone"
+    poll = poll_deployment(deployment)
+    return "skipped" if poll is None else poll.status
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True)
+def prune_polls(self) -> dict[str, int]:
+    """Roll old polls into hourly rows and drop what is past retention (beat: hourly)."""
+    from fleet.poller import prune_polls as prune
+
+    rolled, kept = prune()
+    return {"rolled_up": rolled, "kept": kept}

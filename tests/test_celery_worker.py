@@ -32,6 +32,15 @@ def _database_url() -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+def _isolated_broker(tmp: Path) -> dict[str, str]:
+    """A broker no other process uses: Redis database 15, or a private filesystem broker."""
+    url = settings.CELERY_BROKER_URL
+    if url.startswith("redis://"):
+        base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
+        return {"CELERY_BROKER_URL": f"{base}/15"}
+    return {"CELERY_BROKER_URL": "filesystem://", "FLEETCAP_VAR_DIR": str(tmp)}
+
+
 def start_worker(queue: str) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL}
     cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--pool", "solo", "--queues", queue,
@@ -68,3 +77,35 @@ def test_real_worker_runs_a_task_that_writes_to_the_database():
         log = stop_worker(worker)
     assert row is not None, f"the worker did not record two beats; its log:\n{log}"
     assert WorkerHeartbeat.objects.filter(worker=queue).count() == 1  # an upsert, not a new row per beat
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_beat_and_a_real_worker_poll_a_fake_endpoint(tmp_path, cluster, llama70b):
+    """Celery beat schedules the poll cycle; a worker runs it against a fake vLLM on 127.0.0.1."""
+    from fleet.models import Deployment, EndpointPoll
+    from fleet.polling.fakeserver import FakeEngineServer
+
+    with FakeEngineServer("vllm") as server:
+        Deployment.objects.create(
+            slug="live", cluster=cluster, model=llama70b, tp=4, engine="vllm", base_url=server.url,
+            served_model_id=server.model_id, poll_interval_s=5,
+        )  # fmt: skip
+        env = {**os.environ, "DATABASE_URL": _database_url(), **_isolated_broker(tmp_path)}
+        cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--beat", "--pool", "threads",
+               "--concurrency", "2", "--hostname", f"beat-{uuid.uuid4().hex[:6]}@test", "--loglevel", "WARNING",
+               "--schedule", str(tmp_path / "beat-schedule"), "--without-gossip", "--without-mingle"]  # fmt: skip
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and proc.poll() is None:
+                if EndpointPoll.objects.filter(deployment__slug="live", status="up").count() >= 2:
+                    break
+                time.sleep(0.5)
+        finally:
+            log = stop_worker(proc)
+    polls = list(EndpointPoll.objects.filter(deployment__slug="live").order_by("polled_at"))
+    assert len(polls) >= 2, f"beat and the worker did not poll twice; log:\n{log}"
+    assert all(p.status == "up" for p in polls)
+    assert polls[-1].generation_tokens_per_s is not None  # the second poll has rates
+    assert Deployment.objects.get(slug="live").last_status == "up"

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku
+from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku
 from planner.models import ModelSpec
 
 from .cleaning import ModelCleanMixin
@@ -82,8 +82,10 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
         fields = (
             "url", "slug", "cluster", "model", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url",
             "served_model_id", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "api_key",
-            "has_api_key", "poll_interval_s", "enabled", *TIMESTAMPS,
+            "has_api_key", "poll_interval_s", "enabled", "last_status", "last_status_changed", "last_polled",
+            "last_metrics", *TIMESTAMPS,
         )  # fmt: skip
+        read_only_fields = ("last_status", "last_status_changed", "last_polled", "last_metrics")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         api_key = attrs.pop("api_key", None)
@@ -128,3 +130,18 @@ class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "url", "slug", "provider", "model_name", "input_cache_hit_usd_per_mtok", "input_cache_miss_usd_per_mtok",
             "output_usd_per_mtok", "context_window", "quoted_on", "source", *TIMESTAMPS,
         )  # fmt: skip
+
+
+class EndpointPollSerializer(serializers.ModelSerializer):
+    deployment = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    calibration_ratio = serializers.FloatField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = EndpointPoll
+        fields = (
+            "id", "deployment", "polled_at", "status", "reason", "latency_ms", "requests_running", "requests_waiting",
+            "kv_cache_usage", "prefix_cache_hit_rate", "prompt_tokens_per_s", "generation_tokens_per_s",
+            "ttft_p50_ms", "ttft_p95_ms", "itl_p50_ms", "itl_p95_ms", "counter_reset", "observed_cache_tokens",
+            "predicted_cache_tokens", "calibration_ratio", "outcome",
+        )  # fmt: skip
+        read_only_fields = fields

@@ -1,9 +1,15 @@
 """Declarative API viewsets for the inventory and prices: queryset, serializer, filterset."""
 
-from rest_framework import viewsets
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from fleet import filters
-from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku
+from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku
+from fleet.poller import poll_deployment
 
 from . import serializers
 from .urls_common import SLUG_IN_URL
@@ -37,6 +43,38 @@ class DeploymentViewSet(viewsets.ModelViewSet):
     lookup_value_regex = SLUG_IN_URL
     write_area = "inventory"
     ordering_fields = ["slug", "replicas"]
+
+    @extend_schema(request=None, responses={201: serializers.EndpointPollSerializer})
+    @action(detail=True, methods=["post"])
+    def poll(self, request: Request, slug: str | None = None) -> Response:
+        """Poll the endpoint now and return the new poll (409 while another poll is running)."""
+        deployment = self.get_object()
+        if not deployment.base_url:
+            return Response({"base_url": ["This deployment has no endpoint to poll."]}, status=400)
+        poll = poll_deployment(deployment)
+        if poll is None:
+            return Response({"detail": "Another worker is polling this deployment right now."}, status=409)
+        return Response(serializers.EndpointPollSerializer(poll).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        responses={200: serializers.EndpointPollSerializer(many=True)},
+        parameters=[
+            OpenApiParameter("since", OpenApiTypes.DATETIME, description="Polls at or after this time."),
+            OpenApiParameter("until", OpenApiTypes.DATETIME, description="Polls before this time."),
+            OpenApiParameter("status", str, description="up, loading, down, unauthorized, misconfigured, error"),
+        ],
+    )
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def polls(self, request: Request, slug: str | None = None) -> Response:
+        """The deployment's polls, newest first; filter by ``since``, ``until`` (ISO times), ``status``."""
+        deployment = self.get_object()
+        chosen = filters.EndpointPollFilter(
+            request.query_params, queryset=EndpointPoll.objects.filter(deployment=deployment).order_by("-polled_at")
+        )
+        if not chosen.is_valid():
+            return Response(chosen.errors, status=400)
+        page = self.paginate_queryset(chosen.qs)
+        return self.get_paginated_response(serializers.EndpointPollSerializer(page, many=True).data)
 
 
 class GpuQuoteViewSet(viewsets.ModelViewSet):

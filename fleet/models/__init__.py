@@ -3,6 +3,17 @@
 from .history import ClusterState
 from .inventory import Cluster, Deployment, HardwareSku
 from .ops import WorkerHeartbeat
+from .polls import EndpointPoll, EndpointPollHourly
 from .pricing import ApiPrice, GpuQuote
 
-__all__ = ["ApiPrice", "Cluster", "ClusterState", "Deployment", "GpuQuote", "HardwareSku", "WorkerHeartbeat"]
+__all__ = [
+    "ApiPrice",
+    "Cluster",
+    "ClusterState",
+    "Deployment",
+    "EndpointPoll",
+    "EndpointPollHourly",
+    "GpuQuote",
+    "HardwareSku",
+    "WorkerHeartbeat",
+]

@@ -161,6 +161,8 @@ class Deployment(TimeStamped):
     last_status_changed = models.DateTimeField(null=True, blank=True, editable=False)
     last_polled = models.DateTimeField(null=True, blank=True, editable=False)
     last_metrics = models.JSONField(default=dict, blank=True, editable=False)
+    #: While set in the future, one worker holds the right to poll this deployment.
+    poll_lease_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["slug"]
@@ -219,6 +221,10 @@ class Deployment(TimeStamped):
 
     def clean(self) -> None:
         """Check the layout against the cluster and the model (rules in docs/layouts.md)."""
+        if self.base_url:
+            refused = _refused_url(self.base_url)
+            if refused:
+                raise ValidationError({"base_url": refused})
         if not (self.cluster_id and self.model_id):
             return
         values = [self.tp, self.pp, self.dp, self.ep, self.replicas]
@@ -245,3 +251,16 @@ class Deployment(TimeStamped):
                     errors.setdefault(key, []).extend(messages)
         if errors:
             raise ValidationError(errors)
+
+
+def _refused_url(url: str) -> str:
+    """Why the poller would refuse to fetch ``url`` (empty when it may), via the one guard."""
+    from django.conf import settings
+
+    from fleet.polling import UrlRefused, check_url
+
+    try:
+        check_url(url, settings.POLL_ALLOWED_NETWORKS, timeout_s=min(settings.POLL_TIMEOUT_S, 5.0))
+    except UrlRefused as exc:
+        return f"The poller may not reach this address: {exc.reason}"
+    return ""

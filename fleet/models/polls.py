@@ -1,0 +1,67 @@
+"""What the poller saw: one row per poll, and hourly rollups kept longer."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class EndpointPoll(models.Model):
+    """One poll of a deployment's endpoint. ``outcome`` holds the full normalised result
+    (``fleet.polling.PollOutcome.to_dict()``); the columns are what pages chart and filter on."""
+
+    deployment = models.ForeignKey("fleet.Deployment", on_delete=models.CASCADE, related_name="polls")
+    polled_at = models.DateTimeField(db_index=True)
+    status = models.CharField(max_length=15)
+    reason = models.TextField(blank=True)
+    latency_ms = models.FloatField(null=True, help_text="GET /v1/models round trip.")
+    requests_running = models.FloatField(null=True)
+    requests_waiting = models.FloatField(null=True)
+    kv_cache_usage = models.FloatField(null=True, help_text="0..1")
+    prefix_cache_hit_rate = models.FloatField(null=True, help_text="0..1, over the interval since the last poll")
+    prompt_tokens_per_s = models.FloatField(null=True)
+    generation_tokens_per_s = models.FloatField(null=True)
+    ttft_p50_ms = models.FloatField(null=True)
+    ttft_p95_ms = models.FloatField(null=True)
+    itl_p50_ms = models.FloatField(null=True, help_text="Time between tokens (time per output token).")
+    itl_p95_ms = models.FloatField(null=True)
+    counter_reset = models.BooleanField(default=False, help_text="The engine restarted since the last poll.")
+    observed_cache_tokens = models.BigIntegerField(null=True, help_text="KV capacity the engine publishes.")
+    predicted_cache_tokens = models.BigIntegerField(null=True, help_text="KV capacity the sizing engine predicts.")
+    outcome = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-polled_at"]
+        indexes = [models.Index(fields=["deployment", "-polled_at"]), models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"{self.deployment_id} {self.status} @ {self.polled_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def calibration_ratio(self) -> float | None:
+        """Observed over predicted KV-cache capacity (1.0 = the sizing model is exact)."""
+        if not self.observed_cache_tokens or not self.predicted_cache_tokens:
+            return None
+        return self.observed_cache_tokens / self.predicted_cache_tokens
+
+
+class EndpointPollHourly(models.Model):
+    """Polls of one deployment in one hour, summarised before the raw rows are pruned."""
+
+    deployment = models.ForeignKey("fleet.Deployment", on_delete=models.CASCADE, related_name="hourly_polls")
+    hour = models.DateTimeField()
+    polls = models.PositiveIntegerField()
+    up_polls = models.PositiveIntegerField()
+    busy_polls = models.PositiveIntegerField(help_text="Polls that saw at least one running request.")
+    requests_running_avg = models.FloatField(null=True)
+    requests_running_max = models.FloatField(null=True)
+    kv_cache_usage_avg = models.FloatField(null=True)
+    generation_tokens_per_s_avg = models.FloatField(null=True)
+    ttft_p95_ms_max = models.FloatField(null=True)
+    itl_p95_ms_max = models.FloatField(null=True)
+
+    class Meta:
+        ordering = ["-hour"]
+        constraints = [models.UniqueConstraint(fields=["deployment", "hour"], name="one_rollup_per_deployment_hour")]
+
+    def __str__(self) -> str:
+        return f"{self.deployment_id} {self.hour:%Y-%m-%d %H}:00 ({self.polls} polls)"

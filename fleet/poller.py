@@ -1,0 +1,251 @@
+"""Polling deployments from Django: one poll (with a lease), a whole cycle (bounded fan-out),
+pruning into hourly rollups, and utilisation for spend. The HTTP work is ``fleet.polling``'s.
+
+Why a lease and not a database lock: a poll may wait seconds on a hanging endpoint, and holding a
+transaction open that long would pin a connection; a lease is a single conditional UPDATE that
+works the same on PostgreSQL and SQLite, and expires by itself if a worker dies mid-poll.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connections, transaction
+from django.db.models import Avg, Count, F, Max, Q, Sum
+from django.db.models.functions import TruncHour
+from django.utils import timezone
+
+from fleet.models import Deployment, EndpointPoll, EndpointPollHourly
+from fleet.polling import MetricsSnapshot, PollOutcome, poll_endpoint
+from planner.engine.errors import EngineInputError
+
+log = logging.getLogger(__name__)
+
+#: The metrics the deployment keeps from its last poll (shown on pages, returned by the API).
+LIVE_FIELDS = ("requests_running", "requests_waiting", "kv_cache_usage", "prefix_cache_hit_rate",
+               "prompt_tokens_per_s", "generation_tokens_per_s", "ttft_p50_ms", "ttft_p95_ms", "itl_p50_ms",
+               "itl_p95_ms", "observed_cache_tokens", "predicted_cache_tokens")  # fmt: skip
+
+
+def _lease_seconds() -> float:
+    # Up to three requests in a row, each bounded by the timeout, plus a margin.
+    return settings.POLL_TIMEOUT_S * 3 + 10
+
+
+def acquire_lease(deployment_id: int, now: datetime) -> bool:
+    """Take the right to poll this deployment; False when another worker holds it."""
+    until = now + timedelta(seconds=_lease_seconds())
+    free = Q(poll_lease_until__isnull=True) | Q(poll_lease_until__lt=now)
+    return Deployment.objects.filter(pk=deployment_id).filter(free).update(poll_lease_until=until) == 1
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
+def predicted_cache_tokens(deployment: Deployment) -> int | None:
+    """KV-cache tokens the sizing engine predicts for one replica (what one endpoint reports).
+
+    Per data-parallel rank: cache budget per GPU / KV bytes per token per GPU; times dp.
+    """
+    try:
+        result = deployment.sizing()
+    except EngineInputError:
+        return None
+    if result.cache_bytes <= 0 or result.kv_bytes_per_token_per_gpu <= 0:
+        return None
+    return result.cache_bytes // result.kv_bytes_per_token_per_gpu * deployment.dp
+
+
+def record(deployment: Deployment, outcome: PollOutcome, now: datetime) -> EndpointPoll:
+    """Store one poll and update the deployment's live state, in one transaction."""
+    snap, derived = outcome.snapshot, outcome.derived
+    observed = snap.cache_capacity_tokens if snap else None
+    values = {
+        "requests_running": getattr(derived, "requests_running", None) if derived else None,
+        "requests_waiting": getattr(derived, "requests_waiting", None) if derived else None,
+        "kv_cache_usage": getattr(derived, "kv_cache_usage", None) if derived else None,
+        "prefix_cache_hit_rate": derived.prefix_cache_hit_rate if derived else None,
+        "prompt_tokens_per_s": derived.prompt_tokens_per_s if derived else None,
+        "generation_tokens_per_s": derived.generation_tokens_per_s if derived else None,
+        "ttft_p50_ms": _ms(derived.ttft_p50_s) if derived else None,
+        "ttft_p95_ms": _ms(derived.ttft_p95_s) if derived else None,
+        "itl_p50_ms": _ms(derived.itl_p50_s) if derived else None,
+        "itl_p95_ms": _ms(derived.itl_p95_s) if derived else None,
+        "observed_cache_tokens": observed,
+        "predicted_cache_tokens": predicted_cache_tokens(deployment) if observed else None,
+    }
+    with transaction.atomic():
+        poll = EndpointPoll.objects.create(
+            deployment=deployment, polled_at=now, status=str(outcome.status), reason=outcome.reason or "",
+            latency_ms=_ms(outcome.latencies_s.get("models")), counter_reset=bool(derived and derived.counter_reset),
+            outcome=outcome.to_dict(), **values,
+        )  # fmt: skip
+        changed = deployment.last_status != str(outcome.status)
+        Deployment.objects.filter(pk=deployment.pk).update(
+            last_status=str(outcome.status),
+            last_status_changed=now if changed else F("last_status_changed"),
+            last_polled=now,
+            last_metrics={k: v for k, v in values.items() if v is not None},
+            poll_lease_until=None,
+        )
+    return poll
+
+
+def poll_deployment(deployment: Deployment, now: datetime | None = None) -> EndpointPoll | None:
+    """Poll one deployment now; None when another worker is already polling it."""
+    now = now or timezone.now()
+    if not deployment.base_url or not acquire_lease(deployment.pk, now):
+        return None
+    try:
+        last = deployment.polls.order_by("-polled_at").values_list("outcome", flat=True).first()
+        previous = MetricsSnapshot.from_dict(last.get("snapshot")) if last else None
+        outcome = poll_endpoint(
+            deployment.base_url,
+            deployment.engine,
+            deployment.served_model_id,
+            deployment.api_key() or None,
+            timeout_s=settings.POLL_TIMEOUT_S,
+            max_bytes=settings.POLL_MAX_BYTES,
+            allowed_networks=settings.POLL_ALLOWED_NETWORKS,
+            prev_snapshot=previous,
+            verify=settings.POLL_VERIFY_TLS,
+        )
+        return record(deployment, outcome, timezone.now())
+    except Exception:
+        Deployment.objects.filter(pk=deployment.pk).update(poll_lease_until=None)
+        raise
+
+
+def due_deployments(now: datetime) -> list[Deployment]:
+    """Enabled deployments with an endpoint whose interval has passed since their last poll."""
+    candidates = (
+        Deployment.objects.filter(enabled=True)
+        .exclude(base_url="")
+        .filter(Q(poll_lease_until__isnull=True) | Q(poll_lease_until__lt=now))
+        .select_related("cluster__sku", "model")
+    )
+    return [
+        d for d in candidates if d.last_polled is None or (now - d.last_polled).total_seconds() >= d.poll_interval_s
+    ]
+
+
+@dataclass
+class CycleReport:
+    due: int
+    polled: int
+    skipped: int
+    failed: int
+    seconds: float
+
+
+def _poll_in_thread(deployment: Deployment) -> str:
+    try:
+        poll = poll_deployment(deployment)
+        return "skipped" if poll is None else "polled"
+    except Exception:  # one broken deployment must not stop the cycle; logged without secrets
+        log.exception("poll of deployment %s failed", deployment.slug)
+        return "failed"
+    finally:
+        # Each thread has its own database connection; close it, or it outlives the cycle.
+        connections.close_all()
+
+
+def run_poll_cycle(deployments: Iterable[Deployment] | None = None, concurrency: int | None = None) -> CycleReport:
+    """Poll every due deployment, ``concurrency`` at a time (default ``POLL_CONCURRENCY``)."""
+    started = timezone.now()
+    todo = list(due_deployments(started) if deployments is None else deployments)
+    workers = max(1, min(concurrency or settings.POLL_CONCURRENCY, len(todo) or 1))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="poll") as pool:
+        results = list(pool.map(_poll_in_thread, todo))
+    seconds = (timezone.now() - started).total_seconds()
+    return CycleReport(len(todo), results.count("polled"), results.count("skipped"), results.count("failed"), seconds)
+
+
+def _max(*values: float | None) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def prune_polls(now: datetime | None = None) -> tuple[int, int]:
+    """Roll raw polls older than the retention into hourly rows, delete them, and delete rollups
+    older than theirs. Idempotent: an hour already rolled up is merged, never duplicated."""
+    now = now or timezone.now()
+    cutoff = (now - timedelta(days=settings.POLL_RETENTION_DAYS)).replace(minute=0, second=0, microsecond=0)
+    old = EndpointPoll.objects.filter(polled_at__lt=cutoff)
+    groups = (
+        old.annotate(hour=TruncHour("polled_at"))
+        .values("deployment_id", "hour")
+        .annotate(
+            polls=Count("id"),
+            up_polls=Count("id", filter=Q(status="up")),
+            busy_polls=Count("id", filter=Q(requests_running__gt=0)),
+            running_avg=Avg("requests_running"),
+            running_max=Max("requests_running"),
+            kv_avg=Avg("kv_cache_usage"),
+            gen_avg=Avg("generation_tokens_per_s"),
+            ttft_max=Max("ttft_p95_ms"),
+            itl_max=Max("itl_p95_ms"),
+        )
+    )
+    rolled = 0
+    with transaction.atomic():
+        for g in groups:
+            row, created = EndpointPollHourly.objects.get_or_create(
+                deployment_id=g["deployment_id"], hour=g["hour"],
+                defaults={"polls": 0, "up_polls": 0, "busy_polls": 0},
+            )  # fmt: skip
+            total = row.polls + g["polls"]
+
+            def merge(old_avg, new_avg, old_n=row.polls, new_n=g["polls"], n=total):
+                if new_avg is None:
+                    return old_avg
+                return new_avg if old_avg is None else (old_avg * old_n + new_avg * new_n) / n
+
+            row.requests_running_avg = merge(row.requests_running_avg, g["running_avg"])
+            row.kv_cache_usage_avg = merge(row.kv_cache_usage_avg, g["kv_avg"])
+            row.generation_tokens_per_s_avg = merge(row.generation_tokens_per_s_avg, g["gen_avg"])
+            row.requests_running_max = _max(row.requests_running_max, g["running_max"])
+            row.ttft_p95_ms_max = _max(row.ttft_p95_ms_max, g["ttft_max"])
+            row.itl_p95_ms_max = _max(row.itl_p95_ms_max, g["itl_max"])
+            row.polls, row.up_polls, row.busy_polls = (
+                total,
+                row.up_polls + g["up_polls"],
+                row.busy_polls + g["busy_polls"],
+            )
+            row.save()
+            rolled += g["polls"]
+        old.delete()
+        rollup_cutoff = now - timedelta(days=settings.POLL_ROLLUP_RETENTION_DAYS)
+        EndpointPollHourly.objects.filter(hour__lt=rollup_cutoff).delete()
+    return rolled, EndpointPoll.objects.count()
+
+
+def cluster_utilisation(start: datetime, end: datetime) -> dict[str, float]:
+    """Busy fraction per cluster slug in [start, end): polls that saw running requests over all
+    polls of its deployments (raw polls and hourly rollups). Clusters without polls are absent."""
+    busy: dict[str, list[int]] = {}
+    raw = (
+        EndpointPoll.objects.filter(polled_at__gte=start, polled_at__lt=end)
+        .values("deployment__cluster__slug")
+        .annotate(n=Count("id"), b=Count("id", filter=Q(requests_running__gt=0)))
+    )
+    for r in raw:
+        acc = busy.setdefault(r["deployment__cluster__slug"], [0, 0])
+        acc[0] += r["n"]
+        acc[1] += r["b"]
+    hourly = (
+        EndpointPollHourly.objects.filter(hour__gte=start, hour__lt=end)
+        .values("deployment__cluster__slug")
+        .annotate(n=Sum("polls"), b=Sum("busy_polls"))
+    )
+    for r in hourly:
+        acc = busy.setdefault(r["deployment__cluster__slug"], [0, 0])
+        acc[0] += r["n"] or 0
+        acc[1] += r["b"] or 0
+    return {slug: b / n for slug, (n, b) in busy.items() if n}

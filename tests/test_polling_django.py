@@ -1,0 +1,181 @@
+"""Polling from Django: the API's poll-now and poll list, live state, lease, guard at registration,
+bounded cycles, pruning into hourly rollups, calibration, and secrets kept out of everything."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from fleet.models import Deployment, EndpointPoll, EndpointPollHourly
+from fleet.poller import acquire_lease, prune_polls, run_poll_cycle
+from fleet.polling.fakeserver import FakeEngineServer
+
+SECRET = "sk-live-endpoint-key-42"
+
+
+@pytest.fixture
+def llama(llama70b, cluster):
+    return llama70b
+
+
+def make_deployment(cluster, model, server, slug="live", **extra) -> Deployment:
+    d = Deployment(slug=slug, cluster=cluster, model=model, tp=4, replicas=1, engine="vllm", base_url=server.url,
+                   served_model_id=server.model_id, **extra)  # fmt: skip
+    d.full_clean()
+    d.save()
+    return d
+
+
+@pytest.mark.django_db
+def test_poll_now_stores_a_poll_and_live_state(platform_api, cluster, llama):
+    with FakeEngineServer("vllm") as server:
+        make_deployment(cluster, llama, server)
+        first = platform_api.post("/api/v1/deployments/live/poll/")
+        assert first.status_code == 201, first.content
+        assert first.json()["status"] == "up" and first.json()["latency_ms"] > 0
+        time.sleep(0.2)
+        second = platform_api.post("/api/v1/deployments/live/poll/").json()
+    assert second["generation_tokens_per_s"] is not None and second["generation_tokens_per_s"] >= 0
+    detail = platform_api.get("/api/v1/deployments/live/").json()
+    assert detail["last_status"] == "up" and detail["last_polled"]
+    assert "requests_running" in detail["last_metrics"]
+    assert EndpointPoll.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_poll_list_filters(viewer_api, cluster, llama):
+    with FakeEngineServer("vllm") as server:
+        d = make_deployment(cluster, llama, server)
+        from fleet.poller import poll_deployment
+
+        poll_deployment(d)
+        server.set_behaviour("unauthorized")
+        poll_deployment(d)
+    all_polls = viewer_api.get("/api/v1/deployments/live/polls/").json()
+    assert all_polls["count"] == 2
+    only = viewer_api.get("/api/v1/deployments/live/polls/?status=unauthorized").json()
+    assert [p["status"] for p in only["results"]] == ["unauthorized"]
+    future = (timezone.now() + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    assert viewer_api.get(f"/api/v1/deployments/live/polls/?since={future}").json()["count"] == 0
+    assert viewer_api.get("/api/v1/deployments/live/polls/?since=yesterday").status_code == 400
+
+
+@pytest.mark.django_db
+def test_viewer_cannot_trigger_a_poll(viewer_api, cluster, llama):
+    with FakeEngineServer("vllm") as server:
+        make_deployment(cluster, llama, server)
+        assert viewer_api.post("/api/v1/deployments/live/poll/").status_code == 403
+    assert not EndpointPoll.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_api_key_is_sent_and_never_stored_or_shown(platform_api, cluster, llama, caplog):
+    with FakeEngineServer("vllm", api_key=SECRET) as server:
+        d = make_deployment(cluster, llama, server)
+        assert platform_api.post("/api/v1/deployments/live/poll/").json()["status"] == "unauthorized"
+        d.set_api_key(SECRET)
+        d.save()
+        ok = platform_api.post("/api/v1/deployments/live/poll/")
+        assert ok.json()["status"] == "up"
+        d.set_api_key("sk-wrong-key-99")
+        d.save()
+        bad = platform_api.post("/api/v1/deployments/live/poll/").json()
+    assert bad["status"] == "unauthorized"
+    stored = json.dumps(list(EndpointPoll.objects.values("reason", "outcome")))
+    listed = platform_api.get("/api/v1/deployments/live/polls/").content.decode()
+    for text in (stored, listed, caplog.text):
+        assert SECRET not in text and "sk-wrong-key-99" not in text
+
+
+@pytest.mark.django_db
+def test_registration_refuses_addresses_the_poller_may_not_reach(platform_api, cluster, llama):
+    body = {"slug": "x", "cluster": cluster.slug, "model": llama.slug, "tp": 4}
+    for url in ("http://169.254.169.254", "http://[fd00:ec2::254]/", "http://100.64.0.1:8000", "file:///etc/passwd"):
+        r = platform_api.post("/api/v1/deployments/", {**body, "base_url": url}, format="json")
+        assert r.status_code == 400 and "base_url" in r.json(), (url, r.json())
+    ok = platform_api.post("/api/v1/deployments/", {**body, "base_url": "http://10.1.2.3:8000"}, format="json")
+    assert ok.status_code == 201, ok.json()
+
+
+@pytest.mark.django_db
+def test_only_one_worker_holds_the_lease(cluster, llama):
+    with FakeEngineServer("vllm") as server:
+        d = make_deployment(cluster, llama, server)
+    now = timezone.now()
+    assert acquire_lease(d.pk, now) is True
+    assert acquire_lease(d.pk, now) is False
+    assert acquire_lease(d.pk, now + timedelta(minutes=5)) is True  # an expired lease can be taken over
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_hanging_endpoint_does_not_delay_the_others(cluster, llama, settings):
+    settings.POLL_TIMEOUT_S = 1.0
+    with FakeEngineServer("vllm") as ok, FakeEngineServer("vllm", behaviour="hang") as hung:
+        good = make_deployment(cluster, llama, ok, slug="good")
+        bad = make_deployment(cluster, llama, hung, slug="hung")
+        started = time.monotonic()
+        report = run_poll_cycle()
+        elapsed = time.monotonic() - started
+        assert report.due == 2 and report.polled == 2
+        assert elapsed < settings.POLL_TIMEOUT_S * 3 + 1.5
+        # Both were polled; the next cycle finds neither due before its interval.
+        assert run_poll_cycle().due == 0
+    statuses = dict(EndpointPoll.objects.values_list("deployment__slug", "status"))
+    assert statuses == {"good": "up", "hung": "down"}
+    good.refresh_from_db()
+    bad.refresh_from_db()
+    assert (good.last_status, bad.last_status) == ("up", "down")
+    assert good.poll_lease_until is None and bad.poll_lease_until is None
+
+
+@pytest.mark.django_db
+def test_status_changes_are_dated(cluster, llama):
+    from fleet.poller import poll_deployment
+
+    with FakeEngineServer("vllm") as server:
+        d = make_deployment(cluster, llama, server)
+        poll_deployment(d)
+        d.refresh_from_db()
+        first_change = d.last_status_changed
+        poll_deployment(d)
+        d.refresh_from_db()
+        assert d.last_status_changed == first_change  # still up: not a change
+        server.set_behaviour("wrong_model")
+        poll_deployment(d)
+    d.refresh_from_db()
+    assert d.last_status == "misconfigured" and d.last_status_changed > first_change
+
+
+@pytest.mark.django_db
+def test_calibration_compares_published_and_predicted_cache(cluster, llama):
+    from fleet.poller import poll_deployment
+
+    with FakeEngineServer("vllm") as server:
+        d = make_deployment(cluster, llama, server)
+        poll = poll_deployment(d)
+    assert poll.observed_cache_tokens and poll.predicted_cache_tokens
+    result = d.sizing()
+    assert poll.predicted_cache_tokens == result.cache_bytes // result.kv_bytes_per_token_per_gpu
+    assert poll.calibration_ratio == poll.observed_cache_tokens / poll.predicted_cache_tokens
+
+
+@pytest.mark.django_db
+def test_old_polls_roll_up_by_the_hour_and_are_pruned(cluster, llama, settings):
+    settings.POLL_RETENTION_DAYS = 7
+    with FakeEngineServer("vllm") as server:
+        d = make_deployment(cluster, llama, server)
+    old = timezone.now().replace(minute=10, second=0, microsecond=0) - timedelta(days=10)
+    for i, running in enumerate([0, 2, 4]):
+        EndpointPoll.objects.create(deployment=d, polled_at=old + timedelta(minutes=i), status="up",
+                                    requests_running=running, kv_cache_usage=0.5)  # fmt: skip
+    EndpointPoll.objects.create(deployment=d, polled_at=timezone.now(), status="up", requests_running=1)
+    rolled, kept = prune_polls()
+    assert (rolled, kept) == (3, 1)
+    (hour,) = EndpointPollHourly.objects.all()
+    assert (hour.polls, hour.busy_polls, hour.requests_running_avg, hour.requests_running_max) == (3, 2, 2.0, 4.0)
+    assert prune_polls() == (0, 1)  # idempotent
+    assert EndpointPollHourly.objects.count() == 1
