@@ -196,7 +196,7 @@ def prune_polls(now: datetime | None = None) -> tuple[int, int]:
     rolled = 0
     with transaction.atomic():
         for g in groups:
-            row, created = EndpointPollHourly.objects.get_or_create(
+            row, _ = EndpointPollHourly.objects.get_or_create(
                 deployment_id=g["deployment_id"], hour=g["hour"],
                 defaults={"polls": 0, "up_polls": 0, "busy_polls": 0},
             )  # fmt: skip
