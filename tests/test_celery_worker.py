@@ -109,3 +109,45 @@ def test_beat_and_a_real_worker_poll_a_fake_endpoint(tmp_path, cluster, llama70b
     assert all(p.status == "up" for p in polls)
     assert polls[-1].generation_tokens_per_s is not None  # the second poll has rates
     assert Deployment.objects.get(slug="live").last_status == "up"
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_runs_a_plan_from_api_call_to_stored_result(platform_api, monkeypatch):
+    """POST /api/v1/plans/ commits, enqueues; a worker claims, reports progress, stores the result."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from fleet.celery import app
+    from planner.models import Workload
+
+    call_command("load_catalog", stdout=StringIO())
+    Workload.objects.create(
+        slug="agent", name="Agent", team="dev", requests_per_day=200_000, mean_prompt_tokens=12_000,
+        mean_output_tokens=600, p95_context_tokens=64_000, prefix_cache_hit_rate=0.9, peak_concurrency=256,
+        ttft_slo_ms=2000, tpot_slo_ms=50,
+    )  # fmt: skip
+    queue = f"plans-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setitem(app.conf, "task_default_queue", queue)
+    seen = []
+    r = platform_api.post("/api/v1/plans/", {"model": "kimi-k3", "workload": "agent"}, format="json")
+    assert r.status_code == 202, r.json()
+    url = r.json()["url"]
+    seen.append(platform_api.get(url).json()["status"])  # before any worker exists: still queued
+    worker = start_worker(queue)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and worker.poll() is None:
+            body = platform_api.get(url).json()
+            seen.append(body["status"])
+            if body["status"] in ("done", "failed", "cancelled"):
+                break
+            time.sleep(0.05)
+    finally:
+        log = stop_worker(worker)
+    assert body["status"] == "done", f"plan ended {body['status']}: {body['error']}\n{log}"
+    assert seen[0] == "queued"
+    progress = [p["progress"] for p in body["progress_log"]]
+    assert progress == sorted(progress) and any(0 < p < 100 for p in progress) and progress[-1] == 100
+    assert body["result"]["best"] and body["candidates_evaluated"] == body["result"]["candidates_evaluated"]

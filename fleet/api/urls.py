@@ -8,6 +8,7 @@ from rest_framework.routers import DefaultRouter
 
 from planner.api import views as planner_views
 from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
+from planner.api.plans import PlanViewSet
 from planner.api.sizing import SizingView
 
 from . import views
@@ -35,6 +36,7 @@ router.register("api-prices", views.ApiPriceViewSet, basename="apiprice")
 router.register("models", planner_views.ModelSpecViewSet, basename="modelspec")
 router.register("workloads", planner_views.WorkloadViewSet, basename="workload")
 router.register("decisions", DecisionViewSet, basename="decision")
+router.register("plans", PlanViewSet, basename="plan")
 
 urlpatterns = [
     # The schema needs a login like the rest of the API; the Swagger UI page sends people to log in.

@@ -1,0 +1,58 @@
+"""``/api/v1/plans/``: start a layout search (202), follow its progress, read the result, cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from planner.models import Plan
+from planner.plans import PlanRequestSerializer, cancel, create_plan, enqueue
+
+
+class PlanSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:plan-detail")
+    model = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    workload = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    skus = serializers.SlugRelatedField(slug_field="slug", read_only=True, many=True)
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Plan
+        fields = ("url", "id", "model", "workload", "skus", "options", "status", "progress", "progress_log",
+                  "candidates_evaluated", "cancel_requested", "result", "error", "requested_by", "created",
+                  "started", "finished")  # fmt: skip
+        read_only_fields = fields
+
+
+class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Searches run on Celery workers; the list and detail show progress and, when done, the result."""
+
+    queryset = Plan.objects.select_related("model", "workload", "requested_by").prefetch_related("skus")
+    serializer_class = PlanSerializer
+    write_area = "plans"
+    filterset_fields = ["status"]
+    ordering_fields = ["created"]
+
+    @extend_schema(request=PlanRequestSerializer, responses={202: PlanSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        incoming = PlanRequestSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        plan = create_plan(incoming.validated_data, request.user)
+        enqueue(plan)
+        body = PlanSerializer(plan, context=self.get_serializer_context()).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+    @extend_schema(request=None, responses={200: PlanSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel a queued plan, or ask a running one to stop; a finished plan is left as it is (409)."""
+        plan = self.get_object()
+        if plan.is_finished:
+            return Response({"detail": f"The plan is already {plan.status}."}, status=status.HTTP_409_CONFLICT)
+        plan = cancel(plan)
+        return Response(PlanSerializer(plan, context=self.get_serializer_context()).data)

@@ -1,0 +1,111 @@
+"""Plans: 202 on create, the search run by execute_plan (what the Celery task calls), idempotence,
+cancellation, stored errors, roles, and `manage.py plan`."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from planner import plans as plan_service
+from planner.models import Plan, Workload
+
+URL = "/api/v1/plans/"
+
+
+@pytest.fixture
+def setup(db):
+    call_command("load_catalog", stdout=StringIO())
+    Workload.objects.create(
+        slug="agent", name="Coding agent", team="dev", requests_per_day=200_000, mean_prompt_tokens=12_000,
+        mean_output_tokens=600, p95_context_tokens=64_000, prefix_cache_hit_rate=0.9, peak_concurrency=256,
+        ttft_slo_ms=2000, tpot_slo_ms=50,
+    )  # fmt: skip
+
+
+BODY = {"model": "kimi-k3", "workload": "agent", "skus": ["h200-141gb", "b200-192gb"], "max_nodes": 4}
+
+
+@pytest.mark.django_db
+def test_create_returns_202_with_url_and_id_then_the_search_stores_the_result(platform_api, setup):
+    r = platform_api.post(URL, BODY, format="json")
+    assert r.status_code == 202, r.json()
+    body = r.json()
+    assert body["status"] == "queued" and body["progress"] == 0 and r["Location"] == body["url"]
+    assert body["url"].endswith(f"/api/v1/plans/{body['id']}/")
+    assert body["options"]["prices"]["h200-141gb"]["quoted_on"] == "2026-07-17"
+    plan = plan_service.execute_plan(body["id"])
+    assert plan.status == "done" and plan.progress == 100 and plan.error == ""
+    result = platform_api.get(body["url"]).json()
+    assert result["status"] == "done" and result["candidates_evaluated"] > 0
+    assert result["result"]["frontier"] and result["result"]["top"]
+    assert {c["sku"] for c in result["result"]["top"]} <= {"h200-141gb", "b200-192gb"}
+    log = [p["progress"] for p in result["progress_log"]]
+    assert log == sorted(log) and log[-1] == 100 and any(0 < p < 100 for p in log)
+
+
+@pytest.mark.django_db
+def test_running_the_same_plan_twice_never_duplicates(platform_api, setup):
+    plan_id = platform_api.post(URL, BODY, format="json").json()["id"]
+    first = plan_service.execute_plan(plan_id)
+    again = plan_service.execute_plan(plan_id)
+    assert again.finished == first.finished and again.result == first.result
+    assert Plan.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_cancel_a_queued_plan_and_a_finished_one(platform_api, setup):
+    plan_id = platform_api.post(URL, BODY, format="json").json()["id"]
+    r = platform_api.post(f"{URL}{plan_id}/cancel/")
+    assert r.status_code == 200 and r.json()["status"] == "cancelled"
+    assert plan_service.execute_plan(plan_id).status == "cancelled"  # the worker finds it cancelled
+    assert platform_api.post(f"{URL}{plan_id}/cancel/").status_code == 409
+
+
+@pytest.mark.django_db
+def test_a_running_plan_stops_when_cancelled(platform_api, setup):
+    plan_id = platform_api.post(URL, BODY, format="json").json()["id"]
+
+    def ask_to_cancel(done: int, total: int) -> None:
+        if done > 0:
+            Plan.objects.filter(pk=plan_id).update(cancel_requested=True)
+
+    plan = plan_service.execute_plan(plan_id, on_progress=ask_to_cancel)
+    assert plan.status == "cancelled" and plan.result is None and 0 < plan.progress < 100
+
+
+@pytest.mark.django_db
+def test_a_failed_search_stores_a_readable_error(platform_api, setup, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("the interconnect table is empty")
+
+    monkeypatch.setattr(plan_service, "search", broken)
+    plan_id = platform_api.post(URL, BODY, format="json").json()["id"]
+    plan = plan_service.execute_plan(plan_id)
+    assert plan.status == "failed" and "the interconnect table is empty" in plan.error
+    assert platform_api.get(f"{URL}{plan_id}/").json()["error"] == plan.error
+
+
+@pytest.mark.django_db
+def test_bad_requests_and_roles(platform_api, viewer_api, setup):
+    assert viewer_api.post(URL, BODY, format="json").status_code == 403
+    r = platform_api.post(URL, {**BODY, "model": "nope"}, format="json")
+    assert r.status_code == 400 and "model" in r.json()
+    r = platform_api.post(URL, {**BODY, "on": "2026-01-01"}, format="json")
+    assert r.status_code == 400 and "No on-demand quote" in r.json()["skus"][0]
+    r = platform_api.post(URL, {**BODY, "modes": ["sideways"]}, format="json")
+    assert r.status_code == 400 and "modes" in r.json()
+    assert viewer_api.get(URL).status_code == 200
+    assert not Plan.objects.exists()
+
+
+@pytest.mark.django_db
+def test_command_runs_the_same_search_with_a_progress_bar(setup):
+    out = StringIO()
+    call_command("plan", "agent", "--sku", "h200-141gb", "--sku", "b200-192gb", "--max-nodes", "4", stdout=out)
+    text = out.getvalue()
+    assert "100%" in text and "candidates evaluated" in text and "best" in text
+    assert Plan.objects.get().status == "done"
+    with pytest.raises(CommandError, match="workload"):
+        call_command("plan", "nope", stdout=StringIO())
