@@ -54,8 +54,10 @@ class Command(BaseCommand):
             w(self.style.ERROR("No configuration meets the SLOs."))
         w(f"{'SKU':<16}{'mode':<14}{'GPUs':>6}{'KV':>6}{'TPOT ms':>10}{'TTFT ms':>10}{'USD/Mtok':>10}{'USD/h':>9}")
         for c in r.get("top", []):
-            w(f"{c['sku']:<16}{c['mode']:<14}{c['gpus']:>6}{c['kv_cache_dtype']:>6}{c['tpot_ms']:>10.1f}"
-              f"{c['ttft_ms']:>10.0f}{c['usd_per_mtok']:>10.2f}{float(c['usd_per_hour']):>9.2f}  {c.get('reason') or 'best'}")  # fmt: skip
+            speed = f"{c['tpot_ms']:>10.1f}{c['ttft_ms']:>10.0f}"
+            cost = f"{c['usd_per_mtok']:>10.2f}{float(c['usd_per_hour']):>9.2f}"
+            what = f"{c['sku']:<16}{c['mode']:<14}{c['gpus']:>6}{c['kv_cache_dtype']:>6}"
+            w(f"{what}{speed}{cost}  {c.get('reason') or 'best'}")
         for reason, info in r.get("rejected", {}).items():
             w(f"  rejected, {reason}: {info['count']:,}")
 
