@@ -38,7 +38,7 @@ class DeploymentForm(forms.ModelForm):
 
     class Meta:
         model = Deployment
-        fields = ["slug", "cluster", "model", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url",
+        fields = ["slug", "cluster", "model", "workload", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url",
                   "served_model_id", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "poll_interval_s",
                   "enabled"]  # fmt: skip
 

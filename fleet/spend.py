@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import calendar
-from datetime import date
+from datetime import UTC, date, datetime
 
 from fleet.models import ClusterState, GpuQuote
+from fleet.poller import cluster_utilisation
 from planner.engine.quotes import Quote, rate_from_quotes
 from planner.engine.spend import ClusterState as StateSegment
 from planner.engine.spend import SpendResult, monthly_spend
@@ -16,7 +17,8 @@ def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand") -> S
 
     The rate each day is the cluster's own provider's quote in force for its SKU; when that
     provider has none, the cheapest quote in force for the SKU from any provider (said in the
-    assumptions). A day with no quote at all is an error naming the SKU and the day.
+    assumptions). A day with no quote at all is an error naming the SKU and the day. Idle cost uses
+    the busy share of the month's endpoint polls (``fleet.poller.cluster_utilisation``).
     """
     last = date(year, month, calendar.monthrange(year, month)[1])
     rows = ClusterState.objects.filter(effective_from__lte=last).select_related("cluster", "sku")
@@ -48,7 +50,15 @@ def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand") -> S
                 fell_back.add(f"{state.cluster} ({state.provider}, {state.sku})")
         return found
 
-    result = monthly_spend(segments, year, month, rate)
+    start = datetime(year, month, 1, tzinfo=UTC)
+    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+    utilisation = cluster_utilisation(start, end)
+    result = monthly_spend(segments, year, month, rate, utilisation=utilisation)
+    if utilisation:
+        result.assumptions.append(
+            "Utilisation (for idle cost) = share of the month's endpoint polls that saw at least one running "
+            f"request, for {len(utilisation)} cluster(s) with polls; other clusters have no idle figure."
+        )
     if fell_back:
         result.assumptions.append(
             f"No {pricing_kind} quote from the cluster's own provider for: {', '.join(sorted(fell_back))}; "

@@ -56,7 +56,7 @@ class BreakevenRequestSerializer(serializers.Serializer):
         slug_field="slug",
         queryset=Deployment.objects.select_related("cluster__sku", "model"),
         required=False,
-        help_text="Fills gpus, sku and the model (weights) from a registered deployment.",
+        help_text="Fills gpus, sku, the model (weights) and, from the throughput model, the capacity.",
     )
     model = serializers.SlugRelatedField(
         slug_field="slug",
@@ -177,6 +177,12 @@ def _workload_figures(workload: Workload) -> dict[str, Any]:
     return {name: getattr(workload, name) for name in names}
 
 
+def _deployment_figures(d: Deployment) -> dict[str, Any]:
+    names = ("slug", "replicas", "tp", "pp", "dp", "ep", "engine", "kv_cache_dtype", "max_model_len",
+             "gpu_memory_utilization")  # fmt: skip
+    return {name: getattr(d, name) for name in names}
+
+
 def _plain(value: Any) -> Any:
     """JSON-ready copy: Decimals as strings, dates as ISO strings, records as slugs."""
     if isinstance(value, Decimal):
@@ -220,6 +226,22 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
     weights = data.get("weights_bytes")
     if weights is None and model is not None and data.get("download_gbytes_per_s"):
         weights = weights_bytes(model.to_engine())
+    capacity = data.get("capacity_output_tokens_per_month")
+    tokens_per_s = None
+    deployment: Deployment | None = data.get("deployment")
+    throughput_note = None
+    if capacity is None and deployment is not None:
+        # The throughput model's output rate of the whole deployment at its SLO-limited concurrency,
+        # for the deployment's own workload (or this comparison's).
+        if workload is not None and deployment.workload_id is None:
+            deployment.workload = workload
+        speed = deployment.throughput()
+        tokens_per_s = speed.tokens_per_s_replica * deployment.replicas
+        throughput_note = (
+            f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {deployment.slug} "
+            f"({deployment.replicas} replica(s), TPOT {speed.tpot_s * 1000:.1f} ms at {speed.concurrency_limit} "
+            "concurrent sequences per replica)."
+        )
     result = breakeven(
         gpus=data["gpus"],
         usd_per_gpu_hour=rate,
@@ -228,7 +250,8 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
         monthly_input_tokens=monthly_input,
         monthly_output_tokens=monthly_output,
         cache_hit_rate=hit_rate,
-        capacity_output_tokens_per_month=data.get("capacity_output_tokens_per_month"),
+        capacity_output_tokens_per_month=capacity,
+        output_tokens_per_s=tokens_per_s,
         utilisation=data.get("utilisation"),
         weights_bytes=weights if data.get("download_gbytes_per_s") else None,
         download_gbytes_per_s=data.get("download_gbytes_per_s") if weights is not None else None,
@@ -253,5 +276,9 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
         "workload": _plain(_workload_figures(workload)) if workload else None,
         "model": _plain(_model_figures(model)) if model else None,
         "sku": _plain(_sku_figures(data["sku"])) if data.get("sku") else None,
+        "deployment": _plain(_deployment_figures(deployment)) if deployment else None,
     }
-    return Breakeven(figures=result.to_dict(), snapshot=snapshot)
+    figures = result.to_dict()
+    if throughput_note:
+        figures["assumptions"].append(throughput_note)
+    return Breakeven(figures=figures, snapshot=snapshot)

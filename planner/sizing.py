@@ -16,6 +16,7 @@ from planner.engine.formats import CACHE_DTYPES, WEIGHT_FORMATS
 from planner.engine.result import SizingResult
 from planner.engine.sizing import size
 from planner.engine.spec import Layout
+from planner.engine.throughput import ThroughputResult, estimate
 from planner.models import ModelSpec
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
@@ -45,22 +46,26 @@ class SizingRequestSerializer(serializers.Serializer):
     )
 
 
+def _layout(data: dict[str, Any]) -> Layout | None:
+    if not any(data.get(name) for name in LAYOUT_FIELDS):
+        return None
+    layout = Layout(**{name: data.get(name) or 1 for name in LAYOUT_FIELDS})
+    if not data.get("tp") and data.get("gpus"):
+        # Only pp/dp/ep given: tp takes what the GPUs leave, as "tp = gpus" does by default.
+        rest = layout.pp * layout.dp
+        layout = Layout(tp=max(1, data["gpus"] // rest), pp=layout.pp, dp=layout.dp, ep=layout.ep)
+    return layout
+
+
 def run_sizing(data: dict[str, Any]) -> SizingResult:
     """Run the engine on validated request data (raises EngineInputError for bad combinations)."""
     model: ModelSpec = data["model"]
     sku: HardwareSku = data["sku"]
-    layout = None
-    if any(data.get(name) for name in LAYOUT_FIELDS):
-        layout = Layout(**{name: data.get(name) or 1 for name in LAYOUT_FIELDS})
-        if not data.get("tp") and data.get("gpus"):
-            # Only pp/dp/ep given: tp takes what the GPUs leave, as "tp = gpus" does by default.
-            rest = layout.pp * layout.dp
-            layout = Layout(tp=max(1, data["gpus"] // rest), pp=layout.pp, dp=layout.dp, ep=layout.ep)
     return size(
         model.to_engine(),
         sku.to_engine(),
         gpus=data.get("gpus"),
-        layout=layout,
+        layout=_layout(data),
         weight_format=data.get("weight_format"),
         include_scale_overhead=data["include_scale_overhead"],
         kv_cache_dtype=data["kv_cache_dtype"],
@@ -107,3 +112,22 @@ class SizingResponseSerializer(serializers.Serializer):
     runtime = serializers.DictField()
     inputs = serializers.DictField()
     assumptions = serializers.ListField(child=serializers.CharField())
+
+
+def run_speed(data: dict[str, Any], result: SizingResult, usd_per_gpu_hour: Any = None) -> ThroughputResult:
+    """Speed and cost of one replica of the sized layout (2,048-token prompts, 256-token answers,
+    capped at the context asked for)."""
+    context = result.context_tokens
+    return estimate(
+        data["model"].to_engine(),
+        data["sku"].to_engine(),
+        result.layout,
+        prompt_tokens=min(2048, max(1, context // 2)),
+        output_tokens=min(256, max(1, context // 4)),
+        context_tokens=context,
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        kv_cache_dtype=data["kv_cache_dtype"],
+        weight_format=data.get("weight_format"),
+        include_scale_overhead=data["include_scale_overhead"],
+        gpu_memory_utilization=data["gpu_memory_utilization"],
+    )

@@ -60,7 +60,7 @@ def make_user(db):
     def make(username: str, role: str | None = None, **extra: Any) -> User:
         user = User.objects.create_user(username=username, password="pw-for-tests-only", **extra)
         if role:
-            user.groups.add(Group.objects.get(name=role))
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
         return user
 
     return make

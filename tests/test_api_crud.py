@@ -145,6 +145,16 @@ def test_deleting_a_used_record_is_a_conflict_not_a_500(platform_api, cluster):
 @pytest.mark.django_db
 def test_api_root_lists_every_endpoint(viewer_api):
     root = viewer_api.get("/api/v1/").json()
-    records = {"skus", "clusters", "deployments", "gpu-quotes", "api-prices", "models", "workloads", "decisions"}
+    records = {
+        "skus",
+        "clusters",
+        "deployments",
+        "gpu-quotes",
+        "api-prices",
+        "models",
+        "workloads",
+        "decisions",
+        "plans",
+    }
     assert set(root) == records | {"sizing", "breakeven", "spend"}
     assert root["sizing"].endswith("/api/v1/sizing/")

@@ -204,3 +204,23 @@ def test_prices_are_required_unless_a_stored_price_is_named(viewer_api):
         format="json",
     )
     assert r.status_code == 400 and set(SEED_PRICES) <= set(r.json())
+
+
+@pytest.mark.django_db
+def test_a_deployment_gives_gpus_price_and_capacity_from_the_throughput_model(viewer_api, catalog):
+    from fleet.models import Cluster, Deployment, HardwareSku
+    from planner.models import ModelSpec
+
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
+    d = Deployment.objects.create(slug="llama", cluster=cluster, model=ModelSpec.objects.get(slug="llama-3.1-70b"),
+                                  tp=4, replicas=2, kv_cache_dtype="fp8")  # fmt: skip
+    body = {"deployment": "llama", "on": "2026-08-01", "api_price": "kimi-k3-api", "monthly_input_tokens": 0,
+            "monthly_output_tokens": 100_000_000}  # fmt: skip
+    r = viewer_api.post(URL, body, format="json").json()
+    assert r["gpu_hours"] == "5760.00"  # 2 replicas x tp 4 = 8 GPUs always on
+    speed = d.throughput()
+    expected = speed.tokens_per_s_replica * 2 * 720 * 3600
+    assert r["capacity_output_tokens_per_month"] == pytest.approx(expected, rel=1e-6)
+    assert r["api_wins_at_every_volume"] in (True, False)
+    assert any("throughput model" in a for a in r["assumptions"])

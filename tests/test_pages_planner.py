@@ -81,6 +81,7 @@ def test_what_if_full_page_and_partial(viewer, catalog):
     short = viewer.get(url, HTTP_HX_REQUEST="true").content.decode()
     long = viewer.get(url.replace("131072", "524288"), HTTP_HX_REQUEST="true").content.decode()
     assert short.lstrip().startswith('<section id="whatif-result"') and "<form" not in short
+    assert 'id="whatif-speed"' in short and "USD per million output tokens" in short
 
     def capacity(html: str) -> int:
         return int(html.split('id="whatif-capacity">')[1].split("<")[0].replace(",", ""))

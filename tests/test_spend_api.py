@@ -109,3 +109,24 @@ def test_command_mirrors_the_api(viewer_api, fleet):
     text = StringIO()
     call_command("spend", "--month", "2026-07", stdout=text)
     assert "23968.00" in text.getvalue() and "k3-h100" in text.getvalue()
+
+
+@pytest.mark.django_db
+def test_idle_cost_comes_from_the_months_polls(viewer_api, fleet):
+    from datetime import UTC, datetime
+
+    from fleet.models import Deployment, EndpointPoll
+    from planner.models import ModelSpec
+
+    d = Deployment.objects.create(slug="k3d", cluster=fleet, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4)
+    # Three polls in July: one saw running requests, two saw none: 1/3 busy.
+    for day, running in ((5, 2), (6, 0), (7, 0)):
+        EndpointPoll.objects.create(deployment=d, polled_at=datetime(2026, 7, day, tzinfo=UTC), status="up",
+                                    requests_running=running)  # fmt: skip
+    data = viewer_api.get("/api/v1/spend/?month=2026-07").json()
+    k3 = next(c for c in data["clusters"] if c["cluster"] == "k3-h100")
+    lab = next(c for c in data["clusters"] if c["cluster"] == "lab")
+    assert k3["utilisation"] == "0.3333"
+    assert k3["idle_cost_usd"] == str((Decimal("22560.00") * 2 / 3).quantize(Decimal("0.01")))
+    assert lab["idle_cost_usd"] is None  # no polls, no idle figure
+    assert data["total_idle_cost_usd"] == k3["idle_cost_usd"]

@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku
-from planner.models import ModelSpec
+from planner.models import ModelSpec, Workload
 
 from .cleaning import ModelCleanMixin
 
@@ -67,6 +67,9 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:deployment-detail", lookup_field="slug")
     cluster = serializers.SlugRelatedField(slug_field="slug", queryset=Cluster.objects.select_related("sku"))
     model = serializers.SlugRelatedField(slug_field="slug", queryset=ModelSpec.objects.all())
+    workload = serializers.SlugRelatedField(
+        slug_field="slug", queryset=Workload.objects.all(), required=False, allow_null=True
+    )
     api_key = serializers.CharField(
         write_only=True,
         required=False,
@@ -80,7 +83,7 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = Deployment
         fields = (
-            "url", "slug", "cluster", "model", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url",
+            "url", "slug", "cluster", "model", "workload", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url",
             "served_model_id", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "api_key",
             "has_api_key", "poll_interval_s", "enabled", "last_status", "last_status_changed", "last_polled",
             "last_metrics", *TIMESTAMPS,

@@ -17,6 +17,7 @@ from planner.engine.formats import CACHE_DTYPES
 from planner.engine.result import SizingResult
 from planner.engine.sizing import size
 from planner.engine.spec import Accelerator, Layout, ModelArch, layout_errors
+from planner.engine.throughput import ThroughputResult, estimate
 
 from .base import SlugField, Sourced, TimeStamped
 from .history import TRACKED_FIELDS, ClusterState
@@ -134,6 +135,10 @@ class Deployment(TimeStamped):
     slug = SlugField()
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="deployments")
     model = models.ForeignKey("planner.ModelSpec", on_delete=models.PROTECT, related_name="deployments")
+    workload = models.ForeignKey(
+        "planner.Workload", on_delete=models.SET_NULL, null=True, blank=True, related_name="deployments",
+        help_text="The traffic it serves: its SLOs are drawn on the charts, its shape sets the speed estimate.",
+    )  # fmt: skip
     replicas = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
     tp = models.PositiveSmallIntegerField("tensor parallel", default=1, validators=[MinValueValidator(1)])
     pp = models.PositiveSmallIntegerField("pipeline parallel", default=1, validators=[MinValueValidator(1)])
@@ -216,6 +221,26 @@ class Deployment(TimeStamped):
             layout=self.layout,
             kv_cache_dtype=self.kv_cache_dtype,
             context_tokens=context_tokens or self.planning_context_tokens,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+        )
+
+    def throughput(self, usd_per_gpu_hour=None) -> ThroughputResult:
+        """Speed of one replica for its workload's request shape (or 2,048 in / 256 out)."""
+        w = self.workload
+        return estimate(
+            self.model.to_engine(),
+            self.cluster.sku.to_engine(),
+            self.layout,
+            prompt_tokens=w.mean_prompt_tokens if w else 2048,
+            output_tokens=w.mean_output_tokens if w else 256,
+            context_tokens=self.planning_context_tokens
+            if not w
+            else min(w.p95_context_tokens, self.planning_context_tokens),
+            prefix_cache_hit_rate=w.prefix_cache_hit_rate if w else 0.0,
+            ttft_slo_ms=w.ttft_slo_ms if w else None,
+            tpot_slo_ms=w.tpot_slo_ms if w else None,
+            usd_per_gpu_hour=usd_per_gpu_hour,
+            kv_cache_dtype=self.kv_cache_dtype,
             gpu_memory_utilization=self.gpu_memory_utilization,
         )
 

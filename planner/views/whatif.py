@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from fleet.headroom import envelope
@@ -13,8 +14,9 @@ from fleet.models import HardwareSku
 from fleet.views.access import HtmxHttpRequest, is_partial
 from planner.engine.errors import EngineInputError
 from planner.engine.formats import CACHE_DTYPES
+from planner.engine.quotes import Quote, quotes_in_force
 from planner.models import ModelSpec
-from planner.sizing import SizingRequestSerializer, run_sizing
+from planner.sizing import SizingRequestSerializer, run_sizing, run_speed
 
 DEFAULTS = {"model": "kimi-k3", "sku": "h200-141gb", "gpus": "16", "tp": "8", "dp": "2", "ep": "16",
             "kv_cache_dtype": "fp8", "context_tokens": "131072", "pool": "unified"}  # fmt: skip
@@ -34,11 +36,32 @@ def compute(inputs: dict[str, str]) -> dict:
     serializer = SizingRequestSerializer(data=inputs)
     if not serializer.is_valid():
         return {"errors": {k: [str(m) for m in v] for k, v in serializer.errors.items()}}
+    data = serializer.validated_data
     try:
-        result = run_sizing(serializer.validated_data)
+        result = run_sizing(data)
     except EngineInputError as exc:
         return {"errors": exc.errors}
-    return {"result": result, "envelope": envelope(result)}
+    context = {"result": result, "envelope": envelope(result)}
+    if result.fits:
+        quote = quote_in_force_for(data["sku"])
+        try:
+            speed = run_speed(data, result, quote.usd_per_gpu_hour if quote else None)
+        except EngineInputError:
+            speed = None
+        if speed is not None:
+            context["speed"] = {
+                "tpot_ms": speed.tpot_s * 1000, "ttft_ms": speed.ttft_s * 1000, "batch": speed.batch,
+                "tokens_per_s_per_gpu": speed.tokens_per_s_per_gpu, "usd_per_mtok": speed.usd_per_mtok,
+                "quote": quote,
+            }  # fmt: skip
+    return context
+
+
+def quote_in_force_for(sku) -> Quote | None:
+    """Today's on-demand quote for the SKU, if any (the what-if prices its output with it)."""
+    today = timezone.now().date()
+    quotes = [Quote.from_record(q, sku=sku.slug) for q in sku.quotes.filter(quoted_on__lte=today)]
+    return quotes_in_force(quotes, today, sku=sku.slug).get("on-demand")
 
 
 @login_required

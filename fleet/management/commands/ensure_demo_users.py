@@ -37,5 +37,5 @@ class Command(BaseCommand):
             user.is_staff = role == "admin"
             user.is_superuser = role == "admin"
             user.save()
-            user.groups.set([Group.objects.get(name=role)])
+            user.groups.set([Group.objects.get_or_create(name=role)[0]])
         self.stdout.write(f"Demo logins: demo-admin, demo-platform, demo-finance, demo-viewer / password: {password}")
