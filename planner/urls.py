@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from planner.views import costs, models, whatif
+from planner.views import costs, models, plans, whatif
 
 urlpatterns = [
     path("models/", models.model_list, name="models"),
@@ -10,6 +10,10 @@ urlpatterns = [
     path("models/<str:slug>/", models.model_detail, name="model"),
     path("models/<str:slug>/edit/", models.model_form, name="model-edit"),
     path("what-if/", whatif.what_if, name="what-if"),
+    path("plans/", plans.plan_list, name="plans"),
+    path("plans/start/", plans.plan_start, name="plan-start"),
+    path("plans/<uuid:pk>/", plans.plan_detail, name="plan"),
+    path("plans/<uuid:pk>/cancel/", plans.plan_cancel, name="plan-cancel"),
     path("rent-vs-api/", costs.rent_vs_api, name="rent-vs-api"),
     path("rent-vs-api/decide/", costs.record_decision, name="record-decision"),
     path("spend/", costs.spend, name="spend"),

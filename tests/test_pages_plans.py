@@ -1,0 +1,63 @@
+"""Plan pages: start a search, follow progress with HTMX, read the frontier, cancel; roles."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from planner.models import Plan, Workload
+from planner.plans import execute_plan
+
+
+@pytest.fixture
+def setup(db):
+    call_command("load_catalog", stdout=StringIO())
+    Workload.objects.create(
+        slug="agent", name="Coding agent", team="dev", requests_per_day=200_000, mean_prompt_tokens=12_000,
+        mean_output_tokens=600, p95_context_tokens=64_000, prefix_cache_hit_rate=0.9, peak_concurrency=256,
+        ttft_slo_ms=2000, tpot_slo_ms=50,
+    )  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_start_follow_and_read_a_plan(client, make_user, setup):
+    client.force_login(make_user("p", "platform"))
+    r = client.post("/plans/start/", {"model": "kimi-k3", "workload": "agent", "max_nodes": "4",
+                                      "skus": ["h200-141gb", "b200-192gb"]})  # fmt: skip
+    plan = Plan.objects.get()
+    assert r.status_code == 302 and r["Location"] == f"/plans/{plan.pk}/"
+    queued = client.get(f"/plans/{plan.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'hx-trigger="every 1s"' in queued and 'value="0"' in queued
+    execute_plan(str(plan.pk))
+    done = client.get(f"/plans/{plan.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "hx-trigger" not in done  # finished: the page stops polling
+    assert 'value="100"' in done and 'data-chart="pareto"' in done and 'id="plan-ranking"' in done
+    assert "Why the others lost" in done and "does_not_fit" in done
+
+
+@pytest.mark.django_db
+def test_viewer_sees_plans_but_cannot_start_or_cancel(client, make_user, setup):
+    client.force_login(make_user("v", "viewer"))
+    page = client.get("/plans/").content.decode()
+    assert "Start the search" not in page
+    assert client.post("/plans/start/", {"model": "kimi-k3", "workload": "agent"}).status_code == 403
+    assert not Plan.objects.exists()
+
+
+@pytest.mark.django_db
+def test_bad_start_is_reported_not_a_500(client, make_user, setup):
+    client.force_login(make_user("p", "platform"))
+    r = client.post("/plans/start/", {"model": "kimi-k3", "workload": "nope"}, follow=True)
+    assert r.status_code == 200 and "workload" in r.content.decode() and not Plan.objects.exists()
+
+
+@pytest.mark.django_db
+def test_cancel_from_the_page(client, make_user, setup):
+    client.force_login(make_user("f", "finance"))
+    client.post("/plans/start/", {"model": "kimi-k3", "workload": "agent", "max_nodes": "2"})
+    plan = Plan.objects.get()
+    assert client.post(f"/plans/{plan.pk}/cancel/").status_code == 302
+    plan.refresh_from_db()
+    assert plan.status == "cancelled"
