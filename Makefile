@@ -4,6 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+DEMO_PORT ?= 8100
 
 .PHONY: install run test lint format browser-deps migrate bench clean
 
@@ -18,11 +19,12 @@ install: $(VENV)/.installed  ## create .venv and install everything (idempotent)
 migrate: install
 	$(PY) manage.py migrate --noinput
 
-run: migrate  ## install, migrate, load the catalogue, create demo logins, start web + worker + beat
+run: migrate  ## install, migrate, load the catalogue, demo logins and fleet, start web + worker + beat + fake endpoint
 	$(PY) manage.py load_catalog
 	$(PY) manage.py ensure_demo_users
+	$(PY) manage.py ensure_demo_fleet --endpoint http://127.0.0.1:$(DEMO_PORT)
 	@echo "Open http://$(HOST):$(PORT)/ and log in with a demo login above."
-	$(PY) manage.py runstack --host $(HOST) --port $(PORT)
+	$(PY) manage.py runstack --host $(HOST) --port $(PORT) --demo-endpoint-port $(DEMO_PORT)
 
 # Debian's Chromium drives the browser tests (Playwright never downloads a browser here).
 browser-deps:

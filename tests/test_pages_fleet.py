@@ -163,3 +163,26 @@ def test_detail_pages_and_unknown_slugs(client, make_user, catalog):
     assert "History" in client.get("/clusters/c0/").content.decode()
     assert client.get("/clusters/nope/").status_code == 404
     assert client.get("/deployments/nope/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_deployment_page_shows_polls_against_the_slo_and_calibration(client, make_user, catalog):
+    from fleet.poller import poll_deployment
+    from fleet.polling.fakeserver import FakeEngineServer
+    from planner.models import Workload
+
+    add_fleet(1)
+    w = Workload.objects.create(slug="chat", name="Chat", team="t", requests_per_day=1000, mean_prompt_tokens=1000,
+                                mean_output_tokens=200, p95_context_tokens=4000, peak_concurrency=8,
+                                ttft_slo_ms=1500, tpot_slo_ms=40)  # fmt: skip
+    d = Deployment.objects.get(slug="c0-d0")
+    with FakeEngineServer("vllm") as server:
+        Deployment.objects.filter(pk=d.pk).update(base_url=server.url, served_model_id=server.model_id, workload=w)
+        d.refresh_from_db()
+        poll_deployment(d)
+        poll_deployment(d)
+    client.force_login(make_user("v", "viewer"))
+    page = client.get("/deployments/c0-d0/").content.decode()
+    assert 'id="live"' in page and page.count('data-chart="timeseries"') == 3
+    assert '"TTFT SLO"' in page and "1500" in page
+    assert 'id="calibration-ratio"' in page

@@ -1,4 +1,4 @@
-"""``manage.py runstack``: the web server, a Celery worker and Celery beat, together.
+"""``manage.py runstack``: the web server, a Celery worker, Celery beat and a fake demo endpoint.
 
 Used by ``make run``. Prints the URL; Ctrl-C (or any process exiting) stops all three.
 """
@@ -21,6 +21,10 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--web-workers", type=int, default=2)
         parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes.")
+        parser.add_argument(
+            "--demo-endpoint-port", type=int, default=8100,
+            help="Start a fake vLLM endpoint on this port for the demo deployment (0: none).",
+        )  # fmt: skip
 
     def handle(self, *args, **options):
         python = sys.executable
@@ -32,6 +36,11 @@ class Command(BaseCommand):
                        "--concurrency", str(options["concurrency"]), "--hostname", "worker@%h"],
             "beat": [python, "-m", "celery", "-A", "fleet", "beat", "--loglevel", "INFO"],
         }  # fmt: skip
+        if options["demo_endpoint_port"]:
+            from fleet.management.commands.ensure_demo_fleet import DEMO_MODEL_ID
+
+            commands["fake-vllm"] = [python, "-m", "fleet.polling.fakeserver", "--engine", "vllm", "--port",
+                                     str(options["demo_endpoint_port"]), "--model", DEMO_MODEL_ID]  # fmt: skip
         procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}  # noqa: S603
         self.stdout.write(self.style.SUCCESS(f"fleetcap is starting at http://{bind}/  (Ctrl-C stops everything)"))
         stopping = False
