@@ -12,23 +12,34 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from fleet.models import ApiPrice, HardwareSku
+from fleet.models import ApiPrice, Deployment, HardwareSku
 from fleet.spend import spend_for_month
 from fleet.views.access import role_required
 from planner.breakeven import BreakevenRequestSerializer, run_breakeven
 from planner.engine.errors import EngineInputError
 from planner.models import Decision, Workload
 
-RENT_FIELDS = ("workload", "gpus", "sku", "api_price", "hours_per_day", "on", "capacity_output_tokens_per_month")
+RENT_FIELDS = ("workload", "deployment", "gpus", "sku", "api_price", "hours_per_day", "on",
+               "capacity_output_tokens_per_month")  # fmt: skip
 
 
 def _rent_inputs(source) -> dict[str, str]:
     inputs = {name: source[name] for name in RENT_FIELDS if source.get(name, "") != ""}
-    if not inputs:
+    if not any(name in inputs for name in ("workload", "deployment", "gpus", "sku")):
+        # Nothing chosen yet: start from the first workload, the deployment serving it (or 8 H100s)
+        # and the newest API price, keeping whatever else was given (a date, say).
         workload = Workload.objects.order_by("name").first()
         api = ApiPrice.objects.order_by("-quoted_on").first()
-        if workload and api and HardwareSku.objects.filter(slug="h100-sxm-80gb").exists():
-            inputs = {"workload": workload.slug, "gpus": "8", "sku": "h100-sxm-80gb", "api_price": api.slug}
+        serving = Deployment.objects.filter(workload=workload).first() if workload else None
+        if workload and api and serving:
+            inputs = {"workload": workload.slug, "deployment": serving.slug, "api_price": api.slug, **inputs}
+        elif workload and api and HardwareSku.objects.filter(slug="h100-sxm-80gb").exists():
+            inputs = {"workload": workload.slug, "gpus": "8", "sku": "h100-sxm-80gb", "api_price": api.slug, **inputs}
+    if inputs.get("deployment"):
+        # The deployment gives the GPUs and the SKU (its quote in force) and, with the throughput
+        # model, the capacity; GPUs or a SKU picked beside it would contradict it.
+        inputs.pop("gpus", None)
+        inputs.pop("sku", None)
     return inputs
 
 
@@ -79,6 +90,7 @@ def rent_vs_api(request: HttpRequest) -> HttpResponse:
     context = {
         "inputs": inputs,
         "workloads": Workload.objects.values_list("slug", "name"),
+        "deployments": Deployment.objects.values_list("slug", flat=True),
         "skus": HardwareSku.objects.values_list("slug", "name"),
         "api_prices": ApiPrice.objects.values_list("slug", "provider", "model_name", "quoted_on"),
         "tiers": Decision.Tier.choices,
