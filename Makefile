@@ -28,10 +28,11 @@ run: migrate  ## install, migrate, load the catalogue, demo logins and fleet, st
 
 # Debian's Chromium drives the browser tests (Playwright never downloads a browser here).
 browser-deps:
-	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	  || echo "warning: could not install Debian's chromium; browser tests will fail"
+	@test -x /usr/bin/chromium || { command -v apt-get >/dev/null && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); } \
+	  || echo "warning: could not install Debian's chromium; the browser tests will fail"
 
-test: install  ## the whole suite (SQLite and a filesystem broker unless DATABASE_URL / CELERY_BROKER_URL are set)
+test: install browser-deps  ## the whole suite (SQLite and a filesystem broker unless DATABASE_URL / CELERY_BROKER_URL are set)
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: install

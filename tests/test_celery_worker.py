@@ -12,50 +12,12 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import connection
+from celery_workers import ROOT, database_url, isolated_broker, start_worker, stop_worker
 
 from fleet.models import WorkerHeartbeat
 from fleet.tasks import heartbeat
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _database_url() -> str:
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-def _isolated_broker(tmp: Path) -> dict[str, str]:
-    """A broker no other process uses: Redis database 15, or a private filesystem broker."""
-    url = settings.CELERY_BROKER_URL
-    if url.startswith("redis://"):
-        base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
-        return {"CELERY_BROKER_URL": f"{base}/15"}
-    return {"CELERY_BROKER_URL": "filesystem://", "FLEETCAP_VAR_DIR": str(tmp)}
-
-
-def start_worker(queue: str) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL}
-    cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--pool", "solo", "--queues", queue,
-           "--hostname", f"{queue}@test", "--loglevel", "WARNING", "--without-gossip", "--without-mingle"]  # fmt: skip
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def stop_worker(proc: subprocess.Popen) -> str:
-    proc.terminate()
-    try:
-        out, _ = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    return out
 
 
 @pytest.mark.integration
@@ -91,7 +53,7 @@ def test_beat_and_a_real_worker_poll_a_fake_endpoint(tmp_path, cluster, llama70b
             slug="live", cluster=cluster, model=llama70b, tp=4, engine="vllm", base_url=server.url,
             served_model_id=server.model_id, poll_interval_s=5,
         )  # fmt: skip
-        env = {**os.environ, "DATABASE_URL": _database_url(), **_isolated_broker(tmp_path)}
+        env = {**os.environ, "DATABASE_URL": database_url(), **isolated_broker(tmp_path)}
         cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--beat", "--pool", "threads",
                "--concurrency", "2", "--hostname", f"beat-{uuid.uuid4().hex[:6]}@test", "--loglevel", "WARNING",
                "--schedule", str(tmp_path / "beat-schedule"), "--without-gossip", "--without-mingle"]  # fmt: skip

@@ -1,0 +1,144 @@
+"""The dashboard in a real browser: Playwright drives Debian's Chromium against a live server.
+
+Flows from the acceptance list: log in; register a cluster and a deployment and see its headroom;
+change the context on the what-if page and see capacity change without a page load; start a plan
+and watch the progress bar reach 100% (a real Celery worker runs it); record a decision as finance
+and be refused as viewer; download the spend CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from datetime import date
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from celery_workers import start_worker, stop_worker
+from django.core.management import call_command
+
+from fleet.models import Cluster, Deployment, HardwareSku
+from planner.models import Decision, Plan, Workload
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def catalog(make_user):
+    call_command("load_catalog", stdout=StringIO())
+    Workload.objects.create(
+        slug="agent", name="Coding agent", team="dev", requests_per_day=200_000, mean_prompt_tokens=12_000,
+        mean_output_tokens=600, p95_context_tokens=64_000, prefix_cache_hit_rate=0.9, peak_concurrency=256,
+        ttft_slo_ms=2000, tpot_slo_ms=50,
+    )  # fmt: skip
+    for role in ("viewer", "platform", "finance"):
+        make_user(role, role)
+
+
+def test_register_a_cluster_and_a_deployment_and_see_its_headroom(open_page, live_server, catalog):
+    page = open_page("platform")
+    page.click("text=Register a cluster")
+    page.fill("#id_name", "K3 pool")
+    page.fill("#id_slug", "k3-pool")
+    page.select_option("#id_sku", label="NVIDIA H100 SXM 80GB")
+    page.fill("#id_nodes", "1")
+    page.fill("#id_provider", "acme")
+    page.fill("#id_team", "platform")
+    page.click("button:has-text('Save')")
+    page.wait_for_url(f"{live_server.url}/clusters/k3-pool/")
+    page.click("text=Add a deployment")
+    page.fill("#id_slug", "llama-prod")
+    page.select_option("#id_model", label="Llama-3.1-70B-Instruct")
+    page.fill("#id_tp", "4")
+    page.fill("#id_replicas", "2")
+    page.select_option("#id_kv_cache_dtype", "fp8")
+    page.fill("#id_max_model_len", "32768")
+    page.click("button:has-text('Save')")
+    page.wait_for_url(f"{live_server.url}/deployments/llama-prod/")
+    capacity = Deployment.objects.get(slug="llama-prod").sizing().max_concurrent_sequences
+    page.goto(f"{live_server.url}/")
+    meter = page.locator("tr[data-deployment='llama-prod'] [role=meter]")
+    assert meter.get_attribute("aria-valuemax") == str(capacity) and capacity > 0
+    assert f"/ {capacity}" in page.locator("tr[data-deployment='llama-prod']").inner_text()
+
+
+def test_what_if_capacity_changes_without_a_page_load(open_page, live_server, catalog):
+    page = open_page("viewer")
+    page.goto(f"{live_server.url}/what-if/?model=kimi-k3&sku=h200-141gb&gpus=16&tp=8&dp=2&ep=16"
+              "&kv_cache_dtype=fp8&context_tokens=131072")  # fmt: skip
+    before = int(page.inner_text("#whatif-capacity").replace(",", ""))
+    page.evaluate("window.__noReload = 'still here'")
+    page.fill("input[name=context_tokens]", "524288")
+    page.wait_for_function(
+        "before => Number(document.querySelector('#whatif-capacity').textContent.replace(/,/g, '')) !== before",
+        arg=before,
+    )
+    after = int(page.inner_text("#whatif-capacity").replace(",", ""))
+    assert 0 < after < before
+    assert page.evaluate("window.__noReload") == "still here"  # the same document: no page load
+    assert "context_tokens=524288" in page.url  # the inputs are in the shareable URL
+
+
+def test_start_a_plan_and_watch_the_progress_bar_reach_100(open_page, live_server, catalog, monkeypatch):
+    from fleet.celery import app
+
+    queue = f"browser-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setitem(app.conf, "task_default_queue", queue)
+    worker = start_worker(queue)
+    try:
+        page = open_page("platform")
+        page.goto(f"{live_server.url}/plans/")
+        page.select_option("select[name=workload]", "agent")
+        page.click("button:has-text('Start the search')")
+        page.wait_for_url(f"{live_server.url}/plans/*/")
+        page.wait_for_function("document.querySelector('#plan-progress').value === 100", timeout=90_000)
+        assert page.inner_text("#plan-state") == "done"
+        assert page.locator("#plan-ranking tbody tr").count() > 0
+        assert page.locator("canvas[data-chart=pareto]").count() == 1
+    finally:
+        stop_worker(worker)
+    assert Plan.objects.get().status == "done"
+
+
+def test_record_a_decision_as_finance_and_be_refused_as_viewer(open_page, live_server, catalog):
+    url = f"{live_server.url}/rent-vs-api/?workload=agent&gpus=8&sku=h100-sxm-80gb&api_price=kimi-k3-api&on=2026-08-01"
+    finance = open_page("finance")
+    finance.goto(url)
+    finance.select_option("select[name=tier]", "3")
+    finance.fill("input[name=note]", "the API wins at our volume")
+    finance.click("button:has-text('Record decision')")
+    finance.wait_for_url(f"{live_server.url}/decisions/")
+    assert "the API wins at our volume" in finance.inner_text("main")
+    viewer = open_page("viewer")
+    viewer.goto(url)
+    assert viewer.locator("#record-decision").count() == 0  # not shown...
+    status = viewer.evaluate(
+        """async () => {
+            const headers = document.querySelector('body').getAttribute('hx-headers');
+            const token = headers.match(/"x-csrftoken": "([^"]+)"/)[1];
+            const body = new URLSearchParams(
+                {workload: 'agent', gpus: '8', sku: 'h100-sxm-80gb', api_price: 'kimi-k3-api', tier: '1'});
+            const r = await fetch('/rent-vs-api/decide/', {method: 'POST', body, headers: {'X-CSRFToken': token}});
+            return r.status;
+        }"""
+    )
+    assert status == 403  # ...and not accepted
+    assert Decision.objects.count() == 1
+
+
+def test_download_the_spend_csv(open_page, live_server, catalog):
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    Cluster(slug="k", name="K", sku=sku, nodes=1, provider="seed-assumption", team="ml").save(
+        effective_from=date(2026, 7, 17)
+    )
+    page = open_page("finance")
+    page.goto(f"{live_server.url}/spend/?month=2026-07")
+    with page.expect_download() as info:
+        page.click("#spend-csv")
+    download = info.value
+    assert download.suggested_filename == "gpu-spend-2026-07.csv"
+    rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text())))
+    assert rows[0]["name"] == "k" and rows[0]["gpu_hours"] == "2880.00" and rows[0]["cost_usd"] == "7200.00"
+    assert rows[-1]["kind"] == "total"
