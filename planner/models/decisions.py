@@ -54,10 +54,10 @@ class Decision(models.Model):
         if self.pk is not None:
             raise ImmutableRecordError("A recorded decision cannot be changed; record a new one instead.")
         with transaction.atomic():
-            # Lock the workload's decisions so two simultaneous decisions cannot both supersede the same one.
+            # Lock the workload's row so two simultaneous decisions for it cannot both supersede the same one.
+            Workload.objects.select_for_update().filter(pk=self.workload_id).first()
             previous = (
-                Decision.objects.select_for_update()
-                .filter(workload_id=self.workload_id, superseded_by__isnull=True)
+                Decision.objects.filter(workload_id=self.workload_id, superseded_by__isnull=True)
                 .order_by("-decided_at", "-id")
                 .first()
             )
