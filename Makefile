@@ -45,6 +45,7 @@ format: install
 
 bench: install
 	$(PY) bench/bench_sizing.py
+	$(PY) bench/bench_search.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis test-artifacts
