@@ -7,7 +7,16 @@ from typing import Any
 from django.contrib import admin
 
 from fleet.forms import DeploymentForm
-from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, WorkerHeartbeat
+from fleet.models import (
+    ApiPrice,
+    Cluster,
+    ClusterState,
+    Deployment,
+    EndpointPoll,
+    GpuQuote,
+    HardwareSku,
+    WorkerHeartbeat,
+)
 
 
 @admin.register(HardwareSku)
@@ -76,3 +85,28 @@ class ApiPriceAdmin(admin.ModelAdmin):
 class WorkerHeartbeatAdmin(admin.ModelAdmin):
     list_display = ("worker", "last_seen", "beats")
     readonly_fields = ("worker", "last_seen", "beats")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records written by the system (history, polls): visible, never edited by hand."""
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ClusterState)
+class ClusterStateAdmin(ReadOnlyAdmin):
+    list_display = ("cluster", "effective_from", "sku", "nodes", "gpus_per_node", "hours_per_day", "status", "team")
+    list_filter = ("status", "team")
+    list_select_related = ("cluster", "sku")
+
+
+@admin.register(EndpointPoll)
+class EndpointPollAdmin(ReadOnlyAdmin):
+    list_display = ("deployment", "polled_at", "status", "latency_ms", "requests_running", "kv_cache_usage")
+    list_filter = ("status",)
+    list_select_related = ("deployment",)
+    date_hierarchy = "polled_at"

@@ -53,6 +53,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _check_services()
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Tests create many users; full-strength PBKDF2 would cost ~0.3 s each. Tests only."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def make_user(db):
     from django.contrib.auth.models import Group, User

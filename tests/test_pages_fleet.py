@@ -186,3 +186,33 @@ def test_deployment_page_shows_polls_against_the_slo_and_calibration(client, mak
     assert 'id="live"' in page and page.count('data-chart="timeseries"') == 3
     assert '"TTFT SLO"' in page and "1500" in page
     assert 'id="calibration-ratio"' in page
+
+
+@pytest.mark.django_db
+def test_detail_pages_query_count_is_constant(client, make_user, catalog):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from fleet.models import EndpointPoll
+
+    client.force_login(make_user("v", "viewer"))
+    add_fleet(1)
+    c0 = Cluster.objects.get(slug="c0")
+    d = Deployment.objects.get(slug="c0-d0")
+    now = timezone.now()
+    EndpointPoll.objects.create(deployment=d, polled_at=now, status="up", requests_running=2)
+    cluster_few, deployment_few = queries(client, "/clusters/c0/"), queries(client, "/deployments/c0-d0/")
+    llama = ModelSpec.objects.get(slug="llama-3.1-70b")
+    c0.nodes = 40
+    c0.save()
+    for j in range(2, 12):
+        Deployment.objects.create(slug=f"c0-d{j}", cluster=c0, model=llama, tp=4)
+        c0.hours_per_day = 24 - j
+        c0.save()  # more history rows
+    EndpointPoll.objects.bulk_create(
+        [EndpointPoll(deployment=d, polled_at=now - timedelta(seconds=5 * i), status="up", requests_running=i)
+         for i in range(1, 200)]
+    )  # fmt: skip
+    assert queries(client, "/clusters/c0/") == cluster_few
+    assert queries(client, "/deployments/c0-d0/") == deployment_few

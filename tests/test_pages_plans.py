@@ -61,3 +61,27 @@ def test_cancel_from_the_page(client, make_user, setup):
     assert client.post(f"/plans/{plan.pk}/cancel/").status_code == 302
     plan.refresh_from_db()
     assert plan.status == "cancelled"
+
+
+@pytest.mark.django_db
+def test_plans_and_what_if_query_counts_are_constant(client, make_user, setup):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from planner.models import ModelSpec
+
+    client.force_login(make_user("v", "viewer"))
+
+    def count(url: str) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    whatif = "/what-if/?model=kimi-k3&sku=h200-141gb&gpus=16&tp=8&dp=2&ep=16"
+    model, workload = ModelSpec.objects.get(slug="kimi-k3"), Workload.objects.get()
+    Plan.objects.create(model=model, workload=workload)
+    few_plans, few_whatif = count("/plans/"), count(whatif)
+    for _ in range(20):
+        Plan.objects.create(model=model, workload=workload)
+    assert count("/plans/") == few_plans
+    assert count(whatif) == few_whatif
