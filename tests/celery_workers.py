@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -34,14 +36,29 @@ def start_worker(queue: str) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL}
     cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--pool", "solo", "--queues", queue,
            "--hostname", f"{queue}@test", "--loglevel", "WARNING", "--without-gossip", "--without-mingle"]  # fmt: skip
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return spawn(cmd, env)
+
+
+def spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """Start a Celery process in its own process group, so that stopping it also stops its children
+    (the embedded beat of ``worker --beat`` is a child process holding a database connection)."""
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
 
 
 def stop_worker(proc: subprocess.Popen) -> str:
-    proc.terminate()
+    """Stop the worker and every process it started; return what it printed."""
+    _signal_group(proc, signal.SIGTERM)
     try:
         out, _ = proc.communicate(timeout=20)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        _signal_group(proc, signal.SIGKILL)
         out, _ = proc.communicate()
+    _signal_group(proc, signal.SIGKILL)  # children that outlived their parent
     return out
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)

@@ -8,13 +8,12 @@ test processes never take each other's messages.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 import uuid
 
 import pytest
-from celery_workers import ROOT, database_url, isolated_broker, start_worker, stop_worker
+from celery_workers import database_url, isolated_broker, spawn, start_worker, stop_worker
 
 from fleet.models import WorkerHeartbeat
 from fleet.tasks import heartbeat
@@ -57,7 +56,7 @@ def test_beat_and_a_real_worker_poll_a_fake_endpoint(tmp_path, cluster, llama70b
         cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--beat", "--pool", "threads",
                "--concurrency", "2", "--hostname", f"beat-{uuid.uuid4().hex[:6]}@test", "--loglevel", "WARNING",
                "--schedule", str(tmp_path / "beat-schedule"), "--without-gossip", "--without-mingle"]  # fmt: skip
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = spawn(cmd, env)
         try:
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline and proc.poll() is None:

@@ -224,7 +224,7 @@ def test_slow_drip_hits_the_deadline(server):
     result = fetch(f"{server.url}/v1/models", timeout_s=0.5, read_timeout_s=0.4)
     elapsed = time.monotonic() - start
     assert result.error == "deadline" and "deadline" in result.message
-    assert 0.45 <= elapsed < 0.9
+    assert 0.45 <= elapsed < 0.5 + 1.0  # the deadline plus scheduling slack
 
 
 def test_hang_times_out(server):
@@ -232,7 +232,7 @@ def test_hang_times_out(server):
     start = time.monotonic()
     result = fetch(f"{server.url}/v1/models", timeout_s=0.5)
     assert result.error == "timeout" and result.status is None
-    assert time.monotonic() - start < 0.9
+    assert time.monotonic() - start < 0.5 + 1.0  # the timeout plus scheduling slack on a loaded machine
 
 
 def test_connection_refused():
