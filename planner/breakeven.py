@@ -17,9 +17,11 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku
-from planner.engine.costs import breakeven
+from planner.engine.costs import breakeven, weights_storage
 from planner.engine.errors import EngineInputError
 from planner.engine.quotes import PRICING_KINDS, Quote, quotes_in_force
+from planner.engine.spec import Layout
+from planner.engine.throughput import estimate
 from planner.engine.weights import weights_bytes
 from planner.models import ModelSpec, Workload
 
@@ -71,6 +73,14 @@ class BreakevenRequestSerializer(serializers.Serializer):
     utilisation = serializers.FloatField(required=False, min_value=0, max_value=1)
     weights_bytes = serializers.IntegerField(required=False, min_value=0)
     download_gbytes_per_s = serializers.FloatField(required=False, min_value=0.001)
+    storage_usd_per_gb_month = serializers.DecimalField(
+        max_digits=10, decimal_places=4, min_value=Decimal(0), required=False,
+        help_text="Keep the weights on a persistent volume at this price (decimal GB).",
+    )  # fmt: skip
+    tp = serializers.IntegerField(required=False, min_value=1, help_text="With model and sku: capacity of this layout.")
+    pp = serializers.IntegerField(required=False, min_value=1)
+    dp = serializers.IntegerField(required=False, min_value=1)
+    ep = serializers.IntegerField(required=False, min_value=1)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         errors: dict[str, list[str]] = {}
@@ -224,12 +234,33 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
     hit_rate = data.get("cache_hit_rate", workload.prefix_cache_hit_rate if workload else 0)
     model: ModelSpec | None = data.get("model")
     weights = data.get("weights_bytes")
-    if weights is None and model is not None and data.get("download_gbytes_per_s"):
+    if (
+        weights is None
+        and model is not None
+        and (data.get("download_gbytes_per_s") or data.get("storage_usd_per_gb_month"))
+    ):
         weights = weights_bytes(model.to_engine())
     capacity = data.get("capacity_output_tokens_per_month")
     tokens_per_s = None
     deployment: Deployment | None = data.get("deployment")
     throughput_note = None
+    layout = Layout(**{k: data.get(k) or 1 for k in ("tp", "pp", "dp", "ep")}) if data.get("tp") else None
+    if capacity is None and deployment is None and layout is not None and model is not None and data.get("sku"):
+        # A layout that is not registered yet: the throughput model on the given model and SKU.
+        if data["gpus"] % layout.gpus:
+            raise EngineInputError.single(
+                "tp", f"{data['gpus']} GPUs are not whole replicas of tp x pp x dp = {layout.gpus}."
+            )
+        replicas = data["gpus"] // layout.gpus
+        shape = {"prompt_tokens": workload.mean_prompt_tokens, "output_tokens": workload.mean_output_tokens,
+                 "prefix_cache_hit_rate": workload.prefix_cache_hit_rate, "ttft_slo_ms": workload.ttft_slo_ms,
+                 "tpot_slo_ms": workload.tpot_slo_ms} if workload else {}  # fmt: skip
+        speed = estimate(model.to_engine(), data["sku"].to_engine(), layout, **shape)
+        tokens_per_s = speed.tokens_per_s_replica * replicas
+        throughput_note = (
+            f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {replicas} replica(s) of "
+            f"tp {layout.tp} x pp {layout.pp} x dp {layout.dp} (TPOT {speed.tpot_s * 1000:.1f} ms)."
+        )
     if capacity is None and deployment is not None:
         # The throughput model's output rate of the whole deployment at its SLO-limited concurrency,
         # for the deployment's own workload (or this comparison's).
@@ -281,4 +312,9 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
     figures = result.to_dict()
     if throughput_note:
         figures["assumptions"].append(throughput_note)
+    figures["storage_usd_per_month"] = None
+    if data.get("storage_usd_per_gb_month") is not None and weights is not None:
+        storage = weights_storage(weights, data["storage_usd_per_gb_month"])
+        figures["storage_usd_per_month"] = storage.to_dict()["usd"]
+        figures["assumptions"].extend(storage.assumptions)
     return Breakeven(figures=figures, snapshot=snapshot)

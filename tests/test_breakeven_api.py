@@ -224,3 +224,23 @@ def test_a_deployment_gives_gpus_price_and_capacity_from_the_throughput_model(vi
     assert r["capacity_output_tokens_per_month"] == pytest.approx(expected, rel=1e-6)
     assert r["api_wins_at_every_volume"] in (True, False)
     assert any("throughput model" in a for a in r["assumptions"])
+
+
+@pytest.mark.django_db
+def test_capacity_of_an_unregistered_layout_and_storage_cost(viewer_api, catalog):
+    from fleet.models import HardwareSku
+    from planner.engine.spec import Layout
+    from planner.engine.throughput import estimate
+    from planner.models import ModelSpec
+
+    body = {"gpus": 8, "sku": "h100-sxm-80gb", "on": "2026-08-01", "api_price": "kimi-k3-api",
+            "model": "llama-3.1-70b", "tp": 4, "monthly_input_tokens": 0, "monthly_output_tokens": 1_000_000,
+            "storage_usd_per_gb_month": "0.10"}  # fmt: skip
+    r = viewer_api.post(URL, body, format="json").json()
+    speed = estimate(ModelSpec.objects.get(slug="llama-3.1-70b").to_engine(),
+                     HardwareSku.objects.get(slug="h100-sxm-80gb").to_engine(), Layout(tp=4))  # fmt: skip
+    assert r["capacity_output_tokens_per_month"] == pytest.approx(speed.tokens_per_s_replica * 2 * 720 * 3600, rel=1e-6)
+    weights_gb = Decimal(ModelSpec.objects.get(slug="llama-3.1-70b").total_params * 2) / Decimal(10**9)
+    assert Decimal(r["storage_usd_per_month"]) == (weights_gb * Decimal("0.10")).quantize(Decimal("0.01"))
+    bad = viewer_api.post(URL, {**body, "gpus": 6}, format="json")
+    assert bad.status_code == 400 and "tp" in bad.json()
