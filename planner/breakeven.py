@@ -19,7 +19,7 @@ from rest_framework import serializers
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku
 from planner.engine.costs import breakeven, weights_storage
 from planner.engine.errors import EngineInputError
-from planner.engine.quotes import PRICING_KINDS, Quote, quotes_in_force
+from planner.engine.quotes import PRICING_KINDS, Quote
 from planner.engine.spec import Layout
 from planner.engine.throughput import estimate
 from planner.engine.weights import weights_bytes
@@ -128,8 +128,7 @@ class Breakeven:
 
 
 def _quote_in_force(sku: HardwareSku, on: date, kind: str) -> Quote:
-    quotes = [Quote.from_record(q, sku=sku.slug) for q in GpuQuote.objects.filter(sku=sku, quoted_on__lte=on)]
-    quote = quotes_in_force(quotes, on, sku=sku.slug).get(kind)
+    quote = GpuQuote.in_force(sku, on, kind)
     if quote is None:
         raise EngineInputError.single(
             "sku", f"No {kind} quote for {sku.slug} is in force on {on.isoformat()}; add one or give a rate."
@@ -137,60 +136,22 @@ def _quote_in_force(sku: HardwareSku, on: date, kind: str) -> Quote:
     return quote
 
 
-def _sku_figures(sku: HardwareSku) -> dict[str, Any]:
-    names = (
-        "slug",
-        "name",
-        "vendor",
-        "hbm_gb",
-        "hbm_bandwidth_tbps",
-        "bf16_tflops",
-        "fp8_tflops",
-        "fp4_tflops",
-        "interconnect_gbps",
-        "gpus_per_node",
-    )
-    return {name: getattr(sku, name) for name in names}
+#: The figures a decision freezes from each record it was made on.
+SNAPSHOT_FIELDS: dict[str, tuple[str, ...]] = {
+    "sku": ("slug", "name", "vendor", "hbm_gb", "hbm_bandwidth_tbps", "bf16_tflops", "fp8_tflops", "fp4_tflops",
+            "interconnect_gbps", "gpus_per_node"),
+    "model": ("slug", "name", "total_params", "active_params", "expert_params", "n_routed_experts",
+              "n_active_experts", "weight_format", "expert_weight_format", "max_context_tokens", "layer_groups"),
+    "workload": ("slug", "name", "team", "requests_per_day", "mean_prompt_tokens", "mean_output_tokens",
+                 "p95_context_tokens", "prefix_cache_hit_rate", "peak_concurrency", "ttft_slo_ms", "tpot_slo_ms"),
+    "deployment": ("slug", "replicas", "tp", "pp", "dp", "ep", "engine", "kv_cache_dtype", "max_model_len",
+                   "gpu_memory_utilization"),
+}  # fmt: skip
 
 
-def _model_figures(model: ModelSpec) -> dict[str, Any]:
-    names = (
-        "slug",
-        "name",
-        "total_params",
-        "active_params",
-        "expert_params",
-        "n_routed_experts",
-        "n_active_experts",
-        "weight_format",
-        "expert_weight_format",
-        "max_context_tokens",
-        "layer_groups",
-    )
-    return {name: getattr(model, name) for name in names}
-
-
-def _workload_figures(workload: Workload) -> dict[str, Any]:
-    names = (
-        "slug",
-        "name",
-        "team",
-        "requests_per_day",
-        "mean_prompt_tokens",
-        "mean_output_tokens",
-        "p95_context_tokens",
-        "prefix_cache_hit_rate",
-        "peak_concurrency",
-        "ttft_slo_ms",
-        "tpot_slo_ms",
-    )
-    return {name: getattr(workload, name) for name in names}
-
-
-def _deployment_figures(d: Deployment) -> dict[str, Any]:
-    names = ("slug", "replicas", "tp", "pp", "dp", "ep", "engine", "kv_cache_dtype", "max_model_len",
-             "gpu_memory_utilization")  # fmt: skip
-    return {name: getattr(d, name) for name in names}
+def _figures(kind: str, record: Any) -> dict[str, Any] | None:
+    """A JSON-ready copy of a record's figures (None when there is no record)."""
+    return None if record is None else _plain({name: getattr(record, name) for name in SNAPSHOT_FIELDS[kind]})
 
 
 def _plain(value: Any) -> Any:
@@ -304,10 +265,10 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
         "monthly_input_tokens": monthly_input,
         "monthly_output_tokens": monthly_output,
         "cache_hit_rate": hit_rate,
-        "workload": _plain(_workload_figures(workload)) if workload else None,
-        "model": _plain(_model_figures(model)) if model else None,
-        "sku": _plain(_sku_figures(data["sku"])) if data.get("sku") else None,
-        "deployment": _plain(_deployment_figures(deployment)) if deployment else None,
+        "workload": _figures("workload", workload),
+        "model": _figures("model", model),
+        "sku": _figures("sku", data.get("sku")),
+        "deployment": _figures("deployment", deployment),
     }
     figures = result.to_dict()
     if throughput_note:

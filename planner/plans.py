@@ -18,7 +18,6 @@ from rest_framework import serializers
 
 from fleet.models import GpuQuote, HardwareSku
 from planner.engine.errors import EngineInputError
-from planner.engine.quotes import Quote, quotes_in_force
 from planner.engine.search import search
 from planner.engine.search_types import MODES, SearchCancelled, SkuOffer
 from planner.engine.search_types import Workload as SearchWorkload
@@ -52,12 +51,9 @@ class PlanRequestSerializer(serializers.Serializer):
 
 def price_offers(skus: list[HardwareSku], on: date) -> tuple[list[HardwareSku], dict[str, dict[str, Any]], list[str]]:
     """The on-demand quote in force for each SKU on ``on``; SKUs without one are returned apart."""
-    quotes: dict[int, list[Quote]] = {}
-    for q in GpuQuote.objects.filter(sku__in=skus, quoted_on__lte=on).select_related("sku"):
-        quotes.setdefault(q.sku_id, []).append(Quote.from_record(q, sku=q.sku.slug))
     priced, prices, missing = [], {}, []
     for sku in skus:
-        quote = quotes_in_force(quotes.get(sku.pk, []), on, sku=sku.slug).get("on-demand")
+        quote = GpuQuote.in_force(sku, on)
         if quote is None:
             missing.append(sku.slug)
             continue

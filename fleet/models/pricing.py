@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.urls import reverse
 
 from fleet.validators import non_negative, positive
+from planner.engine.quotes import Quote, quotes_in_force
 
 from .base import SlugField, TimeStamped
 from .inventory import HardwareSku
@@ -38,6 +41,13 @@ class GpuQuote(TimeStamped):
 
     def get_absolute_url(self) -> str:
         return reverse("api:gpuquote-detail", kwargs={"pk": self.pk})
+
+    @classmethod
+    def in_force(cls, sku: HardwareSku, on: date, kind: str = "on-demand") -> Quote | None:
+        """The quote of ``kind`` in force for ``sku`` on ``on``: the latest quoted on or before it that
+        has not expired, the cheapest across providers (``planner.engine.quotes``)."""
+        quotes = [Quote.from_record(q, sku=sku.slug) for q in cls.objects.filter(sku=sku, quoted_on__lte=on)]
+        return quotes_in_force(quotes, on, sku=sku.slug).get(kind)
 
     def clean(self) -> None:
         if self.valid_until and self.quoted_on and self.valid_until < self.quoted_on:

@@ -10,11 +10,10 @@ from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from fleet.headroom import envelope
-from fleet.models import HardwareSku
+from fleet.models import GpuQuote, HardwareSku
 from fleet.views.access import HtmxHttpRequest, is_partial
 from planner.engine.errors import EngineInputError
 from planner.engine.formats import CACHE_DTYPES
-from planner.engine.quotes import Quote, quotes_in_force
 from planner.models import ModelSpec
 from planner.sizing import SizingRequestSerializer, run_sizing, run_speed
 
@@ -43,7 +42,7 @@ def compute(inputs: dict[str, str]) -> dict:
         return {"errors": exc.errors}
     context = {"result": result, "envelope": envelope(result)}
     if result.fits:
-        quote = quote_in_force_for(data["sku"])
+        quote = GpuQuote.in_force(data["sku"], timezone.now().date())
         try:
             speed = run_speed(data, result, quote.usd_per_gpu_hour if quote else None)
         except EngineInputError:
@@ -55,13 +54,6 @@ def compute(inputs: dict[str, str]) -> dict:
                 "quote": quote,
             }  # fmt: skip
     return context
-
-
-def quote_in_force_for(sku) -> Quote | None:
-    """Today's on-demand quote for the SKU, if any (the what-if prices its output with it)."""
-    today = timezone.now().date()
-    quotes = [Quote.from_record(q, sku=sku.slug) for q in sku.quotes.filter(quoted_on__lte=today)]
-    return quotes_in_force(quotes, today, sku=sku.slug).get("on-demand")
 
 
 @login_required
