@@ -216,3 +216,15 @@ def test_detail_pages_query_count_is_constant(client, make_user, catalog):
     )  # fmt: skip
     assert queries(client, "/clusters/c0/") == cluster_few
     assert queries(client, "/deployments/c0-d0/") == deployment_few
+
+
+@pytest.mark.django_db
+def test_fleet_page_is_paginated_and_keeps_filters(client, make_user, catalog):
+    client.force_login(make_user("v", "viewer"))
+    add_fleet(30)
+    first = client.get("/?team=t0").content.decode()  # 15 clusters in team t0: one page
+    assert "pager" not in first
+    page1 = client.get("/").content.decode()
+    assert page1.count('class="cluster"') == 25 and "clusters 1\u201325 of 30" in page1 and "page=2" in page1
+    page2 = client.get("/?page=2", HTTP_HX_REQUEST="true").content.decode()
+    assert page2.count('class="cluster"') == 5 and 'hx-get="/?page=2"' in page2

@@ -22,10 +22,40 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from .metrics_derive import COUNTER_FIELDS, DerivedMetrics, derive, histogram_quantile
+from .metrics_snapshot import HistogramData, MetricsSnapshot
+
+__all__ = [
+    "COUNTER_FIELDS",
+    "GENERATION_TOKENS",
+    "ITL",
+    "KV_USAGE",
+    "KV_USED_TOKENS",
+    "PREEMPTIONS",
+    "PREFIX_HITS",
+    "PREFIX_QUERIES",
+    "PROCESS_START",
+    "PROMPT_TOKENS",
+    "REPLICA_LABELS",
+    "RUNNING",
+    "SGLANG_CACHED_TOKENS",
+    "SGLANG_CAPACITY",
+    "SGLANG_HIT_RATE",
+    "TTFT",
+    "VLLM_CACHE_CONFIG",
+    "WAITING",
+    "DerivedMetrics",
+    "HistogramData",
+    "MetricsParseError",
+    "MetricsSnapshot",
+    "derive",
+    "histogram_quantile",
+    "parse_metrics",
+]
 
 #: Labels that tell ranks of one scheduler apart (they repeat the scheduler's numbers).
 REPLICA_LABELS = frozenset({"tp_rank", "pp_rank", "moe_ep_rank", "attn_tp_rank", "attn_cp_rank"})
@@ -62,146 +92,9 @@ SGLANG_HIT_RATE = "sglang:cache_hit_rate"
 VLLM_CACHE_CONFIG = "vllm:cache_config_info"
 PROCESS_START = "process_start_time_seconds"
 
-#: Counter fields compared by ``derive`` to detect a reset.
-COUNTER_FIELDS = ("prefix_cache_queries", "prefix_cache_hits", "prompt_tokens", "generation_tokens", "preemptions")
-
 
 class MetricsParseError(ValueError):
     """The ``/metrics`` body is not Prometheus text."""
-
-
-@dataclass(frozen=True)
-class HistogramData:
-    """A cumulative histogram: ``buckets`` are (upper bound, cumulative count) sorted by bound, the
-    last bound ``inf``; ``sum`` is in the observed unit (seconds here), ``count`` observations."""
-
-    buckets: tuple[tuple[float, float], ...]
-    sum: float
-    count: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form: the infinite bound is written ``"+Inf"``."""
-        return {
-            "buckets": [["+Inf" if math.isinf(le) else le, n] for le, n in self.buckets],
-            "sum": _finite(self.sum),
-            "count": _finite(self.count),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> HistogramData:
-        """Inverse of :meth:`to_dict`."""
-        buckets = tuple((float(le), float(n)) for le, n in data.get("buckets", []))
-        return cls(buckets=buckets, sum=float(data.get("sum") or 0.0), count=float(data.get("count") or 0.0))
-
-
-@dataclass(frozen=True)
-class MetricsSnapshot:
-    """One scrape, normalised. None means the engine does not publish the signal.
-
-    Counts are requests; ``kv_cache_usage`` and ``kv_cache_usage_max`` are fractions 0..1;
-    ``*_tokens`` and ``prefix_cache_*`` are cumulative token counters (vLLM before V1 counted
-    prefix-cache queries and hits in blocks: the hit rate is unaffected); ``preemptions`` is a
-    cumulative count (SGLang: retracted requests); ``ttft`` and ``itl`` histograms are in seconds;
-    ``cache_capacity_tokens`` is the KV-cache capacity the engine reports, in tokens;
-    ``scraped_at`` and ``process_start_time_s`` are Unix times in seconds.
-    """
-
-    engine: str | None = None
-    scraped_at: float | None = None
-    shards: int = 0
-    requests_running: float | None = None
-    requests_waiting: float | None = None
-    kv_cache_usage: float | None = None
-    kv_cache_usage_max: float | None = None
-    kv_cache_used_tokens: float | None = None
-    cache_capacity_tokens: int | None = None
-    prefix_cache_queries: float | None = None
-    prefix_cache_hits: float | None = None
-    reported_prefix_hit_rate: float | None = None
-    prompt_tokens: float | None = None
-    generation_tokens: float | None = None
-    preemptions: float | None = None
-    ttft: HistogramData | None = None
-    itl: HistogramData | None = None
-    process_start_time_s: float | None = None
-    sources: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (no NaN or infinity) for storage; see :meth:`from_dict`."""
-        data: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, HistogramData):
-                data[f.name] = value.to_dict()
-            elif isinstance(value, float):
-                data[f.name] = _finite(value)
-            elif isinstance(value, dict):
-                data[f.name] = dict(value)
-            else:
-                data[f.name] = value
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> MetricsSnapshot | None:
-        """Rebuild a snapshot stored with :meth:`to_dict` (unknown keys are ignored)."""
-        if not data:
-            return None
-        known = {f.name for f in fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in known}
-        for name in ("ttft", "itl"):
-            if kwargs.get(name) is not None:
-                kwargs[name] = HistogramData.from_dict(kwargs[name])
-        return cls(**kwargs)
-
-
-@dataclass(frozen=True)
-class DerivedMetrics:
-    """What happened between two snapshots.
-
-    Rates are tokens per second over ``interval_s`` (seconds); ``prefix_cache_hit_rate`` is hits
-    over queries in the interval (0..1); ``preemptions`` a count in the interval; latencies in
-    seconds, estimated from histogram bucket differences like Prometheus ``histogram_quantile``.
-    ``counter_reset`` says a counter went down or the process start time changed (an engine
-    restart): then, as Prometheus ``rate()`` does, the current values are the interval's deltas
-    (counts since the restart), so rates are never negative (and under-estimate, not over-).
-    ``first_scrape`` is True when there was nothing to compare with (only gauges are meaningful).
-    """
-
-    interval_s: float | None = None
-    first_scrape: bool = True
-    counter_reset: bool = False
-    prompt_tokens_per_s: float | None = None
-    generation_tokens_per_s: float | None = None
-    prefix_cache_hit_rate: float | None = None
-    preemptions: float | None = None
-    requests_started: float | None = None
-    ttft_p50_s: float | None = None
-    ttft_p95_s: float | None = None
-    ttft_mean_s: float | None = None
-    itl_p50_s: float | None = None
-    itl_p95_s: float | None = None
-    itl_mean_s: float | None = None
-    requests_running: float | None = None
-    requests_waiting: float | None = None
-    kv_cache_usage: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (no NaN or infinity)."""
-        return {k: _finite(v) if isinstance(v, float) else v for k, v in asdict(self).items()}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> DerivedMetrics | None:
-        """Inverse of :meth:`to_dict`."""
-        if not data:
-            return None
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def _finite(value: float | None) -> float | None:
-    if value is None or math.isnan(value) or math.isinf(value):
-        return None
-    return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,151 +279,4 @@ def parse_metrics(text: str | bytes, *, scraped_at: float | None = None) -> Metr
         ttft=histograms.get("ttft"),
         itl=histograms.get("itl"),
         **values,
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Rates and percentiles
-# --------------------------------------------------------------------------------------------
-
-
-def histogram_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> float | None:
-    """The ``q`` quantile (0..1) of cumulative ``buckets``, as Prometheus ``histogram_quantile``.
-
-    Linear interpolation inside the bucket holding the rank; the first bucket starts at 0 (unless
-    its bound is not positive); a rank in the ``+Inf`` bucket gives the highest finite bound.
-    None when there are no observations.
-    """
-    ordered = sorted(buckets)
-    if not ordered or not math.isinf(ordered[-1][0]):
-        return None
-    # Non-monotonic counts (a scrape racing an update) are flattened, as Prometheus does.
-    fixed: list[tuple[float, float]] = []
-    for le, count in ordered:
-        fixed.append((le, max(count, fixed[-1][1]) if fixed else count))
-    total = fixed[-1][1]
-    if total <= 0 or len(fixed) < 2:
-        return None
-    rank = q * total
-    index = next((i for i, (_, count) in enumerate(fixed[:-1]) if count >= rank), len(fixed) - 1)
-    if index == len(fixed) - 1:
-        return fixed[-2][0]
-    upper, count = fixed[index]
-    if index == 0:
-        if upper <= 0:
-            return upper
-        lower, below = 0.0, 0.0
-    else:
-        lower, below = fixed[index - 1]
-    in_bucket = count - below
-    if in_bucket <= 0:
-        return upper
-    return lower + (upper - lower) * (rank - below) / in_bucket
-
-
-def _hist_delta(prev: HistogramData | None, cur: HistogramData | None, reset: bool) -> HistogramData | None:
-    if cur is None:
-        return None
-    if prev is None or reset:
-        return cur
-    prev_counts = dict(prev.buckets)
-    if set(prev_counts) != {le for le, _ in cur.buckets}:
-        return None  # bucket layout changed: no meaningful difference
-    buckets = tuple((le, n - prev_counts[le]) for le, n in cur.buckets)
-    return HistogramData(buckets=buckets, sum=cur.sum - prev.sum, count=cur.count - prev.count)
-
-
-def _histogram_went_down(prev: HistogramData | None, cur: HistogramData | None) -> bool:
-    if prev is None or cur is None:
-        return False
-    return cur.count < prev.count or cur.sum < prev.sum - 1e-9
-
-
-def _latency(delta: HistogramData | None) -> tuple[float | None, float | None, float | None]:
-    if delta is None or delta.count <= 0:
-        return None, None, None
-    mean = delta.sum / delta.count if delta.sum >= 0 else None
-    return histogram_quantile(0.50, delta.buckets), histogram_quantile(0.95, delta.buckets), mean
-
-
-def derive(prev: MetricsSnapshot | None, cur: MetricsSnapshot, interval_s: float | None = None) -> DerivedMetrics:
-    """Rates, hit rate, preemptions and latency percentiles between ``prev`` and ``cur``.
-
-    ``interval_s`` (seconds) defaults to the difference of the snapshots' ``scraped_at``.
-    Without ``prev`` (first scrape) only the gauges are filled in; the histograms' percentiles are
-    then over the engine's whole life. With a counter reset the current values are the deltas.
-    """
-    gauges = {
-        "requests_running": cur.requests_running,
-        "requests_waiting": cur.requests_waiting,
-        "kv_cache_usage": cur.kv_cache_usage,
-    }
-    if prev is None or (prev.engine and cur.engine and prev.engine != cur.engine):
-        ttft = _latency(cur.ttft)
-        itl = _latency(cur.itl)
-        return DerivedMetrics(
-            first_scrape=True,
-            ttft_p50_s=ttft[0],
-            ttft_p95_s=ttft[1],
-            ttft_mean_s=ttft[2],
-            itl_p50_s=itl[0],
-            itl_p95_s=itl[1],
-            itl_mean_s=itl[2],
-            **gauges,
-        )
-
-    if interval_s is None and prev.scraped_at is not None and cur.scraped_at is not None:
-        interval_s = cur.scraped_at - prev.scraped_at
-    if interval_s is not None and interval_s <= 0:
-        interval_s = None
-
-    reset = any(
-        getattr(prev, name) is not None and getattr(cur, name) is not None and getattr(cur, name) < getattr(prev, name)
-        for name in COUNTER_FIELDS
-    )
-    reset = reset or _histogram_went_down(prev.ttft, cur.ttft) or _histogram_went_down(prev.itl, cur.itl)
-    if (
-        prev.process_start_time_s is not None
-        and cur.process_start_time_s is not None
-        and abs(cur.process_start_time_s - prev.process_start_time_s) > 1e-6
-    ):
-        reset = True
-
-    def delta(name: str) -> float | None:
-        now, before = getattr(cur, name), getattr(prev, name)
-        if now is None:
-            return None
-        if reset:
-            return now
-        if before is None:
-            return None
-        return now - before
-
-    def rate(name: str) -> float | None:
-        d = delta(name)
-        return None if d is None or interval_s is None else d / interval_s
-
-    queries, hits = delta("prefix_cache_queries"), delta("prefix_cache_hits")
-    hit_rate = None
-    if queries is not None and hits is not None and queries > 0:
-        hit_rate = min(max(hits / queries, 0.0), 1.0)
-    ttft_delta = _hist_delta(prev.ttft, cur.ttft, reset)
-    ttft = _latency(ttft_delta)
-    itl = _latency(_hist_delta(prev.itl, cur.itl, reset))
-    return DerivedMetrics(
-        interval_s=interval_s,
-        first_scrape=False,
-        counter_reset=reset,
-        prompt_tokens_per_s=rate("prompt_tokens"),
-        generation_tokens_per_s=rate("generation_tokens"),
-        prefix_cache_hit_rate=hit_rate,
-        preemptions=delta("preemptions"),
-        requests_started=ttft_delta.count if ttft_delta is not None else None,
-        ttft_p50_s=ttft[0],
-        ttft_p95_s=ttft[1],
-        ttft_mean_s=ttft[2],
-        itl_p50_s=itl[0],
-        itl_p95_s=itl[1],
-        itl_mean_s=itl[2],
-        **gauges,
     )

@@ -1,0 +1,131 @@
+"""The guard's URL checks and name resolution: static URL rules, resolving a host, checking its addresses.
+
+:func:`check_url` is the registration-time check; the connect-time check (:mod:`fleet.polling.guard_transport`)
+uses :func:`resolve` and :func:`check_addresses` at every connect.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+
+from .guard_networks import IPAddress, IPNetwork, address_refusal, parse_networks
+
+
+class UrlRefused(ValueError):
+    """The URL, or an address its host resolves to, is refused by the guard.
+
+    ``reason`` is a sentence a person can act on; it never contains header values.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _parse_url(url: str) -> httpx.URL:
+    """Parse with httpx's parser (the one that will send the request) and apply the static rules."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise UrlRefused(f"not a valid URL: {exc}") from None
+    if parsed.scheme not in ("http", "https"):
+        raise UrlRefused(f"scheme {parsed.scheme or '(none)'!r} refused: only http and https are allowed")
+    if not parsed.host:
+        raise UrlRefused("the URL has no host")
+    if parsed.userinfo:
+        raise UrlRefused("credentials in the URL are refused: set the endpoint's API key instead")
+    return parsed
+
+
+def _ip_literal(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def resolve(host: str, port: int, timeout_s: float | None = None) -> list[IPAddress]:
+    """Resolve ``host`` to its addresses (IP literals are returned as they are).
+
+    Uses the system resolver in a daemon thread so that ``timeout_s`` (seconds) bounds the wait.
+    Raises ``OSError`` (``socket.gaierror`` or ``TimeoutError``) when it fails.
+    """
+    literal = _ip_literal(host)
+    if literal is not None:
+        return [literal]
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            box["error"] = exc
+
+    if timeout_s is None:
+        work()
+    else:
+        worker = threading.Thread(target=work, name="fleet-poll-resolve", daemon=True)
+        worker.start()
+        worker.join(max(timeout_s, 0.0))
+        if worker.is_alive():
+            raise TimeoutError(f"resolving {host!r} took longer than {timeout_s:.2f} s")
+    if "error" in box:
+        raise box["error"]
+    addresses: list[IPAddress] = []
+    for _family, _type, _proto, _canon, sockaddr in box.get("infos", []):
+        ip = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        if ip not in addresses:
+            addresses.append(ip)
+    if not addresses:
+        raise socket.gaierror(f"{host!r} resolved to no address")
+    return addresses
+
+
+def check_addresses(host: str, addresses: list[IPAddress], allowed: tuple[IPNetwork, ...]) -> None:
+    """Raise :class:`UrlRefused` when any of ``host``'s resolved addresses is refused."""
+    for ip in addresses:
+        why = address_refusal(ip, allowed)
+        if why:
+            shown = "" if _ip_literal(host) is not None else f"{host!r} resolves to {ip}; "
+            raise UrlRefused(f"{shown}{why}")
+
+
+def check_url(
+    url: str,
+    allowed_networks: Iterable[str | IPNetwork] | None = None,
+    *,
+    resolve_host: bool = True,
+    timeout_s: float = 5.0,
+) -> None:
+    """Registration-time check of an endpoint's base URL; raises :class:`UrlRefused` with a reason.
+
+    Applies the scheme, host and credential rules, then (``resolve_host``) resolves the host and
+    checks every address it resolves to; an unresolvable host is refused too. Polling repeats the
+    address check at every connect, so passing here is necessary, not sufficient.
+    ``timeout_s`` bounds the name resolution, in seconds.
+    """
+    allowed = parse_networks(allowed_networks)
+    parsed = _parse_url(url)
+    host = parsed.host
+    literal = _ip_literal(host)
+    if literal is not None:
+        check_addresses(host, [literal], allowed)
+        return
+    if not resolve_host:
+        return
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        addresses = resolve(host, port, timeout_s)
+    except OSError as exc:
+        raise UrlRefused(f"the host {host!r} does not resolve ({_os_error_text(exc)})") from None
+    check_addresses(host, addresses, allowed)
+
+
+def _os_error_text(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
