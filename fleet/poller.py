@@ -12,15 +12,15 @@ import logging
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import Avg, Count, F, Max, Q, Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
-from fleet.models import Deployment, EndpointPoll, EndpointPollHourly
+from fleet.models import DailyPollCount, Deployment, EndpointPoll, EndpointPollHourly
 from fleet.polling import MetricsSnapshot, PollOutcome, poll_endpoint
 from planner.engine.errors import EngineInputError
 
@@ -86,6 +86,7 @@ def record(deployment: Deployment, outcome: PollOutcome, now: datetime) -> Endpo
             latency_ms=_ms(outcome.latencies_s.get("models")), counter_reset=bool(derived and derived.counter_reset),
             outcome=outcome.to_dict(), **values,
         )  # fmt: skip
+        count_poll(deployment.pk, now.date(), busy=bool(values["requests_running"]))
         changed = deployment.last_status != str(outcome.status)
         Deployment.objects.filter(pk=deployment.pk).update(
             last_status=str(outcome.status),
@@ -95,6 +96,18 @@ def record(deployment: Deployment, outcome: PollOutcome, now: datetime) -> Endpo
             poll_lease_until=None,
         )
     return poll
+
+
+def count_poll(deployment_id: int, day: date, busy: bool) -> None:
+    """Add one poll to the deployment's daily counters (call inside the poll's transaction)."""
+    increments = {"polls": F("polls") + 1, "busy_polls": F("busy_polls") + (1 if busy else 0)}
+    if DailyPollCount.objects.filter(deployment_id=deployment_id, day=day).update(**increments):
+        return
+    try:
+        with transaction.atomic():
+            DailyPollCount.objects.create(deployment_id=deployment_id, day=day, polls=1, busy_polls=int(busy))
+    except IntegrityError:  # another worker created today's row first: add to it
+        DailyPollCount.objects.filter(deployment_id=deployment_id, day=day).update(**increments)
 
 
 def poll_deployment(deployment: Deployment, now: datetime | None = None) -> EndpointPoll | None:
@@ -223,29 +236,16 @@ def prune_polls(now: datetime | None = None) -> tuple[int, int]:
         old.delete()
         rollup_cutoff = now - timedelta(days=settings.POLL_ROLLUP_RETENTION_DAYS)
         EndpointPollHourly.objects.filter(hour__lt=rollup_cutoff).delete()
+        DailyPollCount.objects.filter(day__lt=rollup_cutoff.date()).delete()
     return rolled, EndpointPoll.objects.count()
 
 
-def cluster_utilisation(start: datetime, end: datetime) -> dict[str, float]:
-    """Busy fraction per cluster slug in [start, end): polls that saw running requests over all
-    polls of its deployments (raw polls and hourly rollups). Clusters without polls are absent."""
-    busy: dict[str, list[int]] = {}
-    raw = (
-        EndpointPoll.objects.filter(polled_at__gte=start, polled_at__lt=end)
-        .values("deployment__cluster__slug")
-        .annotate(n=Count("id"), b=Count("id", filter=Q(requests_running__gt=0)))
-    )
-    for r in raw:
-        acc = busy.setdefault(r["deployment__cluster__slug"], [0, 0])
-        acc[0] += r["n"]
-        acc[1] += r["b"]
-    hourly = (
-        EndpointPollHourly.objects.filter(hour__gte=start, hour__lt=end)
+def cluster_utilisation(start: date, end: date) -> dict[str, float]:
+    """Busy fraction per cluster slug over days [start, end): polls that saw running requests over
+    all polls of its deployments, from the daily counters. Clusters without polls are absent."""
+    rows = (
+        DailyPollCount.objects.filter(day__gte=start, day__lt=end)
         .values("deployment__cluster__slug")
         .annotate(n=Sum("polls"), b=Sum("busy_polls"))
     )
-    for r in hourly:
-        acc = busy.setdefault(r["deployment__cluster__slug"], [0, 0])
-        acc[0] += r["n"] or 0
-        acc[1] += r["b"] or 0
-    return {slug: b / n for slug, (n, b) in busy.items() if n}
+    return {r["deployment__cluster__slug"]: r["b"] / r["n"] for r in rows if r["n"]}

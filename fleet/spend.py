@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import calendar
-from datetime import UTC, date, datetime
+from datetime import date
 
 from fleet.models import ClusterState, GpuQuote
 from fleet.poller import cluster_utilisation
@@ -50,9 +50,7 @@ def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand") -> S
                 fell_back.add(f"{state.cluster} ({state.provider}, {state.sku})")
         return found
 
-    start = datetime(year, month, 1, tzinfo=UTC)
-    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-    utilisation = cluster_utilisation(start, end)
+    utilisation = cluster_utilisation(date(year, month, 1), date(year + month // 12, month % 12 + 1, 1))
     result = monthly_spend(segments, year, month, rate, utilisation=utilisation)
     if utilisation:
         result.assumptions.append(

@@ -44,6 +44,10 @@ def test_poll_now_stores_a_poll_and_live_state(platform_api, cluster, llama):
     assert detail["last_status"] == "up" and detail["last_polled"]
     assert "requests_running" in detail["last_metrics"]
     assert EndpointPoll.objects.count() == 2
+    from fleet.models import DailyPollCount
+
+    (today,) = DailyPollCount.objects.all()
+    assert today.polls == 2 and today.busy_polls == sum(1 for p in EndpointPoll.objects.all() if p.requests_running)
 
 
 @pytest.mark.django_db

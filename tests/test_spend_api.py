@@ -115,14 +115,15 @@ def test_command_mirrors_the_api(viewer_api, fleet):
 def test_idle_cost_comes_from_the_months_polls(viewer_api, fleet):
     from datetime import UTC, datetime
 
-    from fleet.models import Deployment, EndpointPoll
+    from fleet.models import Deployment
+    from fleet.poller import count_poll
     from planner.models import ModelSpec
 
     d = Deployment.objects.create(slug="k3d", cluster=fleet, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4)
-    # Three polls in July: one saw running requests, two saw none: 1/3 busy.
+    # Three polls in July, counted as the poller counts them: one saw running requests, two did not (1/3 busy).
     for day, running in ((5, 2), (6, 0), (7, 0)):
-        EndpointPoll.objects.create(deployment=d, polled_at=datetime(2026, 7, day, tzinfo=UTC), status="up",
-                                    requests_running=running)  # fmt: skip
+        count_poll(d.pk, datetime(2026, 7, day, tzinfo=UTC).date(), busy=running > 0)
+    count_poll(d.pk, datetime(2026, 8, 1, tzinfo=UTC).date(), busy=True)  # another month: not counted
     data = viewer_api.get("/api/v1/spend/?month=2026-07").json()
     k3 = next(c for c in data["clusters"] if c["cluster"] == "k3-h100")
     lab = next(c for c in data["clusters"] if c["cluster"] == "lab")

@@ -3,13 +3,14 @@
 from .history import ClusterState
 from .inventory import Cluster, Deployment, HardwareSku
 from .ops import WorkerHeartbeat
-from .polls import EndpointPoll, EndpointPollHourly
+from .polls import DailyPollCount, EndpointPoll, EndpointPollHourly
 from .pricing import ApiPrice, GpuQuote
 
 __all__ = [
     "ApiPrice",
     "Cluster",
     "ClusterState",
+    "DailyPollCount",
     "Deployment",
     "EndpointPoll",
     "EndpointPollHourly",

@@ -74,7 +74,7 @@ RECENT_POLLS = 120
 
 def _poll_series(deployment: Deployment) -> dict:
     """Recent polls as chart series, with the workload's SLO lines, and the latest calibration."""
-    polls = list(deployment.polls.order_by("-polled_at")[:RECENT_POLLS])[::-1]
+    polls = list(deployment.polls.defer("outcome").order_by("-polled_at")[:RECENT_POLLS])[::-1]
     if not polls:
         return {"polls": []}
     labels = [p.polled_at.strftime("%H:%M:%S") for p in polls]
