@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku
-from planner.engine.costs import breakeven, weights_storage
+from planner.engine.costs import breakeven, unit_economics, weights_storage
 from planner.engine.errors import EngineInputError
 from planner.engine.quotes import PRICING_KINDS, Quote
 from planner.engine.spec import Layout
@@ -273,6 +273,13 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
     figures = result.to_dict()
     if throughput_note:
         figures["assumptions"].append(throughput_note)
+    figures["unit_economics"] = None
+    if tokens_per_s:
+        # Cost per million output tokens, tokens/s per USD-hour and idle cost of the throughput above.
+        figures["unit_economics"] = unit_economics(
+            data["gpus"], rate, tokens_per_s, utilisation=data.get("utilisation") or 1,
+            hours_per_day=data["hours_per_day"], days_per_month=days,
+        ).to_dict()  # fmt: skip
     figures["storage_usd_per_month"] = None
     if data.get("storage_usd_per_gb_month") is not None and weights is not None:
         storage = weights_storage(weights, data["storage_usd_per_gb_month"])

@@ -224,6 +224,9 @@ def test_a_deployment_gives_gpus_price_and_capacity_from_the_throughput_model(vi
     assert r["capacity_output_tokens_per_month"] == pytest.approx(expected, rel=1e-6)
     assert r["api_wins_at_every_volume"] in (True, False)
     assert any("throughput model" in a for a in r["assumptions"])
+    unit = r["unit_economics"]
+    per_usd_hour = speed.tokens_per_s_replica * 2 / (8 * 2.5)  # tokens/s of the deployment per USD-hour
+    assert float(unit["tokens_per_s_per_usd_hour"]) == pytest.approx(per_usd_hour, rel=1e-3)
 
 
 @pytest.mark.django_db
