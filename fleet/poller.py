@@ -26,10 +26,11 @@ from planner.engine.errors import EngineInputError
 
 log = logging.getLogger(__name__)
 
-#: The metrics the deployment keeps from its last poll (shown on pages, returned by the API).
-LIVE_FIELDS = ("requests_running", "requests_waiting", "kv_cache_usage", "prefix_cache_hit_rate",
-               "prompt_tokens_per_s", "generation_tokens_per_s", "ttft_p50_ms", "ttft_p95_ms", "itl_p50_ms",
-               "itl_p95_ms", "observed_cache_tokens", "predicted_cache_tokens")  # fmt: skip
+#: Poll columns copied from the derived metrics as they are, and those converted from seconds to ms.
+DERIVED_FIELDS = ("requests_running", "requests_waiting", "kv_cache_usage", "prefix_cache_hit_rate",
+                  "prompt_tokens_per_s", "generation_tokens_per_s")  # fmt: skip
+MILLISECOND_FIELDS = {"ttft_p50_ms": "ttft_p50_s", "ttft_p95_ms": "ttft_p95_s", "itl_p50_ms": "itl_p50_s",
+                      "itl_p95_ms": "itl_p95_s"}  # fmt: skip
 
 
 def _lease_seconds() -> float:
@@ -66,20 +67,10 @@ def record(deployment: Deployment, outcome: PollOutcome, now: datetime) -> Endpo
     """Store one poll and update the deployment's live state, in one transaction."""
     snap, derived = outcome.snapshot, outcome.derived
     observed = snap.cache_capacity_tokens if snap else None
-    values = {
-        "requests_running": getattr(derived, "requests_running", None) if derived else None,
-        "requests_waiting": getattr(derived, "requests_waiting", None) if derived else None,
-        "kv_cache_usage": getattr(derived, "kv_cache_usage", None) if derived else None,
-        "prefix_cache_hit_rate": derived.prefix_cache_hit_rate if derived else None,
-        "prompt_tokens_per_s": derived.prompt_tokens_per_s if derived else None,
-        "generation_tokens_per_s": derived.generation_tokens_per_s if derived else None,
-        "ttft_p50_ms": _ms(derived.ttft_p50_s) if derived else None,
-        "ttft_p95_ms": _ms(derived.ttft_p95_s) if derived else None,
-        "itl_p50_ms": _ms(derived.itl_p50_s) if derived else None,
-        "itl_p95_ms": _ms(derived.itl_p95_s) if derived else None,
-        "observed_cache_tokens": observed,
-        "predicted_cache_tokens": predicted_cache_tokens(deployment) if observed else None,
-    }
+    values: dict[str, float | int | None] = {name: getattr(derived, name, None) for name in DERIVED_FIELDS}
+    values |= {column: _ms(getattr(derived, seconds, None)) for column, seconds in MILLISECOND_FIELDS.items()}
+    values["observed_cache_tokens"] = observed
+    values["predicted_cache_tokens"] = predicted_cache_tokens(deployment) if observed else None
     with transaction.atomic():
         poll = EndpointPoll.objects.create(
             deployment=deployment, polled_at=now, status=str(outcome.status), reason=outcome.reason or "",
