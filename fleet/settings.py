@@ -127,9 +127,16 @@ TEMPLATES = [
 ]
 
 # Database: PostgreSQL (psycopg 3) when DATABASE_URL is set, else a SQLite file under var/.
+#: SQLite shared by the web server, workers, beat and poll threads: WAL and a generous busy timeout,
+#: or concurrent writers fail with "database is locked".
+SQLITE_OPTIONS = {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
 else:
     DATABASES = {
         "default": {
@@ -137,7 +144,7 @@ else:
             "NAME": VAR_DIR / "fleetcap.sqlite3",
             # WAL lets the web server, worker and beat share the file; a generous timeout
             # rides out short write locks instead of failing with "database is locked".
-            "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"},
+            "OPTIONS": SQLITE_OPTIONS,
             # A file (not :memory:) so that Celery workers started by the tests see the data.
             "TEST": {"NAME": str(VAR_DIR / "test-fleetcap.sqlite3")},
         }

@@ -50,3 +50,9 @@ def test_urls_switch_to_postgres_and_redis(tmp_path):
     out = _settings_in_subprocess(env, expr)
     assert out == "django.db.backends.postgresql fleetcap redis://127.0.0.1:6379/0 ['fleet.example.com']"
     assert not (tmp_path / "secret_key").exists()
+
+
+def test_a_sqlite_url_gets_wal_and_a_busy_timeout(tmp_path):
+    env = {"FLEETCAP_VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3"}
+    out = _settings_in_subprocess(env, "s.DATABASES['default']['OPTIONS']")
+    assert "'timeout': 20" in out and "journal_mode=WAL" in out
