@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import re
 from datetime import date
 
 from fleet.models import ClusterState, GpuQuote
@@ -10,6 +11,14 @@ from fleet.poller import cluster_utilisation
 from planner.engine.quotes import Quote, rate_from_quotes
 from planner.engine.spend import ClusterState as StateSegment
 from planner.engine.spend import SpendResult, monthly_spend
+
+MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
+
+
+def parse_month(raw: str) -> tuple[int, int] | None:
+    """``"2026-07"`` -> ``(2026, 7)``; None when it is not a month written as YYYY-MM."""
+    match = MONTH.fullmatch(raw.strip())
+    return (int(match[1]), int(match[2])) if match else None
 
 
 def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand") -> SpendResult:

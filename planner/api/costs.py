@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from typing import Any
 
 from django.utils import timezone
@@ -18,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fleet.spend import spend_for_month
+from fleet.spend import parse_month, spend_for_month
 from planner.breakeven import BreakevenRequestSerializer, run_breakeven
 from planner.models import Decision, Workload
 
@@ -194,9 +193,6 @@ class SpendCsvRenderer(BaseRenderer):
         return out.getvalue().encode()
 
 
-MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
-
-
 class SpendView(APIView):
     """GPU spend for a calendar month from the dated cluster history, with the rate in force each day."""
 
@@ -212,10 +208,10 @@ class SpendView(APIView):
     )
     def get(self, request: Request) -> Response:
         raw = request.query_params.get("month") or timezone.now().strftime("%Y-%m")
-        match = MONTH_RE.match(raw)
-        if not match:
+        month = parse_month(raw)
+        if month is None:
             raise ValidationError({"month": ["Give a month as YYYY-MM, e.g. 2026-07."]})
-        result = spend_for_month(int(match[1]), int(match[2]))
+        result = spend_for_month(*month)
         response = Response(result.to_dict())
         if request.accepted_renderer.format == "csv":
             response["Content-Disposition"] = f'attachment; filename="gpu-spend-{raw}.csv"'

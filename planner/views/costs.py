@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from decimal import Decimal
 
 from django.contrib import messages
@@ -13,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from fleet.models import ApiPrice, Deployment, HardwareSku
-from fleet.spend import spend_for_month
+from fleet.spend import parse_month, spend_for_month
 from fleet.views.access import role_required
 from planner.breakeven import BreakevenRequestSerializer, run_breakeven
 from planner.engine.errors import EngineInputError
@@ -123,19 +122,16 @@ def record_decision(request: HttpRequest) -> HttpResponse:
     return redirect("decisions")
 
 
-MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
-
-
 @login_required
 def spend(request: HttpRequest) -> HttpResponse:
     month = request.GET.get("month") or timezone.now().strftime("%Y-%m")
     context: dict = {"month": month}
-    match = MONTH_RE.match(month)
-    if not match:
+    parsed = parse_month(month)
+    if parsed is None:
         context["errors"] = {"month": ["Give a month as YYYY-MM."]}
     else:
         try:
-            context["spend"] = spend_for_month(int(match[1]), int(match[2])).to_dict()
+            context["spend"] = spend_for_month(*parsed).to_dict()
         except EngineInputError as exc:
             context["errors"] = exc.errors
     return render(request, "planner/spend.html", context)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from fleet.spend import spend_for_month
+from fleet.spend import parse_month, spend_for_month
 from planner.api.costs import SpendCsvRenderer
 from planner.engine.errors import EngineInputError
 
@@ -23,11 +22,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         raw = options["month"] or timezone.now().strftime("%Y-%m")
-        match = re.fullmatch(r"(\d{4})-(0[1-9]|1[0-2])", raw)
-        if not match:
+        month = parse_month(raw)
+        if month is None:
             raise CommandError("--month: give a month as YYYY-MM, e.g. 2026-07.")
         try:
-            data = spend_for_month(int(match[1]), int(match[2])).to_dict()
+            data = spend_for_month(*month).to_dict()
         except EngineInputError as exc:
             raise CommandError(str(exc)) from exc
         if options["csv"]:
