@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from fleet.models import Deployment
 from planner.engine.errors import EngineInputError
+from planner.engine.result import SizingResult
+from planner.engine.sizing import capacity_curve
 from planner.engine.spec import ModelArch
 
 
@@ -23,6 +25,7 @@ class Headroom:
     fits: bool
     observed: float | None  # requests running at the last poll
     error: str = ""
+    result: SizingResult | None = None  # the sizing behind ``capacity`` (None when it failed)
 
     @property
     def used_fraction(self) -> float | None:
@@ -56,7 +59,7 @@ def headroom(deployments: Iterable[Deployment]) -> list[Headroom]:
         except EngineInputError as exc:
             rows.append(Headroom(d, None, False, observed, error=str(exc)))
             continue
-        rows.append(Headroom(d, result.max_concurrent_sequences, result.fits, observed))
+        rows.append(Headroom(d, result.max_concurrent_sequences, result.fits, observed, result=result))
     return rows
 
 
@@ -92,8 +95,6 @@ CURVE_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 5
 
 def capacity_points(deployment: Deployment) -> list[dict[str, int]]:
     """Predicted concurrent sequences against context length for a deployment's layout."""
-    from planner.engine.sizing import capacity_curve
-
     limit = deployment.model.max_context_tokens
     contexts = [c for c in CURVE_CONTEXTS if c <= limit] or [limit]
     if contexts[-1] != limit and limit not in contexts:

@@ -55,8 +55,8 @@ def deployment_detail(request: HttpRequest, slug: str) -> HttpResponse:
     deployment = get_object_or_404(Deployment.objects.select_related("cluster__sku", "model"), slug=slug)
     (row,) = headroom([deployment])
     context = {"d": deployment, "row": row}
-    if row.capacity is not None:
-        result = deployment.sizing()
+    if row.result is not None:
+        result = row.result
         observed = int(row.observed) if row.observed is not None else None
         context |= {
             "result": result,
