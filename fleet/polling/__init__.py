@@ -4,8 +4,8 @@ The Django side (models, Celery tasks, forms) calls these functions with plain v
 ``PollOutcome.to_dict()``; nothing here imports Django. See docs/polling.md.
 """
 
-from .client import PollOutcome, PollStatus, poll_endpoint
-from .guard import DEFAULT_ALLOWED_NETWORKS, FetchResult, UrlRefused, check_url, fetch, parse_networks
+from .client import PollOutcome, PollStatus, poll_endpoint, poll_endpoint_async
+from .guard import DEFAULT_ALLOWED_NETWORKS, FetchResult, UrlRefused, check_url, fetch, fetch_async, parse_networks
 from .metrics import DerivedMetrics, HistogramData, MetricsParseError, MetricsSnapshot, derive, parse_metrics
 
 __all__ = [
@@ -21,7 +21,9 @@ __all__ = [
     "check_url",
     "derive",
     "fetch",
+    "fetch_async",
     "parse_metrics",
     "parse_networks",
     "poll_endpoint",
+    "poll_endpoint_async",
 ]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from .guard import FetchResult, IPNetwork, display_url, fetch, redact
+from .guard import FetchResult, IPNetwork, display_url, fetch_async, redact, run_sync
 from .metrics import DerivedMetrics, MetricsParseError, MetricsSnapshot, derive, parse_metrics
 
 logger = logging.getLogger("fleet.polling")
@@ -190,7 +190,12 @@ def _max_model_len(entry: dict[str, Any]) -> int | None:
     return None
 
 
-def poll_endpoint(
+def poll_endpoint(base_url: str, engine: str, served_model_id: str, api_key: str | None, **kwargs: Any) -> PollOutcome:
+    """:func:`poll_endpoint_async` from synchronous code (a new event loop: see ``guard.run_sync``)."""
+    return run_sync(poll_endpoint_async(base_url, engine, served_model_id, api_key, **kwargs))
+
+
+async def poll_endpoint_async(
     base_url: str,
     engine: str,
     served_model_id: str,
@@ -232,8 +237,8 @@ def poll_endpoint(
         polled_at=polled_at,
     )
 
-    def get(route: str, path: str, accept: str = "application/json") -> FetchResult:
-        result = fetch(
+    async def get(route: str, path: str, accept: str = "application/json") -> FetchResult:
+        result = await fetch_async(
             f"{url}{path}",
             headers={**headers, "Accept": accept},
             timeout_s=timeout_s,
@@ -248,7 +253,7 @@ def poll_endpoint(
     steps: list[_Step] = []
 
     # 1. The model list: reachability, auth, model ids, engine.
-    models = get("models", "/v1/models")
+    models = await get("models", "/v1/models")
     if models.error:
         return _finish(outcome, [_transport_status(models, "GET /v1/models")], secrets)
     bad = _http_status(models, "GET /v1/models", engine, "models")
@@ -276,7 +281,7 @@ def poll_endpoint(
     # 2. The engine's health route.
     health_path = HEALTH_ROUTE.get(routes_engine)
     if health_path:
-        health = get("health", health_path, accept="*/*")
+        health = await get("health", health_path, accept="*/*")
         if health.error:
             steps.append(_transport_status(health, f"GET {health_path}"))
         elif health.status == 404:
@@ -288,7 +293,7 @@ def poll_endpoint(
 
     # 3. Metrics, where the engine serves them.
     if routes_engine in METRICS_ENGINES:
-        scrape = get("metrics", "/metrics", accept="text/plain")
+        scrape = await get("metrics", "/metrics", accept="text/plain")
         if scrape.error:
             outcome.metrics_available = False
             steps.append(_transport_status(scrape, "GET /metrics"))

@@ -7,7 +7,7 @@ Rules (docs/polling.md, "Guard"):
   socket is then opened to the checked address itself, so a DNS answer that changes between the
   check and the connect (DNS rebinding) cannot slip through. TLS keeps the URL's hostname for SNI
   and certificate checks, and the ``Host`` header is the URL's, because the URL is never rewritten:
-  only the guarded network backend below httpx knows the IP;
+  only the guarded network backend below httpcore knows the IP;
 * an address must lie in ``allowed_networks`` (default: loopback and private ranges) and never in
   the always-refused ranges (link-local and cloud metadata, CGNAT, "this network", multicast);
   an IPv6 address embedding an IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) is
@@ -23,15 +23,21 @@ Rules (docs/polling.md, "Guard"):
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import logging
+import os
 import ssl
 import time
-from collections.abc import Iterable, Mapping
+import zlib
+from collections.abc import Coroutine, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import httpcore
+import h11
 import httpx
 
 from .guard_networks import (
@@ -42,7 +48,7 @@ from .guard_networks import (
     address_refusal,
     parse_networks,
 )
-from .guard_transport import _Deadline, _GuardedBackend, _GuardedTransport, _ResolveFailed
+from .guard_transport import Exchange, _ConnectTimeout, _ResolveFailed, _ssl_context, connect, resolve_checked
 from .guard_urls import UrlRefused, _parse_url, check_addresses, check_url, resolve
 
 __all__ = [
@@ -60,12 +66,15 @@ __all__ = [
     "check_url",
     "display_url",
     "fetch",
+    "fetch_async",
     "parse_networks",
     "redact",
     "resolve",
+    "run_sync",
 ]
 
 logger = logging.getLogger("fleet.polling")
+T = TypeVar("T")
 
 #: Header names whose values are secrets: redacted from every message.
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"})
@@ -173,8 +182,9 @@ def _cause_chain(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def _classify(exc: BaseException, got_headers: bool, timeout_s: float) -> tuple[str, str]:
-    """Map a transport exception to an error kind and a message (secrets removed by the caller)."""
+def _classify(exc: BaseException, phase: str, timeout_s: float) -> tuple[str, str]:
+    """Map a transport exception raised during ``phase`` (``resolve``, ``connect``, ``request`` or
+    ``body``) to an error kind and a message (secrets removed by the caller)."""
     chain = _cause_chain(exc)
     refused = next((e for e in chain if isinstance(e, UrlRefused)), None)
     if refused is not None:
@@ -182,22 +192,83 @@ def _classify(exc: BaseException, got_headers: bool, timeout_s: float) -> tuple[
     resolve_failed = next((e for e in chain if isinstance(e, _ResolveFailed)), None)
     if resolve_failed is not None:
         return "dns", str(resolve_failed)
-    if isinstance(exc, httpx.TimeoutException):
-        if got_headers:
+    if isinstance(exc, TimeoutError):
+        if phase == "body":
             return "deadline", f"the body did not finish within the {timeout_s:g} s deadline"
-        if isinstance(exc, httpx.ConnectTimeout):
+        if phase == "resolve":
+            return "dns", f"the host did not resolve within the {timeout_s:g} s deadline"
+        if phase == "connect" or isinstance(exc, _ConnectTimeout):
             return "timeout", f"no connection within the time limit ({timeout_s:g} s deadline)"
         return "timeout", f"no response within the time limit ({timeout_s:g} s deadline)"
-    if isinstance(exc, httpx.ConnectError):
-        if any(isinstance(e, ssl.SSLError | ssl.CertificateError) for e in chain):
-            return "tls", f"TLS failed: {exc}"
-        return "connect", f"cannot connect: {exc or 'connection failed'}"
-    if isinstance(exc, httpx.RemoteProtocolError | httpx.LocalProtocolError | httpx.DecodingError):
+    if isinstance(exc, ssl.SSLError | ssl.CertificateError):
+        return "tls", f"TLS failed: {exc}"
+    if phase == "connect" and isinstance(exc, OSError):
+        return "connect", f"cannot connect: {_os_error(exc)}"
+    if isinstance(exc, h11.ProtocolError | zlib.error):
         return "protocol", f"malformed HTTP exchange: {exc}"
+    if isinstance(exc, OSError):
+        return "network", f"{type(exc).__name__}: {_os_error(exc)}"
     return "network", f"{type(exc).__name__}: {exc}"
 
 
-def fetch(
+def _os_error(exc: OSError) -> str:
+    """The system's words for an error number ("Connection refused"), not asyncio's wrapping of it."""
+    if exc.errno:
+        return os.strerror(exc.errno)
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str:
+    """The first value of header ``name`` (lower-case bytes), decoded as Latin-1; "" when absent."""
+    for key, value in headers:
+        if key == name:  # h11 lower-cases header names
+            return value.decode("latin-1").strip()
+    return ""
+
+
+def _decoder(encoding: str) -> Any:
+    """A streaming decoder for a ``Content-Encoding`` (we ask for ``identity``; a server may not listen).
+
+    Returns None for ``identity``; raises ``zlib.error`` for an encoding we do not decode.
+    """
+    encoding = encoding.lower()
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(zlib.MAX_WBITS | 16)
+    if encoding == "deflate":
+        return zlib.decompressobj()
+    raise zlib.error(f"unsupported Content-Encoding {encoding!r}")
+
+
+@functools.lru_cache(maxsize=32)
+def _networks(allowed_networks: str | tuple | None) -> tuple[IPNetwork, ...]:
+    return parse_networks(allowed_networks)
+
+
+def _allowed(allowed_networks: Iterable[str | IPNetwork] | None) -> tuple[IPNetwork, ...]:
+    if allowed_networks is None or isinstance(allowed_networks, str | tuple):
+        return _networks(allowed_networks)  # the usual case: the setting, parsed once
+    return parse_networks(allowed_networks)
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to its end from synchronous code, on a new event loop: in this thread, or in
+    a helper thread when this one already runs a loop (as Playwright's sync API does)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fleet-poll-sync") as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def fetch(url: str, **kwargs: Any) -> FetchResult:
+    """:func:`fetch_async` from synchronous code (see :func:`run_sync`)."""
+    return run_sync(fetch_async(url, **kwargs))
+
+
+async def fetch_async(
     url: str,
     *,
     headers: Mapping[str, str] | None = None,
@@ -211,14 +282,12 @@ def fetch(
     """GET ``url`` through the guard. Never raises for network trouble: see ``FetchResult.error``.
 
     ``timeout_s`` is the overall deadline in seconds (resolution, connect, TLS, headers and body);
-    ``connect_timeout_s`` and ``read_timeout_s`` (seconds, default ``timeout_s``) bound a single
-    connect or a single wait for bytes, and are themselves cut to what is left of the deadline.
-    ``max_bytes`` caps the (decoded) body in bytes. ``verify`` is True, False or a CA bundle path.
-    Raises ValueError only for a malformed ``allowed_networks``.
+    ``connect_timeout_s`` and ``read_timeout_s`` (seconds, default: only the deadline) bound a single
+    connect or a single wait for bytes. ``max_bytes`` caps the (decoded) body in bytes. ``verify`` is
+    True, False or a CA bundle path. Raises ValueError only for a malformed ``allowed_networks``.
     """
-    allowed = parse_networks(allowed_networks)
+    allowed = _allowed(allowed_networks)
     start = time.monotonic()
-    deadline = _Deadline(start + timeout_s)
     secrets = _secrets(headers)
 
     def result(status: int | None, body: bytes, error: str | None, message: str, ctype: str = "") -> FetchResult:
@@ -236,55 +305,55 @@ def fetch(
         parsed = _parse_url(url)
     except UrlRefused as exc:
         return result(None, b"", "refused", f"refused by the address guard: {exc.reason}")
-
-    backend = _GuardedBackend(allowed, deadline)
-    timeout = httpx.Timeout(
-        connect=min(connect_timeout_s or timeout_s, timeout_s),
-        read=min(read_timeout_s or timeout_s, timeout_s),
-        write=min(read_timeout_s or timeout_s, timeout_s),
-        pool=timeout_s,
-    )
-    request_headers = {"Accept-Encoding": "identity", "User-Agent": "fleetcap-poller/1"}
+    https = parsed.scheme == "https"
+    port = parsed.port or (443 if https else 80)
+    request_headers = {"Host": parsed.netloc.decode("ascii"), "Accept-Encoding": "identity",
+                       "User-Agent": "fleetcap-poller/1", "Connection": "close"}  # fmt: skip
     request_headers.update(headers or {})
-    got_headers = False
     try:
-        with (
-            httpx.Client(
-                transport=_GuardedTransport(backend, verify),
-                timeout=timeout,
-                follow_redirects=False,
-                trust_env=False,
-            ) as client,
-            client.stream("GET", parsed, headers=request_headers) as response,
-        ):
-            got_headers = True
-            status = response.status_code
-            ctype = response.headers.get("content-type", "")
+        encoded = [(k.encode("ascii"), v.encode("ascii")) for k, v in request_headers.items()]
+    except UnicodeEncodeError:  # never echo the value: it may be the API key
+        return result(None, b"", "protocol", "the request could not be sent: a header is not ASCII")
+
+    phase, status, ctype, body = "resolve", None, "", bytearray()
+    exchange: Exchange | None = None
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout_at(loop.time() + timeout_s):
+            addresses = await resolve_checked(parsed.host, port, allowed)
+            phase = "connect"
+            reader, writer = await connect(
+                addresses, port, tls=_ssl_context(verify) if https else None, server_hostname=parsed.host,
+                timeout_s=connect_timeout_s,
+            )  # fmt: skip
+            exchange = Exchange(reader, writer, read_timeout_s)
+            phase = "request"
+            await exchange.send(parsed.raw_path, encoded)
+            response = await exchange.response()
+            phase, status = "body", response.status_code
+            ctype = _header(response.headers, b"content-type")
             if 300 <= status < 400:
                 where = ""
                 with contextlib.suppress(httpx.InvalidURL, ValueError):
-                    where = parsed.join(response.headers.get("location", "")).host
+                    where = parsed.join(_header(response.headers, b"location")).host
                 return result(status, b"", "redirect", f"HTTP {status} redirect to {where or 'elsewhere'} not followed")
-            declared = response.headers.get("content-length", "")
+            declared = _header(response.headers, b"content-length")
             if declared.isdigit() and int(declared) > max_bytes:
                 return result(status, b"", "too_large", f"body of {declared} bytes exceeds the {max_bytes} byte cap")
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
+            decoder = _decoder(_header(response.headers, b"content-encoding"))
+            async for chunk in exchange.body_chunks():
+                # A compressed body is decoded as it comes, never past the cap (no zip bomb).
+                body += decoder.decompress(chunk, max_bytes + 1 - len(body)) if decoder else chunk
                 if len(body) > max_bytes:
                     return result(
                         status, bytes(body[:max_bytes]), "too_large", f"body exceeds the {max_bytes} byte cap"
                     )
-                if deadline.remaining() <= 0:
-                    return result(
-                        status, bytes(body), "deadline", f"the body did not finish within the {timeout_s:g} s deadline"
-                    )
             return result(status, bytes(body), None, "", ctype)
     except UrlRefused as exc:
         return result(None, b"", "refused", f"refused by the address guard: {exc.reason}")
-    except httpx.HTTPError as exc:
-        kind, message = _classify(exc, got_headers, timeout_s)
-        return result(None, b"", kind, message)
-    except (httpcore.ConnectError, httpcore.TimeoutException, OSError) as exc:  # defensive: unmapped
-        kind, message = _classify(exc, got_headers, timeout_s)
-        return result(None, b"", kind, message)
+    except (TimeoutError, OSError, h11.ProtocolError, zlib.error) as exc:
+        kind, message = _classify(exc, phase, timeout_s)
+        return result(status if kind == "deadline" else None, bytes(body), kind, message)
+    finally:
+        if exchange is not None:
+            exchange.close()

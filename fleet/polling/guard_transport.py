@@ -1,137 +1,42 @@
-"""The guarded network backend (below httpx, above the socket) and the httpx transport built on it.
+"""The guarded transport: name resolution, the connect-time address check, the connection, and one
+HTTP/1.1 exchange (h11 over asyncio streams).
 
-The backend resolves the host itself, checks every address (:mod:`fleet.polling.guard_urls`) and connects
-to a checked address; every socket operation is bounded by the request's overall deadline.
+The host is resolved here and every address checked (:mod:`fleet.polling.guard_urls`) before a
+socket is opened, and the socket is opened to a checked address itself; TLS keeps the URL's hostname
+for SNI and the certificate check. One asyncio loop can hold hundreds of these exchanges at once,
+which is what lets a poll cycle start every request at once (docs/polling.md, "Cycle").
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import ssl
-import time
-from collections.abc import Iterable
-from typing import Any
+import threading
+from collections.abc import Awaitable, Iterable
+from typing import Any, TypeVar
 
-import httpcore
+import h11
 import httpx
 
-from .guard_networks import IPNetwork
-from .guard_urls import UrlRefused, _os_error_text, check_addresses, resolve
+from .guard_networks import IPAddress, IPNetwork
+from .guard_urls import _ip_literal, _os_error_text, check_addresses, resolve
+
+T = TypeVar("T")
+
+#: Bytes asked of the socket per read.
+READ_CHUNK = 65536
+#: Largest status line plus headers accepted (h11 refuses more as a protocol error).
+MAX_HEADER_BYTES = 64 * 1024
 
 
-class _ResolveFailed(httpcore.ConnectError):
+class _ResolveFailed(OSError):
     """The host name did not resolve (or not before the deadline)."""
 
 
-class _DeadlineExceeded(httpcore.ReadTimeout):
-    """The overall per-request deadline expired during a socket operation."""
-
-
-class _Deadline:
-    """One request's overall deadline (monotonic seconds) and the clamp it applies to each wait."""
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def clamp(self, timeout: float | None) -> tuple[float, bool]:
-        """The timeout to use for one socket operation, and whether the deadline is what binds."""
-        remaining = self.remaining()
-        if timeout is None or remaining < timeout:
-            return max(remaining, 0.0), True
-        return timeout, False
-
-
-class _GuardedStream(httpcore.NetworkStream):
-    """Wraps a socket stream so every read and write is bounded by the request's deadline."""
-
-    def __init__(self, inner: httpcore.NetworkStream, deadline: _Deadline) -> None:
-        self._inner = inner
-        self._deadline = deadline
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        limit, binding = self._deadline.clamp(timeout)
-        if limit <= 0:
-            raise _DeadlineExceeded("the request's deadline expired")
-        try:
-            return self._inner.read(max_bytes, limit)
-        except httpcore.ReadTimeout as exc:
-            if binding:
-                raise _DeadlineExceeded("the request's deadline expired") from exc
-            raise
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        limit, _binding = self._deadline.clamp(timeout)
-        if limit <= 0:
-            raise httpcore.WriteTimeout("the request's deadline expired")
-        self._inner.write(buffer, limit)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(
-        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.NetworkStream:
-        limit, _binding = self._deadline.clamp(timeout)
-        if limit <= 0:
-            raise httpcore.ConnectTimeout("the request's deadline expired")
-        return _GuardedStream(self._inner.start_tls(ssl_context, server_hostname, limit), self._deadline)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _GuardedBackend(httpcore.NetworkBackend):
-    """Resolves the host itself, checks every address, then connects to a checked address.
-
-    httpcore passes the URL's host here and keeps using it for SNI and certificate checks, so
-    only the socket's destination changes: it is an address we have just checked.
-    """
-
-    def __init__(self, allowed: tuple[IPNetwork, ...], deadline: _Deadline) -> None:
-        self._allowed = allowed
-        self._deadline = deadline
-        self._inner = httpcore.SyncBackend()
-        self.connected_to: str | None = None
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        limit, _binding = self._deadline.clamp(timeout)
-        try:
-            addresses = resolve(host, port, limit)
-        except OSError as exc:
-            raise _ResolveFailed(f"the host {host!r} does not resolve ({_os_error_text(exc)})") from None
-        check_addresses(host, addresses, self._allowed)  # raises UrlRefused, before any connect
-        last: Exception | None = None
-        for ip in addresses:
-            limit, _binding = self._deadline.clamp(timeout)
-            if limit <= 0:
-                raise httpcore.ConnectTimeout("the request's deadline expired while connecting")
-            try:
-                stream = self._inner.connect_tcp(
-                    str(ip), port, timeout=limit, local_address=local_address, socket_options=socket_options
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                last = exc
-                continue
-            self.connected_to = str(ip)
-            return _GuardedStream(stream, self._deadline)
-        assert last is not None
-        raise last
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
-        raise UrlRefused("unix sockets are refused")
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
+class _ConnectTimeout(TimeoutError):
+    """No connection to any of the host's addresses within the connect timeout."""
 
 
 @functools.lru_cache(maxsize=8)
@@ -140,22 +45,118 @@ def _ssl_context(verify: bool | str) -> ssl.SSLContext:
     return httpx.create_ssl_context(verify=verify, trust_env=False)
 
 
-class _GuardedTransport(httpx.HTTPTransport):
-    """httpx's transport with the connection pool swapped for one on the guarded backend.
+async def _bounded(awaitable: Awaitable[T], limit: float | None) -> T:
+    """``awaitable`` under its own time limit in seconds (None: only the caller's deadline binds)."""
+    if limit is None:
+        return await awaitable
+    return await asyncio.wait_for(awaitable, max(limit, 0.0))
 
-    Relies on ``HTTPTransport`` keeping its pool in ``_pool`` (true for httpx 0.23 to 0.28); the
-    guard tests fail loudly if that ever changes, because resolution would no longer be checked.
+
+def _resolve_in_thread(host: str, port: int) -> asyncio.Future[list[IPAddress]]:
+    """:func:`resolve` in a daemon thread: a resolver that hangs outlives the deadline in its thread
+    instead of holding up the loop's shutdown (as the loop's default executor would)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[list[IPAddress]] = loop.create_future()
+
+    def settle(method: str, value: Any) -> None:
+        if not future.done():
+            getattr(future, method)(value)
+
+    def work() -> None:
+        try:
+            outcome: tuple[str, Any] = ("set_result", resolve(host, port))
+        except OSError as exc:
+            outcome = ("set_exception", exc)
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=work, name="fleet-poll-resolve", daemon=True).start()
+    return future
+
+
+async def resolve_checked(host: str, port: int, allowed: tuple[IPNetwork, ...]) -> list[IPAddress]:
+    """The host's addresses, each checked; raises :class:`~fleet.polling.guard_urls.UrlRefused` for a
+    refused one and :class:`_ResolveFailed` when the name does not resolve."""
+    literal = _ip_literal(host)
+    if literal is not None:
+        addresses = [literal]
+    else:
+        try:
+            addresses = await _resolve_in_thread(host, port)
+        except OSError as exc:
+            raise _ResolveFailed(f"the host {host!r} does not resolve ({_os_error_text(exc)})") from None
+    check_addresses(host, addresses, allowed)
+    return addresses
+
+
+async def connect(
+    addresses: Iterable[IPAddress],
+    port: int,
+    *,
+    tls: ssl.SSLContext | None,
+    server_hostname: str,
+    timeout_s: float | None,
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Open a connection to the first checked address that answers (``timeout_s`` per attempt)."""
+    last: BaseException | None = None
+    for ip in addresses:
+        try:
+            opening = asyncio.open_connection(
+                str(ip), port, ssl=tls, server_hostname=server_hostname if tls else None, limit=READ_CHUNK
+            )
+            return await _bounded(opening, timeout_s)
+        except TimeoutError:
+            last = _ConnectTimeout("no connection within the time limit")
+        except OSError as exc:  # refused, unreachable, TLS failure (ssl.SSLError is an OSError)
+            last = exc
+    assert last is not None, "no address to connect to"
+    raise last
+
+
+class Exchange:
+    """One GET over an open connection: send the request, then read the response head and body.
+
+    Every read is bounded by ``read_timeout_s`` when given; the caller's overall deadline (an
+    ``asyncio.timeout``) bounds the whole. h11 raises ``h11.ProtocolError`` for a malformed reply.
     """
 
-    def __init__(self, backend: _GuardedBackend, verify: bool | str) -> None:
-        ssl_context = _ssl_context(verify)
-        super().__init__(verify=ssl_context, trust_env=False, retries=0)
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=1,
-            max_keepalive_connections=0,
-            http1=True,
-            http2=False,
-            retries=0,
-            network_backend=backend,
-        )
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, read_timeout_s: float | None):
+        self._reader, self._writer, self._read_timeout_s = reader, writer, read_timeout_s
+        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
+
+    async def send(self, target: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        data = self._h11.send(h11.Request(method=b"GET", target=target, headers=headers))
+        data += self._h11.send(h11.EndOfMessage())
+        self._writer.write(data)
+        await _bounded(self._writer.drain(), self._read_timeout_s)
+
+    async def _next(self) -> Any:
+        while True:
+            event = self._h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self._h11.receive_data(await _bounded(self._reader.read(READ_CHUNK), self._read_timeout_s))
+
+    async def response(self) -> h11.Response:
+        """The final response head (1xx responses are skipped)."""
+        while True:
+            event = await self._next()
+            if isinstance(event, h11.Response):
+                return event
+            if isinstance(event, h11.ConnectionClosed):
+                raise h11.RemoteProtocolError("the server closed the connection without a response")
+
+    async def body_chunks(self) -> Any:
+        """The body's chunks as they arrive; ends at the end of the message."""
+        while True:
+            event = await self._next()
+            if isinstance(event, h11.Data):
+                yield bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                return
+            elif isinstance(event, h11.ConnectionClosed):
+                raise h11.RemoteProtocolError("the server closed the connection before the body ended")
+
+    def close(self) -> None:
+        """Drop the connection at once (no keep-alive, no lingering TLS close)."""
+        self._writer.transport.abort()

@@ -3,6 +3,9 @@ size cap, deadline, and secrets that never leak."""
 
 from __future__ import annotations
 
+import asyncio
+import gzip
+import http.server
 import logging
 import socket
 import threading
@@ -17,6 +20,7 @@ from fleet.polling.guard import (
     address_refusal,
     check_url,
     fetch,
+    fetch_async,
     parse_networks,
     redact,
 )
@@ -275,3 +279,90 @@ def test_api_key_never_in_transport_errors(url, caplog):
 def test_redact():
     assert redact(f"boom Bearer {SECRET} boom", [SECRET]) == "boom Bearer [redacted] boom"
     assert redact("abc", ["ab"]) == "abc"  # too short to be a secret worth hunting
+
+
+# -- content encoding -------------------------------------------------------------------------
+
+
+class _EncodedHandler(http.server.BaseHTTPRequestHandler):
+    """Answers every GET with the class's ``body`` under its ``encoding`` (ignoring Accept-Encoding)."""
+
+    body, encoding = b"", "gzip"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Encoding", self.encoding)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def encoded_server():
+    def serve(body: bytes, encoding: str) -> str:
+        handler = type("Handler", (_EncodedHandler,), {"body": body, "encoding": encoding})
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        servers.append(httpd)
+        return f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
+
+    servers: list = []
+    yield serve
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_gzip_body_is_decoded(encoded_server):
+    text = b"vllm:num_requests_running 3\n" * 100
+    result = fetch(encoded_server(gzip.compress(text), "gzip"), timeout_s=2)
+    assert result.ok and result.body == text
+
+
+def test_a_compressed_body_is_capped_after_decoding(encoded_server):
+    """A small compressed body that inflates past the cap (a zip bomb) is cut at the cap."""
+    bomb = gzip.compress(b"0" * 5_000_000)
+    assert len(bomb) < 10_000
+    result = fetch(encoded_server(bomb, "gzip"), timeout_s=2, max_bytes=100_000)
+    assert result.error == "too_large" and len(result.body) == 100_000
+
+
+def test_an_unknown_encoding_is_a_protocol_error(encoded_server):
+    result = fetch(encoded_server(b"\x00\x01", "br"), timeout_s=2)
+    assert result.error == "protocol" and "br" in result.message
+
+
+# -- many requests on one event loop -----------------------------------------------------------
+
+
+def test_hanging_requests_time_out_together_beside_answered_ones():
+    """What a poll cycle relies on: on one loop, 20 hanging requests end at their one deadline,
+    concurrently, and 20 answered ones are not held up by them."""
+    with FakeEngineServer("vllm") as ok, FakeEngineServer("vllm", behaviour="hang") as hung:
+
+        async def everything():
+            requests = [fetch_async(f"{hung.url}/v1/models", timeout_s=0.5) for _ in range(20)]
+            requests += [fetch_async(f"{ok.url}/v1/models", timeout_s=0.5) for _ in range(20)]
+            return await asyncio.gather(*requests)
+
+        start = time.monotonic()
+        results = asyncio.run(everything())
+        elapsed = time.monotonic() - start
+    assert [r.error for r in results[:20]] == ["timeout"] * 20
+    assert all(r.ok for r in results[20:])
+    assert max(r.elapsed_s for r in results[20:]) < 0.5
+    assert elapsed < 0.5 + 1.0  # one deadline, not twenty
+
+
+def test_the_sync_wrapper_works_inside_a_running_event_loop(server):
+    """Called from a thread that already runs a loop (Playwright's sync API does), fetch() runs its
+    own loop in a helper thread instead of failing."""
+
+    async def inside():
+        return fetch(f"{server.url}/v1/models", timeout_s=2)
+
+    assert asyncio.run(inside()).ok
