@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.polling import metrics
 from fleet.polling.metrics import HistogramData, MetricsParseError, MetricsSnapshot, parse_metrics
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -169,3 +170,40 @@ def test_snapshot_round_trips_through_strict_json():
 def test_nan_gauge_is_ignored():
     snap = parse_metrics("vllm:num_requests_running NaN\n")
     assert snap.requests_running is None
+
+
+# -- reading only what is used ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["vllm-v1-metrics.txt", "vllm-early-v1-metrics.txt", "vllm-v1-dp2-metrics.txt", "sglang-metrics.txt",
+     "sglang-tp2-metrics.txt", "llamacpp-metrics.txt"],
+)  # fmt: skip
+def test_the_fast_path_reads_what_the_full_parser_reads(name):
+    """Only lines of read samples are read, each series head parsed once by prometheus-client: the
+    result equals prometheus-client's parse of the whole page, restricted to the read samples."""
+    text = fixture(name)
+    full = {k: v for k, v in metrics._parse(text).items() if k in metrics.READ_SAMPLES}
+    assert full, "the fixture has read samples"
+    assert metrics._collect(text) == full
+    assert metrics._collect(text) == full  # again, from the remembered heads
+
+
+def test_unread_families_are_not_parsed_but_read_ones_are():
+    page = fixture("vllm-v1-metrics.txt")
+    tolerated = page + 'vllm:some_future_metric{model_name="m" 1.0\n'  # broken, in a family nobody reads
+    assert parse_metrics(tolerated).requests_running == parse_metrics(page).requests_running
+    with pytest.raises(MetricsParseError):
+        parse_metrics(page + 'vllm:num_requests_running{model_name="m" 1.0\n')
+    with pytest.raises(MetricsParseError):
+        parse_metrics(page + "vllm:num_requests_running 1_000\n")
+
+
+def test_remembered_series_heads_are_bounded(monkeypatch):
+    monkeypatch.setattr(metrics, "_SERIES", {})
+    monkeypatch.setattr(metrics, "_SERIES_MAX", 50)
+    for i in range(10):  # an endpoint inventing new label values on every scrape
+        page = "".join(f'vllm:num_requests_running{{engine="{i}-{j}"}} {j}\n' for j in range(20))
+        assert parse_metrics(page).requests_running == sum(range(20))
+        assert len(metrics._SERIES) <= 50
