@@ -241,8 +241,10 @@ POLL_ALLOWED_NETWORKS = envlist(
 POLL_TIMEOUT_S = float(os.environ.get("FLEETCAP_POLL_TIMEOUT_S", "5"))
 POLL_MAX_BYTES = envint("FLEETCAP_POLL_MAX_BYTES", 8 * 1024 * 1024)
 POLL_VERIFY_TLS = envbool("FLEETCAP_POLL_VERIFY_TLS", True)
-#: Endpoints polled at once in one cycle: one hanging endpoint never delays the others.
-POLL_CONCURRENCY = envint("FLEETCAP_POLL_CONCURRENCY", 64)
+#: Endpoints polled at once in one cycle (one event loop, a socket each): enough that every poll of a
+#: 500-endpoint fleet starts at once, so hanging endpoints time out together. Keep it times ~3 ms of
+#: CPU per poll well under POLL_TIMEOUT_S, or replies queued behind the parsing could time out.
+POLL_CONCURRENCY = envint("FLEETCAP_POLL_CONCURRENCY", 500)
 #: Raw polls are kept this long, hourly rollups this long (days).
 POLL_RETENTION_DAYS = envint("FLEETCAP_POLL_RETENTION_DAYS", 7)
 POLL_ROLLUP_RETENTION_DAYS = envint("FLEETCAP_POLL_ROLLUP_RETENTION_DAYS", 400)

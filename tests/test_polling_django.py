@@ -4,6 +4,7 @@ bounded cycles, pruning into hourly rollups, calibration, and secrets kept out o
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import timedelta
 
@@ -183,3 +184,65 @@ def test_old_polls_roll_up_by_the_hour_and_are_pruned(cluster, llama, settings):
     assert (hour.polls, hour.busy_polls, hour.requests_running_avg, hour.requests_running_max) == (3, 2, 2.0, 4.0)
     assert prune_polls() == (0, 1)  # idempotent
     assert EndpointPollHourly.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_cycle_skips_what_another_worker_holds(cluster, llama):
+    from fleet.poller import take_leases
+
+    with FakeEngineServer("vllm") as server:
+        mine = make_deployment(cluster, llama, server, slug="mine")
+        theirs = make_deployment(cluster, llama, server, slug="theirs")
+        owner, leased = take_leases([theirs.pk], timezone.now())
+        assert leased == {theirs.pk}
+        report = run_poll_cycle(deployments=[mine, theirs])
+    assert (report.due, report.polled, report.skipped, report.failed) == (2, 1, 1, 0)
+    assert list(EndpointPoll.objects.values_list("deployment__slug", flat=True)) == ["mine"]
+    theirs.refresh_from_db()
+    assert theirs.poll_lease_owner == owner and theirs.poll_lease_until is not None  # still theirs
+    mine.refresh_from_db()
+    assert mine.poll_lease_owner == "" and mine.poll_lease_until is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deployment_deleted_while_polled_loses_no_other_poll(cluster, llama):
+    """Polls are stored in batches; one that can no longer be stored does not take the batch down."""
+    from fleet.poller import Polled, store_polls, take_leases
+    from fleet.polling import poll_endpoint
+
+    with FakeEngineServer("vllm") as server:
+        kept = make_deployment(cluster, llama, server, slug="kept")
+        gone = make_deployment(cluster, llama, server, slug="gone")
+        take_leases([kept.pk, gone.pk], timezone.now())
+        outcomes = [poll_endpoint(server.url, "vllm", server.model_id, None, timeout_s=2) for _ in range(2)]
+    Deployment.objects.filter(pk=gone.pk).delete()
+    stored = store_polls([Polled(kept, outcomes[0], timezone.now()), Polled(gone, outcomes[1], timezone.now())])
+    assert [p.deployment_id for p in stored] == [kept.pk]
+    assert list(EndpointPoll.objects.values_list("deployment__slug", flat=True)) == ["kept"]
+    kept.refresh_from_db()
+    assert kept.last_status == "up" and kept.poll_lease_until is None
+    from fleet.models import DailyPollCount
+
+    assert list(DailyPollCount.objects.values_list("deployment__slug", "polls")) == [("kept", 1)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cycle_touches_the_database_from_its_own_thread_only(cluster, llama, monkeypatch):
+    """The requests run on an event loop in a helper thread that never opens a database connection:
+    one connection per cycle, however many endpoints are in flight."""
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+    with FakeEngineServer("vllm") as server:
+        for i in range(5):
+            make_deployment(cluster, llama, server, slug=f"d{i}")
+        threads: set[int] = set()
+        cursor = BaseDatabaseWrapper.cursor
+
+        def spying(self):
+            threads.add(threading.get_ident())
+            return cursor(self)
+
+        monkeypatch.setattr(BaseDatabaseWrapper, "cursor", spying)
+        report = run_poll_cycle()
+    assert report.polled == 5 and EndpointPoll.objects.count() == 5
+    assert threads == {threading.get_ident()}

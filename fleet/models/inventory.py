@@ -166,8 +166,10 @@ class Deployment(TimeStamped):
     last_status_changed = models.DateTimeField(null=True, blank=True, editable=False)
     last_polled = models.DateTimeField(null=True, blank=True, editable=False)
     last_metrics = models.JSONField(default=dict, blank=True, editable=False)
-    #: While set in the future, one worker holds the right to poll this deployment.
+    #: While set in the future, one worker holds the right to poll this deployment; the owner is
+    #: the token of the cycle (or single poll) that took it (fleet/poller.py, ``take_leases``).
     poll_lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+    poll_lease_owner = models.CharField(max_length=32, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["slug"]
