@@ -3,7 +3,8 @@
 Run from the repository root:
 
     .venv/bin/python bench/bench_poll.py                       # 500 endpoints, 10% hang, 2 s timeout
-    .venv/bin/python bench/bench_poll.py --concurrency 16      # POLL_CONCURRENCY for this run
+    .venv/bin/python bench/bench_poll.py --timeout 5           # at the default POLL_TIMEOUT_S
+    .venv/bin/python bench/bench_poll.py --concurrency 64      # POLL_CONCURRENCY for this run
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/fleetcap_bench .venv/bin/python bench/bench_poll.py
 
 Plain script (no pytest). It sets Django up itself with ``FLEETCAP_VAR_DIR`` in a new temporary
@@ -13,11 +14,15 @@ instead (dj-database-url's options: no WAL, 5 s busy timeout). A ``DATABASE_URL`
 (e.g. PostgreSQL) is used as it is, after migrating it; it must hold no deployment, because the cycle
 polls every due deployment it finds.
 
-Fake endpoints (``fleet.polling.fakeserver.FakeEngineServer``, vLLM flavour) listen on 127.0.0.1, by
-default in a child process so that their CPU time, threads and memory are not the poller's: one
-distinct server per hanging endpoint (so the hangs really are concurrent) and ``--ok-servers`` servers
-shared round-robin by the answering endpoints. Deployments (a dense 8B model on an H100 cluster)
-point at them; the hanging ones are spread evenly through the list (``--hang-placement``).
+Fake endpoints (vLLM flavour, bench/poll_fakes.py) listen on 127.0.0.1, by default in a child process
+so that their CPU time, threads and memory are not the poller's: one distinct port per hanging endpoint
+(so the hangs really are concurrent) and ``--ok-servers`` ports shared round-robin by the answering
+endpoints. By default one asyncio loop serves them all with the simulation and payloads of
+``fleet.polling.fakeserver.FakeEngineServer`` (``--threaded-fakes``: one ``FakeEngineServer`` each, whose
+thread-per-connection server costs ~1.4 ms of CPU a request and saturates its core on this machine),
+and a rendered ``/metrics`` page is served again for ``--render-cache`` seconds. Deployments (a dense
+8B model on an H100 cluster) point at them; the hanging ones are spread evenly through the list
+(``--hang-placement``).
 
 It runs ONE ``run_poll_cycle()`` with ``POLL_TIMEOUT_S = --timeout`` and reports the cycle's wall
 time against the target (timeout + 1 s), CPU time, peak memory (``ru_maxrss`` of this process, and
@@ -195,6 +200,17 @@ def main() -> int:
         help="where the hanging deployments sit in the cycle's (slug) order",
     )  # fmt: skip
     parser.add_argument("--in-process", action="store_true", help="run the fake servers in this process")
+    parser.add_argument(
+        "--threaded-fakes",
+        action="store_true",
+        help="serve the fakes with FakeEngineServer (a thread per connection) instead of one asyncio loop",
+    )
+    parser.add_argument(
+        "--render-cache",
+        type=float,
+        default=1.0,
+        help="seconds a fake server serves one rendered /metrics page again (0: render every scrape)",
+    )
     parser.add_argument("--tracemalloc", action="store_true", help="trace allocations (slows the cycle)")
     parser.add_argument("--sqlite-url", action="store_true", help="SQLite through DATABASE_URL=sqlite:///...")
     parser.add_argument("--log-level", default="WARNING", help="FLEETCAP_LOG_LEVEL (INFO logs every poll)")
@@ -211,7 +227,14 @@ def main() -> int:
     n_answering = n - n_hang
     n_ok_servers = min(args.ok_servers or n_answering, n_answering)
     var_dir = tempfile.mkdtemp(prefix="fleetcap-bench-")
-    fakes = Fakes(n_hang, n_ok_servers, hang_s=args.timeout * 3 + 30, in_process=args.in_process)
+    fakes = Fakes(
+        n_hang,
+        n_ok_servers,
+        hang_s=args.timeout * 3 + 30,
+        in_process=args.in_process,
+        render_cache_s=args.render_cache,
+        lean=not args.threaded_fakes,
+    )
     try:
         started = time.perf_counter()
         servers = fakes.start()
@@ -243,10 +266,10 @@ def main() -> int:
         if args.concurrency is not None:
             settings.POLL_CONCURRENCY = args.concurrency
         concurrency = settings.POLL_CONCURRENCY
-        workers = max(1, min(concurrency, n))
+        in_flight = max(1, min(concurrency, n))
 
         # Worst case: every poll makes three requests that each take the whole timeout, in waves.
-        bound = args.timeout * 3 * math.ceil(n / workers) + 120
+        bound = args.timeout * 3 * math.ceil(n / in_flight) + 120
         watchdog = _watchdog(bound, lambda: (fakes.stop(), shutil.rmtree(var_dir, ignore_errors=True)))
 
         gc.collect()
@@ -284,13 +307,15 @@ def main() -> int:
         print(f"machine       : {platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}")
         print(f"database      : {database}")
         where = "this process" if args.in_process else "a child process"
+        kind = "threaded FakeEngineServers" if args.threaded_fakes else "ports on one asyncio loop"
         print(
-            f"fake servers  : {len(servers)} in {where} ({len(hanging)} hanging, one per hanging endpoint; "
-            f"{len(answering)} answering, shared by {n_answering} endpoints), started in {fakes_s:.1f} s"
+            f"fake servers  : {len(servers)} {kind} in {where} ({len(hanging)} hanging, one per hanging endpoint; "
+            f"{len(answering)} answering, shared by {n_answering} endpoints; /metrics render cache "
+            f"{args.render_cache:g} s), started in {fakes_s:.1f} s"
         )
         print(
             f"cycle         : {n} endpoints, {n_hang} hang ({args.hang_placement}), POLL_TIMEOUT_S {args.timeout:g} s, "
-            f"POLL_CONCURRENCY {concurrency} ({workers} worker threads), threads before {threads_before}"
+            f"POLL_CONCURRENCY {concurrency} ({in_flight} polls in flight at most), threads before {threads_before}"
         )
         print(
             f"report        : due {report.due}, polled {report.polled}, skipped {report.skipped}, "

@@ -32,6 +32,7 @@ import contextlib
 import signal
 import sys
 import threading
+import time
 from http.server import ThreadingHTTPServer
 from typing import Any
 
@@ -56,6 +57,7 @@ __all__ = [
     "FakeEngineServer",
     "RecordedRequest",
     "main",
+    "models_payload",
 ]
 
 ENGINES = ("vllm", "vllm-v0", "sglang", "llamacpp", "openai")
@@ -68,6 +70,57 @@ DEFAULT_MODELS = {
 }
 
 
+def models_payload(engine: str, model: str, max_model_len: int | None, created: int) -> dict[str, Any]:
+    """The ``/v1/models`` reply of ``engine`` serving ``model`` (``created``: Unix seconds)."""
+    entry: dict[str, Any] = {"id": model, "object": "model", "created": created}
+    if engine in ("vllm", "vllm-v0"):
+        entry.update(
+            owned_by="vllm",
+            root=model,
+            parent=None,
+            max_model_len=max_model_len,
+            permission=[
+                {
+                    "id": "modelperm-0",
+                    "object": "model_permission",
+                    "created": created,
+                    "allow_create_engine": False,
+                    "allow_sampling": True,
+                    "allow_logprobs": True,
+                    "allow_search_indices": False,
+                    "allow_view": True,
+                    "allow_fine_tuning": False,
+                    "organization": "*",
+                    "group": None,
+                    "is_blocking": False,
+                }
+            ],
+        )
+    elif engine == "sglang":
+        entry.update(owned_by="sglang", root=model, max_model_len=max_model_len)
+    elif engine == "llamacpp":
+        entry.update(
+            owned_by="llamacpp",
+            meta={
+                "vocab_type": 2,
+                "n_vocab": 152064,
+                "n_ctx_train": 32768,
+                "n_embd": 3584,
+                "n_params": 7615616512,
+                "size": 4677120000,
+            },
+        )
+    else:
+        entry.update(owned_by="system")
+    return {"object": "list", "data": [entry]}
+
+
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a poller opening dozens of connections at once
+    # would see SYNs dropped and retried a second later, a latency no real engine server has.
+    request_queue_size = 1024
+
+
 class FakeEngineServer:
     """A threaded fake endpoint on ``host`` (default 127.0.0.1), ``port`` 0 meaning ephemeral.
 
@@ -77,7 +130,9 @@ class FakeEngineServer:
     serve ``/metrics`` (SGLang answers 404 and llama.cpp 501 when off); ``engines``: data-parallel
     engines (vLLM ``engine`` label, SGLang ``dp_rank``); ``tp``: SGLang TP ranks that repeat their
     scheduler's numbers; ``hang_s``/``drip_interval_s``: seconds a ``hang`` waits at most, and
-    between two dripped bytes.
+    between two dripped bytes; ``render_cache_s``: seconds one rendered ``/metrics`` page is served
+    again before the simulation steps (0: every scrape steps; a benchmark that shares one server
+    between many endpoints sets it so the fake's rendering is not what it measures).
     """
 
     def __init__(
@@ -96,6 +151,7 @@ class FakeEngineServer:
         seed: int = 7,
         hang_s: float = 30.0,
         drip_interval_s: float = 0.05,
+        render_cache_s: float = 0.0,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}")
@@ -108,6 +164,8 @@ class FakeEngineServer:
         self.max_model_len = max_model_len or {"sglang": 32768, "llamacpp": None}.get(engine, 8192)
         self.hang_s = hang_s
         self.drip_interval_s = drip_interval_s
+        self.render_cache_s = render_cache_s
+        self._rendered: tuple[float, bytes] | None = None
         self.requests: list[RecordedRequest] = []
         self._seed = seed
         self._engines, self._tp = engines, tp
@@ -117,7 +175,7 @@ class FakeEngineServer:
         self._sim = _Simulation(engine, self.model_id, engines, tp, seed, warm_steps=40)
         self.behaviour = "ok"
         self.set_behaviour(behaviour)
-        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd = _Server((host, port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
         self._httpd.fake = self  # type: ignore[attr-defined]
@@ -184,6 +242,7 @@ class FakeEngineServer:
             if behaviour == "restart":
                 self._seed += 1
                 self._sim = _Simulation(self.engine, self.model_id, self._engines, self._tp, self._seed, warm_steps=1)
+                self._rendered = None
             self.behaviour = behaviour
 
     @property
@@ -191,55 +250,19 @@ class FakeEngineServer:
         return len(self.requests)
 
     def metrics_text(self) -> bytes:
-        """Advance the simulation one step and render its ``/metrics`` page."""
+        """Advance the simulation one step and render its ``/metrics`` page (or the page rendered
+        less than ``render_cache_s`` ago)."""
         with self._lock:
-            return self._sim.render()
+            now = time.monotonic()
+            if self._rendered is not None and now - self._rendered[0] < self.render_cache_s:
+                return self._rendered[1]
+            page = self._sim.render()
+            self._rendered = (now, page)
+            return page
 
     def models_payload(self, model_id: str | None = None) -> dict[str, Any]:
         """The ``/v1/models`` reply in this engine's shape."""
-        model = model_id or self.model_id
-        created = int(self._sim.started)
-        entry: dict[str, Any] = {"id": model, "object": "model", "created": created}
-        if self.engine in ("vllm", "vllm-v0"):
-            entry.update(
-                owned_by="vllm",
-                root=model,
-                parent=None,
-                max_model_len=self.max_model_len,
-                permission=[
-                    {
-                        "id": "modelperm-0",
-                        "object": "model_permission",
-                        "created": created,
-                        "allow_create_engine": False,
-                        "allow_sampling": True,
-                        "allow_logprobs": True,
-                        "allow_search_indices": False,
-                        "allow_view": True,
-                        "allow_fine_tuning": False,
-                        "organization": "*",
-                        "group": None,
-                        "is_blocking": False,
-                    }
-                ],
-            )
-        elif self.engine == "sglang":
-            entry.update(owned_by="sglang", root=model, max_model_len=self.max_model_len)
-        elif self.engine == "llamacpp":
-            entry.update(
-                owned_by="llamacpp",
-                meta={
-                    "vocab_type": 2,
-                    "n_vocab": 152064,
-                    "n_ctx_train": 32768,
-                    "n_embd": 3584,
-                    "n_params": 7615616512,
-                    "size": 4677120000,
-                },
-            )
-        else:
-            entry.update(owned_by="system")
-        return {"object": "list", "data": [entry]}
+        return models_payload(self.engine, model_id or self.model_id, self.max_model_len, int(self._sim.started))
 
     def wait_stop(self, seconds: float) -> bool:
         """Wait up to ``seconds`` or until stopped; True when stopped."""
