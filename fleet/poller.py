@@ -45,7 +45,7 @@ MILLISECOND_FIELDS = {"ttft_p50_ms": "ttft_p50_s", "ttft_p95_ms": "ttft_p95_s", 
 #: Deployment columns a stored poll writes (the live state) and the lease it releases.
 LIVE_FIELDS = ("last_status", "last_status_changed", "last_polled", "last_metrics", "poll_lease_until",
                "poll_lease_owner")  # fmt: skip
-#: Deployments leased by one UPDATE (keeps the IN list well under every database's parameter cap).
+#: Deployments per UPDATE or SELECT of a cycle (keeps IN lists well under every database's parameter cap).
 LEASE_CHUNK = 500
 
 
@@ -102,18 +102,20 @@ def predicted_cache_tokens(deployment: Deployment) -> int | None:
 
 
 def previous_snapshots(deployment_ids: Iterable[int]) -> dict[int, MetricsSnapshot]:
-    """The snapshot of each deployment's latest poll (for rates), in one query."""
+    """The snapshot of each deployment's latest poll (for rates), one query per 500 deployments."""
     latest = EndpointPoll.objects.filter(deployment=OuterRef("pk")).order_by("-polled_at").values("outcome")[:1]
-    rows = (
-        Deployment.objects.filter(pk__in=list(deployment_ids))
-        .annotate(previous=Subquery(latest, output_field=JSONField()))
-        .values_list("pk", "previous")
-    )
+    ids = list(deployment_ids)
     found = {}
-    for pk, outcome in rows:
-        snapshot = MetricsSnapshot.from_dict(outcome.get("snapshot")) if isinstance(outcome, dict) else None
-        if snapshot is not None:
-            found[pk] = snapshot
+    for i in range(0, len(ids), LEASE_CHUNK):
+        rows = (
+            Deployment.objects.filter(pk__in=ids[i : i + LEASE_CHUNK])
+            .annotate(previous=Subquery(latest, output_field=JSONField()))
+            .values_list("pk", "previous")
+        )
+        for pk, outcome in rows:
+            snapshot = MetricsSnapshot.from_dict(outcome.get("snapshot")) if isinstance(outcome, dict) else None
+            if snapshot is not None:
+                found[pk] = snapshot
     return found
 
 
@@ -230,16 +232,9 @@ def _poll_kwargs() -> dict[str, Any]:
     }
 
 
-def _fetch(deployment: Deployment, previous: MetricsSnapshot | None, kwargs: dict[str, Any]) -> PollOutcome:
-    """The HTTP half of a poll (no database): safe to run in any thread."""
-    return poll_endpoint(
-        deployment.base_url,
-        deployment.engine,
-        deployment.served_model_id,
-        deployment.api_key() or None,
-        prev_snapshot=previous,
-        **kwargs,
-    )
+def _endpoint(deployment: Deployment) -> tuple[str, str, str, str | None]:
+    """``poll_endpoint()``'s positional arguments for a deployment (the API key decrypted)."""
+    return deployment.base_url, deployment.engine, deployment.served_model_id, deployment.api_key() or None
 
 
 def poll_deployment(deployment: Deployment, now: datetime | None = None) -> EndpointPoll | None:
@@ -252,7 +247,7 @@ def poll_deployment(deployment: Deployment, now: datetime | None = None) -> Endp
         return None
     try:
         previous = previous_snapshots([deployment.pk]).get(deployment.pk)
-        outcome = _fetch(deployment, previous, _poll_kwargs())
+        outcome = poll_endpoint(*_endpoint(deployment), prev_snapshot=previous, **_poll_kwargs())
         deployment.poll_lease_owner = owner
         return store_polls([Polled(deployment, outcome, timezone.now())])[0]
     except Exception:
@@ -298,12 +293,7 @@ def _fetch_all(
         async with gate:
             try:
                 result: PollOutcome | BaseException = await poll_endpoint_async(
-                    deployment.base_url,
-                    deployment.engine,
-                    deployment.served_model_id,
-                    deployment.api_key() or None,
-                    prev_snapshot=previous.get(deployment.pk),
-                    **kwargs,
+                    *_endpoint(deployment), prev_snapshot=previous.get(deployment.pk), **kwargs
                 )
             except Exception as exc:  # one broken deployment must not stop the cycle
                 result = exc
