@@ -2,10 +2,11 @@
 threads and memory are not the poller's (no Django needed here).
 
 Two kinds. ``lean`` (the default): every endpoint served by one asyncio loop with the same engine
-simulation and payloads as ``FakeEngineServer``; about 0.1 ms of CPU a request, as a real engine's
-HTTP front end costs the machine polling it nothing. ``threaded``: one ``FakeEngineServer`` (stdlib
-``ThreadingHTTPServer``, a thread per connection, ~1.4 ms of CPU a request) per endpoint, the server
-the tests use; on this 2-core machine its process saturates a core before the poller does.
+simulation and payloads as ``FakeEngineServer``; 0.3-0.5 ms of CPU a request with the render
+cache (a real engine's HTTP front end costs the machine polling it nothing). ``threaded``: one
+``FakeEngineServer`` (stdlib ``ThreadingHTTPServer``, a thread per connection, ~1.4 ms of CPU a
+request) per endpoint, the server the tests use; on this 2-core machine its process saturates a
+core before the poller does.
 """
 
 from __future__ import annotations
