@@ -7,7 +7,7 @@ import re
 from datetime import date
 
 from fleet.models import ClusterState, GpuQuote
-from fleet.poller import cluster_utilisation
+from fleet.poll_rollups import cluster_utilisation
 from planner.engine.quotes import Quote, rate_from_quotes
 from planner.engine.spend import ClusterState as StateSegment
 from planner.engine.spend import SpendResult, monthly_spend

@@ -50,7 +50,7 @@ def poll_one(self, deployment_id: int) -> str:
 @shared_task(bind=True, acks_late=True, ignore_result=True)
 def prune_polls(self) -> dict[str, int]:
     """Roll old polls into hourly rows and drop what is past retention (beat: hourly)."""
-    from fleet.poller import prune_polls as prune
+    from fleet.poll_rollups import prune_polls as prune
 
     rolled, kept = prune()
     return {"rolled_up": rolled, "kept": kept}

@@ -12,7 +12,9 @@ import pytest
 from django.utils import timezone
 
 from fleet.models import Deployment, EndpointPoll, EndpointPollHourly
-from fleet.poller import acquire_lease, prune_polls, run_poll_cycle
+from fleet.poll_rollups import prune_polls
+from fleet.poll_store import acquire_lease
+from fleet.poller import run_poll_cycle
 from fleet.polling.fakeserver import FakeEngineServer
 
 SECRET = "sk-live-endpoint-key-42"
@@ -188,7 +190,7 @@ def test_old_polls_roll_up_by_the_hour_and_are_pruned(cluster, llama, settings):
 
 @pytest.mark.django_db
 def test_a_cycle_skips_what_another_worker_holds(cluster, llama):
-    from fleet.poller import take_leases
+    from fleet.poll_store import take_leases
 
     with FakeEngineServer("vllm") as server:
         mine = make_deployment(cluster, llama, server, slug="mine")
@@ -207,7 +209,7 @@ def test_a_cycle_skips_what_another_worker_holds(cluster, llama):
 @pytest.mark.django_db(transaction=True)
 def test_a_deployment_deleted_while_polled_loses_no_other_poll(cluster, llama):
     """Polls are stored in batches; one that can no longer be stored does not take the batch down."""
-    from fleet.poller import Polled, store_polls, take_leases
+    from fleet.poll_store import Polled, store_polls, take_leases
     from fleet.polling import poll_endpoint
 
     with FakeEngineServer("vllm") as server:

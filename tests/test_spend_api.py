@@ -116,7 +116,7 @@ def test_idle_cost_comes_from_the_months_polls(viewer_api, fleet):
     from datetime import UTC, datetime
 
     from fleet.models import Deployment
-    from fleet.poller import count_poll
+    from fleet.poll_store import count_poll
     from planner.models import ModelSpec
 
     d = Deployment.objects.create(slug="k3d", cluster=fleet, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4)
