@@ -157,7 +157,8 @@ def store_polls(items: list[Polled]) -> list[EndpointPoll]:
     """Store finished polls and update their deployments' live state, releasing their leases.
 
     One transaction for the batch. If the batch cannot be written (a deployment deleted while it
-    was being polled), each poll is stored on its own so the others are not lost.
+    was being polled), each poll is stored on its own so the others are not lost; the ones that
+    still cannot be written are logged and left out of the returned list.
     """
     if not items:
         return []
@@ -165,8 +166,6 @@ def store_polls(items: list[Polled]) -> list[EndpointPoll]:
         with transaction.atomic():
             return _store(items)
     except DatabaseError:
-        if len(items) == 1:
-            raise
         stored: list[EndpointPoll] = []
         for item in items:
             try:

@@ -54,7 +54,8 @@ def _endpoint(deployment: Deployment) -> tuple[str, str, str, str | None]:
 
 
 def poll_deployment(deployment: Deployment, now: datetime | None = None) -> EndpointPoll | None:
-    """Poll one deployment now; None when another worker is already polling it."""
+    """Poll one deployment now; None when another worker is already polling it (or it was deleted
+    while this poll ran)."""
     now = now or timezone.now()
     if not deployment.base_url:
         return None
@@ -64,11 +65,14 @@ def poll_deployment(deployment: Deployment, now: datetime | None = None) -> Endp
     try:
         previous = previous_snapshots([deployment.pk]).get(deployment.pk)
         outcome = poll_endpoint(*_endpoint(deployment), prev_snapshot=previous, **_poll_kwargs())
-        deployment.poll_lease_owner = owner
-        return store_polls([Polled(deployment, outcome, timezone.now())])[0]
+        stored = store_polls([Polled(deployment, outcome, timezone.now())])
     except Exception:
         release_leases(owner)
         raise
+    if not stored:  # deleted while it was being polled
+        release_leases(owner)
+        return None
+    return stored[0]
 
 
 def due_deployments(now: datetime) -> list[Deployment]:
@@ -137,8 +141,6 @@ def run_poll_cycle(deployments: Iterable[Deployment] | None = None, concurrency:
     due = [d for d in (due_deployments(started) if deployments is None else deployments) if d.base_url]
     owner, leased = take_leases([d.pk for d in due], started) if due else ("", set())
     mine = [d for d in due if d.pk in leased]
-    for d in mine:
-        d.poll_lease_owner = owner
     polled = 0
     try:
         if mine:

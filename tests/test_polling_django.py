@@ -220,6 +220,7 @@ def test_a_deployment_deleted_while_polled_loses_no_other_poll(cluster, llama):
     Deployment.objects.filter(pk=gone.pk).delete()
     stored = store_polls([Polled(kept, outcomes[0], timezone.now()), Polled(gone, outcomes[1], timezone.now())])
     assert [p.deployment_id for p in stored] == [kept.pk]
+    assert store_polls([Polled(gone, outcomes[1], timezone.now())]) == []  # alone too: logged, not raised
     assert list(EndpointPoll.objects.values_list("deployment__slug", flat=True)) == ["kept"]
     kept.refresh_from_db()
     assert kept.last_status == "up" and kept.poll_lease_until is None

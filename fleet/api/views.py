@@ -52,6 +52,8 @@ class DeploymentViewSet(viewsets.ModelViewSet):
         if not deployment.base_url:
             return Response({"base_url": ["This deployment has no endpoint to poll."]}, status=400)
         poll = poll_deployment(deployment)
+        if poll is None and not Deployment.objects.filter(pk=deployment.pk).exists():
+            return Response({"detail": "This deployment was deleted while it was being polled."}, status=404)
         if poll is None:
             return Response({"detail": "Another worker is polling this deployment right now."}, status=409)
         return Response(serializers.EndpointPollSerializer(poll).data, status=status.HTTP_201_CREATED)
