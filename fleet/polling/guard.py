@@ -7,17 +7,18 @@ Rules (docs/polling.md, "Guard"):
   socket is then opened to the checked address itself, so a DNS answer that changes between the
   check and the connect (DNS rebinding) cannot slip through. TLS keeps the URL's hostname for SNI
   and certificate checks, and the ``Host`` header is the URL's, because the URL is never rewritten:
-  only the guarded network backend below httpcore knows the IP;
+  only the guarded transport (:mod:`fleet.polling.guard_transport`) knows the IP;
 * an address must lie in ``allowed_networks`` (default: loopback and private ranges) and never in
   the always-refused ranges (link-local and cloud metadata, CGNAT, "this network", multicast);
   an IPv6 address embedding an IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) is
   judged by the embedded IPv4 as well;
 * redirects are never followed: a 3xx is returned as the error ``redirect``;
-* connect and read timeouts, plus one overall deadline per request that also bounds every single
-  socket operation, so a slow-drip body cannot outlive it;
-* the body is streamed and cut at ``max_bytes`` (error ``too_large``);
-* proxies and ``.netrc`` from the environment are ignored (``trust_env=False``): a proxy would make
-  the connect-time check meaningless;
+* one overall deadline per request over everything (resolution, connect, TLS, headers, body), so a
+  slow-drip body cannot outlive it, and optional connect and read timeouts under it;
+* the body is streamed and cut at ``max_bytes`` (error ``too_large``), after decoding when the
+  server compresses it anyway;
+* proxies and ``.netrc`` from the environment are never read: a proxy would make the connect-time
+  check meaningless;
 * header values (the API key) never appear in a message, a log line or a result.
 """
 
