@@ -21,6 +21,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -31,6 +32,20 @@ def envbool(name: str, default: bool = False) -> bool:
     if value is None or value == "":
         return default
     return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_tls_verify(name: str) -> bool | str:
+    """TLS verification from the environment: true (default: the system's trust store), false, or
+    the path of a CA bundle file or folder, which must exist (a typo fails at start-up, not at
+    every poll)."""
+    value = (os.environ.get(name) or "").strip()
+    if value.lower() in {"", "1", "true", "yes", "on"}:
+        return True
+    if value.lower() in {"0", "false", "no", "off"}:
+        return False
+    if not os.path.exists(value):
+        raise ImproperlyConfigured(f"{name}={value!r}: not true, false or an existing CA bundle path")
+    return value
 
 
 def envint(name: str, default: int) -> int:
@@ -240,7 +255,7 @@ POLL_ALLOWED_NETWORKS = envlist(
 )
 POLL_TIMEOUT_S = float(os.environ.get("FLEETCAP_POLL_TIMEOUT_S", "5"))
 POLL_MAX_BYTES = envint("FLEETCAP_POLL_MAX_BYTES", 8 * 1024 * 1024)
-POLL_VERIFY_TLS = envbool("FLEETCAP_POLL_VERIFY_TLS", True)
+POLL_VERIFY_TLS = env_tls_verify("FLEETCAP_POLL_VERIFY_TLS")
 #: Endpoints polled at once in one cycle (one event loop, a socket each): enough that every poll of a
 #: 500-endpoint fleet starts at once, so hanging endpoints time out together. Keep it times ~3 ms of
 #: CPU per poll well under POLL_TIMEOUT_S, or replies queued behind the parsing could time out.

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from fleet.settings import envbool, envint, envlist
 
 
@@ -56,3 +58,20 @@ def test_a_sqlite_url_gets_wal_and_a_busy_timeout(tmp_path):
     env = {"FLEETCAP_VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3"}
     out = _settings_in_subprocess(env, "s.DATABASES['default']['OPTIONS']")
     assert "'timeout': 20" in out and "journal_mode=WAL" in out
+
+
+def test_tls_verification_is_a_boolean_or_an_existing_ca_bundle(monkeypatch, tmp_path):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from fleet.settings import env_tls_verify
+
+    assert env_tls_verify("X_TLS") is True  # unset: the system's trust store
+    monkeypatch.setenv("X_TLS", "off")
+    assert env_tls_verify("X_TLS") is False
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.setenv("X_TLS", str(bundle))
+    assert env_tls_verify("X_TLS") == str(bundle)
+    monkeypatch.setenv("X_TLS", str(tmp_path / "typo.pem"))
+    with pytest.raises(ImproperlyConfigured, match=r"typo\.pem"):
+        env_tls_verify("X_TLS")

@@ -316,6 +316,11 @@ async def fetch_async(
     except UnicodeEncodeError:  # never echo the value: it may be the API key
         return result(None, b"", "protocol", "the request could not be sent: a header is not ASCII")
 
+    try:
+        tls = _ssl_context(verify) if https else None
+    except (OSError, ssl.SSLError) as exc:
+        return result(None, b"", "tls", f"the CA bundle {verify!r} cannot be loaded: {exc}")
+
     phase, status, ctype, body = "resolve", None, "", bytearray()
     exchange: Exchange | None = None
     loop = asyncio.get_running_loop()
@@ -324,8 +329,7 @@ async def fetch_async(
             addresses = await resolve_checked(parsed.host, port, allowed)
             phase = "connect"
             reader, writer = await connect(
-                addresses, port, tls=_ssl_context(verify) if https else None, server_hostname=parsed.host,
-                timeout_s=connect_timeout_s,
+                addresses, port, tls=tls, server_hostname=parsed.host, timeout_s=connect_timeout_s,
             )  # fmt: skip
             exchange = Exchange(reader, writer, read_timeout_s)
             phase = "request"
