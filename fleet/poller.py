@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -91,11 +91,18 @@ def due_deployments(now: datetime) -> list[Deployment]:
 
 @dataclass
 class CycleReport:
+    """What a cycle did: deployments due, polled and stored, skipped (another worker held them),
+    failed, and its wall time in seconds."""
+
     due: int
     polled: int
     skipped: int
     failed: int
     seconds: float
+
+    def summary(self) -> dict[str, float]:
+        """The figures a Celery task returns (and its log shows)."""
+        return {"due": self.due, "polled": self.polled, "failed": self.failed, "seconds": round(self.seconds, 3)}
 
 
 def _fetch_all(
@@ -175,3 +182,22 @@ def run_poll_cycle(deployments: Iterable[Deployment] | None = None, concurrency:
             release_leases(owner)  # only what was not stored (failures) is still held
     seconds = time.monotonic() - started_mono
     return CycleReport(len(due), polled, len(due) - len(mine), len(mine) - polled, seconds)
+
+
+def start_poll_cycle(dispatch: Callable[[list[int]], object]) -> CycleReport:
+    """The beat's cycle for a fleet of any size: poll the first ``POLL_CONCURRENCY`` due
+    deployments here, and hand each further ``POLL_CONCURRENCY`` of them to ``dispatch`` (ids; a
+    Celery task per batch, so that other worker processes and machines poll them at the same time).
+    """
+    due = due_deployments(timezone.now())
+    size = max(1, settings.POLL_CONCURRENCY)
+    for start in range(size, len(due), size):
+        dispatch([d.pk for d in due[start : start + size]])
+    return run_poll_cycle(due[:size])
+
+
+def poll_batch(deployment_ids: Iterable[int]) -> CycleReport:
+    """Poll a batch handed out by :func:`start_poll_cycle`: those of ``deployment_ids`` that are
+    still due and free (a batch that waited in the queue past a later cycle finds them polled)."""
+    wanted = set(deployment_ids)
+    return run_poll_cycle([d for d in due_deployments(timezone.now()) if d.pk in wanted])

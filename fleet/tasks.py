@@ -27,11 +27,20 @@ def heartbeat(self, worker: str | None = None) -> str:
 
 @shared_task(bind=True, acks_late=True, ignore_result=True, soft_time_limit=120, time_limit=150)
 def poll_cycle(self) -> dict[str, float]:
-    """Poll every due deployment with bounded concurrency (beat: every 5 s)."""
-    from fleet.poller import run_poll_cycle
+    """Poll every due deployment (beat: every 5 s); beyond ``POLL_CONCURRENCY`` of them, the rest
+    go out as ``poll_batch`` tasks on this task's queue, for the other worker processes."""
+    from fleet.poller import start_poll_cycle
 
-    report = run_poll_cycle()
-    return {"due": report.due, "polled": report.polled, "failed": report.failed, "seconds": report.seconds}
+    queue = (self.request.delivery_info or {}).get("routing_key") or None
+    return start_poll_cycle(lambda ids: poll_batch.apply_async(args=[ids], queue=queue)).summary()
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True, soft_time_limit=120, time_limit=150)
+def poll_batch(self, deployment_ids: list[int]) -> dict[str, float]:
+    """Poll one batch of a cycle (idempotent: what is no longer due, or leased, is skipped)."""
+    from fleet.poller import poll_batch as run
+
+    return run(deployment_ids).summary()
 
 
 @shared_task(bind=True, acks_late=True, max_retries=3, ignore_result=True)

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from django.conf import settings
@@ -42,20 +43,28 @@ def start_worker(queue: str) -> subprocess.Popen:
 def spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
     """Start a Celery process in its own process group, so that stopping it also stops its children
     (the embedded beat of ``worker --beat`` is a child process holding a database connection)."""
-    return subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    # Output goes to a file, not a pipe: a chatty worker can never block on a full pipe buffer.
+    log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by stop_worker)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
+    proc.log_file = log  # type: ignore[attr-defined]
+    return proc
 
 
 def stop_worker(proc: subprocess.Popen) -> str:
     """Stop the worker and every process it started; return what it printed."""
     _signal_group(proc, signal.SIGTERM)
     try:
-        out, _ = proc.communicate(timeout=20)
+        proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         _signal_group(proc, signal.SIGKILL)
-        out, _ = proc.communicate()
+        proc.wait()
     _signal_group(proc, signal.SIGKILL)  # children that outlived their parent
+    log = proc.log_file  # type: ignore[attr-defined]
+    log.seek(0)
+    out = log.read()
+    log.close()
     return out
 
 

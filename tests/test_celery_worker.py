@@ -43,33 +43,41 @@ def test_real_worker_runs_a_task_that_writes_to_the_database():
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_beat_and_a_real_worker_poll_a_fake_endpoint(tmp_path, cluster, llama70b):
-    """Celery beat schedules the poll cycle; a worker runs it against a fake vLLM on 127.0.0.1."""
+    """Celery beat schedules the poll cycle; a worker runs it against a fake vLLM on 127.0.0.1. With
+    POLL_CONCURRENCY 1 the cycle polls one deployment itself and sends the others out as
+    ``poll_batch`` tasks on its queue, which the worker's other thread takes."""
     from fleet.models import Deployment, EndpointPoll
     from fleet.polling.fakeserver import FakeEngineServer
 
+    slugs = ["live", "live-2", "live-3"]
     with FakeEngineServer("vllm") as server:
-        Deployment.objects.create(
-            slug="live", cluster=cluster, model=llama70b, tp=4, engine="vllm", base_url=server.url,
-            served_model_id=server.model_id, poll_interval_s=5,
-        )  # fmt: skip
-        env = {**os.environ, "DATABASE_URL": database_url(), **isolated_broker(tmp_path)}
+        for slug in slugs:
+            Deployment.objects.create(
+                slug=slug, cluster=cluster, model=llama70b, tp=4, engine="vllm", base_url=server.url,
+                served_model_id=server.model_id, poll_interval_s=5,
+            )  # fmt: skip
+        env = {**os.environ, "DATABASE_URL": database_url(), **isolated_broker(tmp_path),
+               "FLEETCAP_POLL_CONCURRENCY": "1"}  # fmt: skip
         cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--beat", "--pool", "threads",
-               "--concurrency", "2", "--hostname", f"beat-{uuid.uuid4().hex[:6]}@test", "--loglevel", "WARNING",
+               "--concurrency", "2", "--hostname", f"beat-{uuid.uuid4().hex[:6]}@test", "--loglevel", "INFO",
                "--schedule", str(tmp_path / "beat-schedule"), "--without-gossip", "--without-mingle"]  # fmt: skip
         proc = spawn(cmd, env)
         try:
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline and proc.poll() is None:
-                if EndpointPoll.objects.filter(deployment__slug="live", status="up").count() >= 2:
+                ups = [EndpointPoll.objects.filter(deployment__slug=slug, status="up").count() for slug in slugs]
+                if min(ups) >= 2:
                     break
                 time.sleep(0.5)
         finally:
             log = stop_worker(proc)
-    polls = list(EndpointPoll.objects.filter(deployment__slug="live").order_by("polled_at"))
-    assert len(polls) >= 2, f"beat and the worker did not poll twice; log:\n{log}"
-    assert all(p.status == "up" for p in polls)
-    assert polls[-1].generation_tokens_per_s is not None  # the second poll has rates
-    assert Deployment.objects.get(slug="live").last_status == "up"
+    for slug in slugs:
+        polls = list(EndpointPoll.objects.filter(deployment__slug=slug).order_by("polled_at"))
+        assert len(polls) >= 2, f"beat and the worker did not poll {slug} twice; log:\n{log}"
+        assert all(p.status == "up" for p in polls)
+        assert polls[-1].generation_tokens_per_s is not None  # the second poll has rates
+        assert Deployment.objects.get(slug=slug).last_status == "up"
+    assert "Task fleet.tasks.poll_batch[" in log and "succeeded" in log, log
 
 
 @pytest.mark.integration

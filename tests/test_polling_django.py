@@ -249,3 +249,23 @@ def test_a_cycle_touches_the_database_from_its_own_thread_only(cluster, llama, m
         report = run_poll_cycle()
     assert report.polled == 5 and EndpointPoll.objects.count() == 5
     assert threads == {threading.get_ident()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fleet_larger_than_the_concurrency_is_split_into_batches(cluster, llama, settings):
+    """The beat's cycle polls POLL_CONCURRENCY deployments itself and hands out the rest in batches
+    of that size; a batch polls what is still due, so a late or repeated batch polls nothing twice."""
+    from fleet.poller import poll_batch, start_poll_cycle
+
+    settings.POLL_CONCURRENCY = 2
+    with FakeEngineServer("vllm") as server:
+        slugs = [f"d{i}" for i in range(5)]
+        ids = {make_deployment(cluster, llama, server, slug=slug).pk for slug in slugs}
+        batches: list[list[int]] = []
+        report = start_poll_cycle(batches.append)
+        assert report.polled == 2 and [len(b) for b in batches] == [2, 1]
+        handed_out = {pk for batch in batches for pk in batch}
+        assert handed_out | set(EndpointPoll.objects.values_list("deployment_id", flat=True)) == ids
+        assert [poll_batch(b).polled for b in batches] == [2, 1]
+        assert [poll_batch(b).polled for b in batches] == [0, 0]  # delivered again: nothing is due
+    assert sorted(EndpointPoll.objects.values_list("deployment__slug", flat=True)) == slugs
