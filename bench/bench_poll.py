@@ -24,7 +24,9 @@ and a rendered ``/metrics`` page is served again for ``--render-cache`` seconds.
 8B model on an H100 cluster) point at them; the hanging ones are spread evenly through the list
 (``--hang-placement``).
 
-It runs ONE ``run_poll_cycle()`` with ``POLL_TIMEOUT_S = --timeout`` and reports the cycle's wall
+It runs ONE ``run_poll_cycle()`` (with ``--fan-out N``: ``start_poll_cycle()``, which polls
+``POLL_CONCURRENCY`` deployments itself and hands the rest in batches to N processes standing in for
+a prefork pool's others, bench/poll_batches.py) with ``POLL_TIMEOUT_S = --timeout`` and reports the cycle's wall
 time against the target (timeout + 1 s), CPU time, peak memory (``ru_maxrss`` of this process, and
 the ``tracemalloc`` peak with ``--tracemalloc``), polls stored by status and a timeline of when the
 polls started and finished. Exit status 0, or 2 when a poll failed or got an unexpected status (the
@@ -56,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 DENSE_8B_GROUPS = [{"kind": "full", "count": 32, "kv_heads": 8, "head_dim": 128}]
 
 
+from poll_batches import BatchWorkers  # noqa: E402
 from poll_fakes import ENGINE, Fakes  # noqa: E402
 
 # Django side
@@ -211,6 +214,13 @@ def main() -> int:
         default=1.0,
         help="seconds a fake server serves one rendered /metrics page again (0: render every scrape)",
     )
+    parser.add_argument(
+        "--fan-out",
+        type=int,
+        default=0,
+        help="batch worker processes standing in for a prefork pool's others: the cycle polls POLL_CONCURRENCY "
+        "deployments itself and hands the rest to them in batches (start_poll_cycle, poll_batch)",
+    )
     parser.add_argument("--tracemalloc", action="store_true", help="trace allocations (slows the cycle)")
     parser.add_argument("--sqlite-url", action="store_true", help="SQLite through DATABASE_URL=sqlite:///...")
     parser.add_argument("--log-level", default="WARNING", help="FLEETCAP_LOG_LEVEL (INFO logs every poll)")
@@ -259,7 +269,7 @@ def main() -> int:
 
         from fleet import models as fleet_models
         from fleet.models import Deployment, EndpointPoll
-        from fleet.poller import run_poll_cycle
+        from fleet.poller import run_poll_cycle, start_poll_cycle
 
         create_fleet(targets)
         settings.POLL_TIMEOUT_S = args.timeout
@@ -272,6 +282,10 @@ def main() -> int:
         bound = args.timeout * 3 * math.ceil(n / in_flight) + 120
         watchdog = _watchdog(bound, lambda: (fakes.stop(), shutil.rmtree(var_dir, ignore_errors=True)))
 
+        batch_workers = None
+        if args.fan_out:
+            batch_workers = BatchWorkers(args.fan_out, args.timeout, concurrency)
+            batch_workers.wait_ready()
         gc.collect()
         rss_before, maxrss_before = _rss_mib(), _maxrss_mib()
         fakes_cpu_before = fakes.cpu_seconds()
@@ -279,9 +293,16 @@ def main() -> int:
             tracemalloc.start()
         threads_before = threading.active_count()
         cpu_before, unix_before, wall_before = time.process_time(), time.time(), time.perf_counter()
-        report = run_poll_cycle()
+        batches: list[tuple[dict, float]] = []
+        if batch_workers is None:
+            report = run_poll_cycle()
+        else:
+            report = start_poll_cycle(batch_workers.dispatch)
+            batches = batch_workers.collect(bound)
         wall = time.perf_counter() - wall_before
         cpu = time.process_time() - cpu_before
+        if batch_workers is not None:
+            batch_workers.stop()
         traced_peak = tracemalloc.get_traced_memory()[1] / 2**20 if args.tracemalloc else None
         tracemalloc.stop()
         maxrss_after, rss_after = _maxrss_mib(), _rss_mib()
@@ -321,6 +342,11 @@ def main() -> int:
             f"report        : due {report.due}, polled {report.polled}, skipped {report.skipped}, "
             f"failed {report.failed}, CycleReport.seconds {report.seconds:.3f}"
         )
+        for i, (summary, batch_cpu) in enumerate(batches):
+            print(
+                f"batch {i + 1:<7} : due {summary['due']}, polled {summary['polled']}, failed {summary['failed']}, "
+                f"{summary['seconds']:.3f} s in its worker process, CPU {batch_cpu:.2f} s"
+            )
         verdict = "MET" if wall < target else "NOT MET"
         print(f"cycle time    : {wall:.3f} s wall; target < {target:g} s (timeout + 1 s): {verdict}")
         fakes_cpu = (
@@ -330,7 +356,7 @@ def main() -> int:
         )
         print(
             f"cpu time      : poller process {cpu:.2f} s ({cpu / wall:.0%} of one core, "
-            f"{1000 * cpu / max(report.due, 1):.1f} ms per poll){fakes_cpu}"
+            f"{1000 * cpu / max(report.due, 1):.1f} ms per poll of its own){fakes_cpu}"
         )
         print(
             f"memory        : ru_maxrss (peak RSS of this process) {maxrss_before:.1f} MiB before the cycle, "
@@ -351,7 +377,7 @@ def main() -> int:
                 f"timeline {status:<5}: started {s['first_start']:.2f}..{s['last_start']:.2f} s, last done "
                 f"{s['last_done']:.2f} s; poll median {s['median_poll']:.3f} s, p95 {s['p95_poll']:.3f} s"
             )
-        broken = report.failed or wrong_up or wrong_ok or leased or stored != n
+        broken = report.failed or any(b["failed"] for b, _ in batches) or wrong_up or wrong_ok or leased or stored != n
         return 2 if broken or counted not in (None, stored) else 0
     finally:
         fakes.stop()
