@@ -44,13 +44,9 @@ class _LeanEndpoint:
         self.sim = _Simulation(ENGINE, self.model_id, 1, 1, seed, warm_steps=40)
         self.models_body = json.dumps(models_payload(ENGINE, self.model_id, 8192, int(self.sim.started))).encode()
         self.url = ""
-        self._rendered: tuple[float, bytes] | None = None
 
     def metrics_body(self) -> bytes:
-        now = time.monotonic()
-        if self._rendered is None or now - self._rendered[0] >= self.render_cache_s:
-            self._rendered = (now, self.sim.render())
-        return self._rendered[1]
+        return self.sim.render(self.render_cache_s)
 
     def stop(self) -> None:
         self.fleet.stop()

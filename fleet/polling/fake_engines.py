@@ -30,6 +30,7 @@ class _Simulation(_VllmSimulation, _SglangSimulation):
         self.rng = random.Random(seed)  # noqa: S311 - simulated load, not security
         self.started = time.time()
         self.last_render = time.monotonic()
+        self._page: bytes | None = None
         self.registry = CollectorRegistry()
         self.llama = {
             "prompt_tokens_total": 0.0,
@@ -102,12 +103,16 @@ class _Simulation(_VllmSimulation, _SglangSimulation):
         elif self.engine == "llamacpp":
             self._step_llamacpp()
 
-    def render(self) -> bytes:
-        """Advance one step per second since the last scrape (at least one, at most 120), render."""
+    def render(self, cache_s: float = 0.0) -> bytes:
+        """Advance one step per second since the last scrape (at least one, at most 120), render.
+
+        ``cache_s``: serve the page rendered less than that many seconds ago again, unchanged.
+        """
         now = time.monotonic()
+        if self._page is not None and now - self.last_render < cache_s:
+            return self._page
         for _ in range(min(max(int(now - self.last_render), 1), 120)):
             self.step()
         self.last_render = now
-        if self.engine == "llamacpp":
-            return self._render_llamacpp()
-        return generate_latest(self.registry)
+        self._page = self._render_llamacpp() if self.engine == "llamacpp" else generate_latest(self.registry)
+        return self._page

@@ -32,7 +32,6 @@ import contextlib
 import signal
 import sys
 import threading
-import time
 from http.server import ThreadingHTTPServer
 from typing import Any
 
@@ -165,7 +164,6 @@ class FakeEngineServer:
         self.hang_s = hang_s
         self.drip_interval_s = drip_interval_s
         self.render_cache_s = render_cache_s
-        self._rendered: tuple[float, bytes] | None = None
         self.requests: list[RecordedRequest] = []
         self._seed = seed
         self._engines, self._tp = engines, tp
@@ -242,7 +240,6 @@ class FakeEngineServer:
             if behaviour == "restart":
                 self._seed += 1
                 self._sim = _Simulation(self.engine, self.model_id, self._engines, self._tp, self._seed, warm_steps=1)
-                self._rendered = None
             self.behaviour = behaviour
 
     @property
@@ -253,12 +250,7 @@ class FakeEngineServer:
         """Advance the simulation one step and render its ``/metrics`` page (or the page rendered
         less than ``render_cache_s`` ago)."""
         with self._lock:
-            now = time.monotonic()
-            if self._rendered is not None and now - self._rendered[0] < self.render_cache_s:
-                return self._rendered[1]
-            page = self._sim.render()
-            self._rendered = (now, page)
-            return page
+            return self._sim.render(self.render_cache_s)
 
     def models_payload(self, model_id: str | None = None) -> dict[str, Any]:
         """The ``/v1/models`` reply in this engine's shape."""
