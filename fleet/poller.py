@@ -75,14 +75,17 @@ def poll_deployment(deployment: Deployment, now: datetime | None = None) -> Endp
     return stored[0]
 
 
-def due_deployments(now: datetime) -> list[Deployment]:
-    """Enabled deployments with an endpoint whose interval has passed since their last poll."""
+def due_deployments(now: datetime, among: Iterable[int] | None = None) -> list[Deployment]:
+    """Enabled deployments with an endpoint whose interval has passed since their last poll and
+    that no worker holds; only those of ``among`` (ids) when given."""
     candidates = (
         Deployment.objects.filter(enabled=True)
         .exclude(base_url="")
         .filter(lease_is_free(now))
         .select_related("cluster__sku", "model")
     )
+    if among is not None:
+        candidates = candidates.filter(pk__in=list(among))
     due = [d for d in candidates if d.last_polled is None or (now - d.last_polled).total_seconds() >= d.poll_interval_s]
     # Deployments last seen down first: they are the likeliest to hang, and a hang that starts early
     # ends early instead of waiting behind the other polls' CPU work (docs/benchmarks.md).
@@ -199,5 +202,4 @@ def start_poll_cycle(dispatch: Callable[[list[int]], object]) -> CycleReport:
 def poll_batch(deployment_ids: Iterable[int]) -> CycleReport:
     """Poll a batch handed out by :func:`start_poll_cycle`: those of ``deployment_ids`` that are
     still due and free (a batch that waited in the queue past a later cycle finds them polled)."""
-    wanted = set(deployment_ids)
-    return run_poll_cycle([d for d in due_deployments(timezone.now()) if d.pk in wanted])
+    return run_poll_cycle(due_deployments(timezone.now(), among=deployment_ids))

@@ -15,7 +15,7 @@ import functools
 import os
 import ssl
 import threading
-from collections.abc import Awaitable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import Any, TypeVar
 
 import h11
@@ -165,7 +165,7 @@ class Exchange:
             if isinstance(event, h11.ConnectionClosed):
                 raise h11.RemoteProtocolError("the server closed the connection without a response")
 
-    async def body_chunks(self) -> Any:
+    async def body_chunks(self) -> AsyncIterator[bytes]:
         """The body's chunks as they arrive; ends at the end of the message."""
         while True:
             event = await self._next()
