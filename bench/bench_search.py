@@ -28,9 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from planner.engine import Accelerator, SkuOffer, Workload, search
 from planner.engine.presets import ACCELERATORS, KIMI_K3
-from planner.engine.search import SkuOffer, Workload, search
-from planner.engine.spec import Accelerator
 
 PRICE = "2.50"  # USD per GPU-hour: the seeds' assumption, as in fleet/catalog/gpu_quotes.json
 

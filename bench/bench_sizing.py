@@ -31,10 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.engine.errors import EngineInputError
+from planner.engine import EngineInputError, Layout, ModelArch, capacity_curve, size
 from planner.engine.presets import ACCELERATORS, MODELS
-from planner.engine.sizing import capacity_curve, size
-from planner.engine.spec import Layout, ModelArch
 
 LAYOUTS = (
     Layout(),

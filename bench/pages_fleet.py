@@ -119,8 +119,7 @@ def check_templates() -> None:
     """Every recipe must be a valid layout that fits its cluster's SKU, and a cluster's deployments
     (its first five recipes) must fit in its GPUs; fail before storing anything otherwise."""
     from fleet.models import HardwareSku
-    from planner.engine.sizing import size
-    from planner.engine.spec import Layout, layout_errors
+    from planner.engine import Layout, layout_errors, size
     from planner.models import ModelSpec
 
     skus = {s.slug: s for s in HardwareSku.objects.all()}

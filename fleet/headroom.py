@@ -12,10 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fleet.models import Deployment
-from planner.engine.errors import EngineInputError
-from planner.engine.result import SizingResult
-from planner.engine.sizing import capacity_curve
-from planner.engine.spec import ModelArch
+from planner.engine import EngineInputError, ModelArch, SizingResult, capacity_curve
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from django.db.models import JSONField, OuterRef, Q, Subquery
 
 from fleet.models import DailyPollCount, Deployment, EndpointPoll
 from fleet.polling import MetricsSnapshot, PollOutcome
-from planner.engine.errors import EngineInputError
+from planner.engine import EngineInputError
 
 log = logging.getLogger(__name__)
 

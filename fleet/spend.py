@@ -8,9 +8,8 @@ from datetime import date
 
 from fleet.models import ClusterState, GpuQuote
 from fleet.poll_rollups import cluster_utilisation
-from planner.engine.quotes import Quote, rate_from_quotes
-from planner.engine.spend import ClusterState as StateSegment
-from planner.engine.spend import SpendResult, monthly_spend
+from planner.engine import ClusterState as StateSegment
+from planner.engine import Quote, SpendResult, monthly_spend, rate_from_quotes
 
 MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 

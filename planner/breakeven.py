@@ -17,12 +17,17 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku
-from planner.engine.costs import breakeven, unit_economics, weights_storage
-from planner.engine.errors import EngineInputError
-from planner.engine.quotes import PRICING_KINDS, Quote
-from planner.engine.spec import Layout
-from planner.engine.throughput import estimate
-from planner.engine.weights import weights_bytes
+from planner.engine import (
+    PRICING_KINDS,
+    EngineInputError,
+    Layout,
+    Quote,
+    breakeven,
+    estimate,
+    unit_economics,
+    weights_bytes,
+    weights_storage,
+)
 from planner.models import ModelSpec, Workload
 
 PRICE_FIELDS = ("input_cache_hit_usd_per_mtok", "input_cache_miss_usd_per_mtok", "output_usd_per_mtok")

@@ -17,10 +17,8 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from fleet.models import GpuQuote, HardwareSku
-from planner.engine.errors import EngineInputError
-from planner.engine.search import search
-from planner.engine.search_types import MODES, SearchCancelled, SkuOffer
-from planner.engine.search_types import Workload as SearchWorkload
+from planner.engine import MODES, EngineInputError, SearchCancelled, SkuOffer, search
+from planner.engine import Workload as SearchWorkload
 from planner.models import ModelSpec, Plan, Workload
 
 log = logging.getLogger(__name__)

@@ -12,11 +12,7 @@ from typing import Any
 from rest_framework import serializers
 
 from fleet.models import HardwareSku
-from planner.engine.formats import CACHE_DTYPES, WEIGHT_FORMATS
-from planner.engine.result import SizingResult
-from planner.engine.sizing import size
-from planner.engine.spec import Layout
-from planner.engine.throughput import ThroughputResult, estimate
+from planner.engine import CACHE_DTYPES, WEIGHT_FORMATS, Layout, SizingResult, ThroughputResult, estimate, size
 from planner.models import ModelSpec
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")

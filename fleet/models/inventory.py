@@ -12,12 +12,18 @@ from django.utils import timezone
 
 from fleet import crypto
 from fleet.validators import hours_per_day, non_negative, positive, utilisation
-from planner.engine.errors import EngineInputError
-from planner.engine.formats import CACHE_DTYPES
-from planner.engine.result import SizingResult
-from planner.engine.sizing import size
-from planner.engine.spec import Accelerator, Layout, ModelArch, layout_errors
-from planner.engine.throughput import ThroughputResult, estimate
+from planner.engine import (
+    CACHE_DTYPES,
+    Accelerator,
+    EngineInputError,
+    Layout,
+    ModelArch,
+    SizingResult,
+    ThroughputResult,
+    estimate,
+    layout_errors,
+    size,
+)
 
 from .base import SlugField, Sourced, TimeStamped
 from .history import TRACKED_FIELDS, ClusterState

@@ -9,7 +9,7 @@ from django.db import models
 from django.urls import reverse
 
 from fleet.validators import non_negative, positive
-from planner.engine.quotes import Quote, quotes_in_force
+from planner.engine import Quote, quotes_in_force
 
 from .base import SlugField, TimeStamped
 from .inventory import HardwareSku

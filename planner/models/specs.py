@@ -9,9 +9,7 @@ from django.urls import reverse
 
 from fleet.models.base import SlugField, Sourced, TimeStamped
 from fleet.validators import positive
-from planner.engine.errors import EngineInputError
-from planner.engine.formats import WEIGHT_FORMATS
-from planner.engine.spec import ModelArch, parse_layer_groups
+from planner.engine import WEIGHT_FORMATS, EngineInputError, ModelArch, parse_layer_groups
 
 WEIGHT_FORMAT_CHOICES = [(f, f) for f in WEIGHT_FORMATS]
 

@@ -15,7 +15,7 @@ from fleet.models import ApiPrice, Deployment, HardwareSku
 from fleet.spend import parse_month, spend_for_month
 from fleet.views.access import role_required
 from planner.breakeven import BreakevenRequestSerializer, run_breakeven
-from planner.engine.errors import EngineInputError
+from planner.engine import EngineInputError
 from planner.models import Decision, Workload
 
 RENT_FIELDS = ("workload", "deployment", "gpus", "sku", "api_price", "hours_per_day", "on",

@@ -9,11 +9,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from fleet.models import HardwareSku
 from fleet.views.access import role_required
-from planner.engine.cache import kv_bytes_per_token
-from planner.engine.floors import min_gpus_for_weights, single_gpu_fit
-from planner.engine.formats import WEIGHT_FORMATS
-from planner.engine.state import state_bytes_per_sequence
-from planner.engine.weights import weights_bytes
+from planner.engine import (
+    WEIGHT_FORMATS,
+    kv_bytes_per_token,
+    min_gpus_for_weights,
+    single_gpu_fit,
+    state_bytes_per_sequence,
+    weights_bytes,
+)
 from planner.filters import ModelSpecFilter
 from planner.forms import ModelSpecForm
 from planner.models import ModelSpec

@@ -12,8 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 from fleet.headroom import envelope
 from fleet.models import GpuQuote, HardwareSku
 from fleet.views.access import HtmxHttpRequest, is_partial
-from planner.engine.errors import EngineInputError
-from planner.engine.formats import CACHE_DTYPES
+from planner.engine import CACHE_DTYPES, EngineInputError
 from planner.models import ModelSpec
 from planner.sizing import SizingRequestSerializer, run_sizing, run_speed
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from fleet.spend import parse_month, spend_for_month
 from planner.api.costs import SpendCsvRenderer
-from planner.engine.errors import EngineInputError
+from planner.engine import EngineInputError
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from planner.engine.errors import EngineInputError
+from planner.engine import EngineInputError
 from planner.sizing import SizingRequestSerializer, run_sizing
 
 GIB = 1024**3
