@@ -93,8 +93,7 @@ def setup_django(var_dir: str, sqlite_url: bool, log_level: str) -> str:
 
 def create_fleet(targets: list[tuple[str, str, bool]]) -> None:
     """One SKU, one cluster, one dense 8B model and a deployment per (url, model id, hangs)."""
-    from fleet.models import Cluster, Deployment, HardwareSku
-    from planner.models import ModelSpec
+    from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
 
     if Deployment.objects.exists():
         raise SystemExit(

@@ -88,10 +88,12 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
         EndpointPoll,
         GpuQuote,
         HardwareSku,
+        ModelSpec,
         WorkerHeartbeat,
+        Workload,
     )
     from planner.breakeven import BreakevenRequestSerializer, run_breakeven
-    from planner.models import Decision, ModelSpec, Plan, Workload
+    from planner.models import Decision, Plan
     from planner.plans import create_plan, execute_plan
 
     rng = random.Random(seed)

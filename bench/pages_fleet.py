@@ -118,9 +118,8 @@ WHAT_IF_QUERY = (
 def check_templates() -> None:
     """Every recipe must be a valid layout that fits its cluster's SKU, and a cluster's deployments
     (its first five recipes) must fit in its GPUs; fail before storing anything otherwise."""
-    from fleet.models import HardwareSku
+    from fleet.models import HardwareSku, ModelSpec
     from planner.engine import Layout, layout_errors, size
-    from planner.models import ModelSpec
 
     skus = {s.slug: s for s in HardwareSku.objects.all()}
     models = {m.slug: m for m in ModelSpec.objects.all()}

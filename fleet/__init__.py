@@ -1,5 +1,6 @@
-"""fleetcap's Django project package, inventory and live state of the fleet."""
+"""fleet: the stored records (SKUs, clusters and their history, deployments, models, workloads,
+quotes, prices, polls) and the live state of the serving endpoints.
 
-from .celery import app as celery_app
-
-__all__ = ("celery_app",)
+Never imports planner's Django code (an import-linter contract in CI); the project package
+``fleet.project`` is the composition root that wires both apps together.
+"""

@@ -15,7 +15,9 @@ from fleet.models import (
     EndpointPoll,
     GpuQuote,
     HardwareSku,
+    ModelSpec,
     WorkerHeartbeat,
+    Workload,
 )
 
 
@@ -110,3 +112,27 @@ class EndpointPollAdmin(ReadOnlyAdmin):
     list_filter = ("status",)
     list_select_related = ("deployment",)
     date_hierarchy = "polled_at"
+
+
+@admin.register(ModelSpec)
+class ModelSpecAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "total_params", "active_params", "n_routed_experts", "weight_format")
+    list_filter = ("weight_format",)
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+
+
+@admin.register(Workload)
+class WorkloadAdmin(admin.ModelAdmin):
+    list_display = (
+        "name",
+        "slug",
+        "team",
+        "requests_per_day",
+        "peak_concurrency",
+        "ttft_slo_ms",
+        "tpot_slo_ms",
+    )
+    list_filter = ("team",)
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}

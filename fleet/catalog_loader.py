@@ -16,8 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Model
 
-from fleet.models import ApiPrice, GpuQuote, HardwareSku
-from planner.models import ModelSpec
+from fleet.models import ApiPrice, GpuQuote, HardwareSku, ModelSpec
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 

@@ -16,7 +16,7 @@ from typing import Any
 from django.utils import timezone
 from rest_framework import serializers
 
-from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku
+from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 from planner.engine import (
     PRICING_KINDS,
     EngineInputError,
@@ -28,7 +28,6 @@ from planner.engine import (
     weights_bytes,
     weights_storage,
 )
-from planner.models import ModelSpec, Workload
 
 PRICE_FIELDS = ("input_cache_hit_usd_per_mtok", "input_cache_miss_usd_per_mtok", "output_usd_per_mtok")
 

@@ -6,7 +6,7 @@ import json
 
 from django import forms
 
-from planner.models import ModelSpec
+from fleet.models import ModelSpec
 
 
 class ModelSpecForm(forms.ModelForm):

@@ -16,10 +16,10 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework import serializers
 
-from fleet.models import GpuQuote, HardwareSku
+from fleet.models import GpuQuote, HardwareSku, ModelSpec, Workload
 from planner.engine import MODES, EngineInputError, SearchCancelled, SkuOffer, search
 from planner.engine import Workload as SearchWorkload
-from planner.models import ModelSpec, Plan, Workload
+from planner.models import Plan
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from fleet.models import HardwareSku
+from fleet.models import HardwareSku, ModelSpec
 from planner.engine import CACHE_DTYPES, WEIGHT_FORMATS, Layout, SizingResult, ThroughputResult, estimate, size
-from planner.models import ModelSpec
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
 

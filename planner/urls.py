@@ -1,10 +1,13 @@
-"""Pages of the planner: models, what-if, rent vs API, spend, decisions."""
+"""Pages of the planner: the fleet's headroom, models, what-if, plans, rent vs API, spend, decisions."""
 
 from django.urls import path
 
-from planner.views import costs, models, plans, whatif
+from planner.views import costs, fleet, models, plans, whatif
 
 urlpatterns = [
+    path("", fleet.fleet, name="fleet"),
+    path("clusters/<str:slug>/", fleet.cluster_detail, name="cluster"),
+    path("deployments/<str:slug>/", fleet.deployment_detail, name="deployment"),
     path("models/", models.model_list, name="models"),
     path("models/new/", models.model_form, name="model-new"),
     path("models/<str:slug>/", models.model_detail, name="model"),

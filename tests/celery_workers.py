@@ -35,7 +35,7 @@ def isolated_broker(tmp: Path) -> dict[str, str]:
 
 def start_worker(queue: str) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL}
-    cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--pool", "solo", "--queues", queue,
+    cmd = [sys.executable, "-m", "celery", "-A", "fleet.project", "worker", "--pool", "solo", "--queues", queue,
            "--hostname", f"{queue}@test", "--loglevel", "WARNING", "--without-gossip", "--without-mingle"]  # fmt: skip
     return spawn(cmd, env)
 

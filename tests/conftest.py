@@ -122,7 +122,7 @@ def cluster(sku):
 
 @pytest.fixture
 def kimi_k3(db):
-    from planner.models import ModelSpec
+    from fleet.models import ModelSpec
 
     return ModelSpec.objects.create(
         slug="kimi-k3", name="Kimi K3", total_params=2_800_000_000_000, active_params=104_000_000_000,
@@ -133,7 +133,7 @@ def kimi_k3(db):
 
 @pytest.fixture
 def llama70b(db):
-    from planner.models import ModelSpec
+    from fleet.models import ModelSpec
 
     return ModelSpec.objects.create(
         slug="llama-3.1-70b", name="Llama 3.1 70B", total_params=70_600_000_000, active_params=70_600_000_000,

@@ -11,8 +11,8 @@ from planner.models import Decision
 @pytest.mark.parametrize(
     "path",
     ["fleet/hardwaresku", "fleet/cluster", "fleet/deployment", "fleet/gpuquote", "fleet/apiprice",
-     "fleet/clusterstate", "fleet/endpointpoll", "fleet/workerheartbeat", "planner/modelspec",
-     "planner/workload", "planner/decision", "planner/plan"],
+     "fleet/clusterstate", "fleet/endpointpoll", "fleet/workerheartbeat", "fleet/modelspec",
+     "fleet/workload", "planner/decision", "planner/plan"],
 )  # fmt: skip
 def test_admin_changelists(client, make_user, deployment, path):
     client.force_login(make_user("root", "admin", is_staff=True, is_superuser=True))
@@ -21,7 +21,7 @@ def test_admin_changelists(client, make_user, deployment, path):
 
 @pytest.mark.django_db
 def test_decisions_cannot_be_added_changed_or_deleted_in_the_admin(client, make_user, kimi_k3):
-    from planner.models import Workload
+    from fleet.models import Workload
 
     w = Workload.objects.create(slug="w", name="W", team="t", requests_per_day=1, mean_prompt_tokens=1,
                                 mean_output_tokens=1, p95_context_tokens=1, peak_concurrency=1, ttft_slo_ms=1,

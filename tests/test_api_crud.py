@@ -6,8 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku
-from planner.models import ModelSpec, Workload
+from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 
 SKU = {
     "slug": "b200-192gb", "name": "B200", "vendor": "NVIDIA", "hbm_gb": 192, "hbm_bandwidth_tbps": 8,

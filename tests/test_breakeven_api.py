@@ -9,8 +9,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fleet.models import GpuQuote
-from planner.models import Workload
+from fleet.models import GpuQuote, Workload
 
 URL = "/api/v1/breakeven/"
 SEED_PRICES = {
@@ -208,8 +207,7 @@ def test_prices_are_required_unless_a_stored_price_is_named(viewer_api):
 
 @pytest.mark.django_db
 def test_a_deployment_gives_gpus_price_and_capacity_from_the_throughput_model(viewer_api, catalog):
-    from fleet.models import Cluster, Deployment, HardwareSku
-    from planner.models import ModelSpec
+    from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
 
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
     cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
@@ -231,10 +229,9 @@ def test_a_deployment_gives_gpus_price_and_capacity_from_the_throughput_model(vi
 
 @pytest.mark.django_db
 def test_capacity_of_an_unregistered_layout_and_storage_cost(viewer_api, catalog):
-    from fleet.models import HardwareSku
+    from fleet.models import HardwareSku, ModelSpec
     from planner.engine.spec import Layout
     from planner.engine.throughput import estimate
-    from planner.models import ModelSpec
 
     body = {"gpus": 8, "sku": "h100-sxm-80gb", "on": "2026-08-01", "api_price": "kimi-k3-api",
             "model": "llama-3.1-70b", "tp": 4, "monthly_input_tokens": 0, "monthly_output_tokens": 1_000_000,

@@ -10,8 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from fleet.catalog_loader import CATALOG_DIR
-from fleet.models import ApiPrice, GpuQuote, HardwareSku
-from planner.models import ModelSpec
+from fleet.models import ApiPrice, GpuQuote, HardwareSku, ModelSpec
 
 SKUS = {
     "h100-sxm-80gb", "h200-141gb", "b200-192gb", "gb300-288gb", "a100-sxm-80gb", "mi300x-192gb", "mi325x-256gb",

@@ -58,7 +58,7 @@ def test_beat_and_a_real_worker_poll_a_fake_endpoint(tmp_path, cluster, llama70b
             )  # fmt: skip
         env = {**os.environ, "DATABASE_URL": database_url(), **isolated_broker(tmp_path),
                "FLEETCAP_POLL_CONCURRENCY": "1"}  # fmt: skip
-        cmd = [sys.executable, "-m", "celery", "-A", "fleet", "worker", "--beat", "--pool", "threads",
+        cmd = [sys.executable, "-m", "celery", "-A", "fleet.project", "worker", "--beat", "--pool", "threads",
                "--concurrency", "2", "--hostname", f"beat-{uuid.uuid4().hex[:6]}@test", "--loglevel", "INFO",
                "--schedule", str(tmp_path / "beat-schedule"), "--without-gossip", "--without-mingle"]  # fmt: skip
         proc = spawn(cmd, env)
@@ -88,8 +88,8 @@ def test_a_real_worker_runs_a_plan_from_api_call_to_stored_result(platform_api, 
 
     from django.core.management import call_command
 
-    from fleet.celery import app
-    from planner.models import Workload
+    from fleet.models import Workload
+    from fleet.project.celery import app
 
     call_command("load_catalog", stdout=StringIO())
     Workload.objects.create(

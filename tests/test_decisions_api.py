@@ -9,8 +9,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fleet.models import GpuQuote, HardwareSku
-from planner.models import Decision, ImmutableRecordError, Workload
+from fleet.models import GpuQuote, HardwareSku, Workload
+from planner.models import Decision, ImmutableRecordError
 
 URL = "/api/v1/decisions/"
 

@@ -9,8 +9,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from fleet.models import Cluster, Deployment, HardwareSku
-from planner.models import ModelSpec
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
 
 
 @pytest.fixture
@@ -167,9 +166,9 @@ def test_detail_pages_and_unknown_slugs(client, make_user, catalog):
 
 @pytest.mark.django_db
 def test_deployment_page_shows_polls_against_the_slo_and_calibration(client, make_user, catalog):
+    from fleet.models import Workload
     from fleet.poller import poll_deployment
     from fleet.polling.fakeserver import FakeEngineServer
-    from planner.models import Workload
 
     add_fleet(1)
     w = Workload.objects.create(slug="chat", name="Chat", team="t", requests_per_day=1000, mean_prompt_tokens=1000,

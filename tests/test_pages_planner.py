@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from fleet.models import Cluster, HardwareSku
-from planner.models import Decision, ModelSpec, Workload
+from fleet.models import Cluster, HardwareSku, ModelSpec, Workload
+from planner.models import Decision
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from planner.models import Plan, Workload
+from fleet.models import Workload
+from planner.models import Plan
 from planner.plans import execute_plan
 
 
@@ -68,7 +69,7 @@ def test_plans_and_what_if_query_counts_are_constant(client, make_user, setup):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from planner.models import ModelSpec
+    from fleet.models import ModelSpec
 
     client.force_login(make_user("v", "viewer"))
 

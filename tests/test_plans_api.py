@@ -8,8 +8,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from fleet.models import Workload
 from planner import plans as plan_service
-from planner.models import Plan, Workload
+from planner.models import Plan
 
 URL = "/api/v1/plans/"
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from fleet.settings import envbool, envint, envlist
+from fleet.project.settings import envbool, envint, envlist
 
 
 def test_env_helpers(monkeypatch):
@@ -22,7 +22,7 @@ def test_env_helpers(monkeypatch):
 
 def _settings_in_subprocess(env: dict[str, str], expr: str) -> str:
     code = (
-        "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'fleet.settings'; django.setup(); "
+        "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'fleet.project.settings'; django.setup(); "
         f"from django.conf import settings as s; print({expr})"
     )
     clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
@@ -63,7 +63,7 @@ def test_a_sqlite_url_gets_wal_and_a_busy_timeout(tmp_path):
 def test_tls_verification_is_a_boolean_or_an_existing_ca_bundle(monkeypatch, tmp_path):
     from django.core.exceptions import ImproperlyConfigured
 
-    from fleet.settings import env_tls_verify
+    from fleet.project.settings import env_tls_verify
 
     assert env_tls_verify("X_TLS") is True  # unset: the system's trust store
     monkeypatch.setenv("X_TLS", "off")

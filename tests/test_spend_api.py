@@ -115,9 +115,8 @@ def test_command_mirrors_the_api(viewer_api, fleet):
 def test_idle_cost_comes_from_the_months_polls(viewer_api, fleet):
     from datetime import UTC, datetime
 
-    from fleet.models import Deployment
+    from fleet.models import Deployment, ModelSpec
     from fleet.poll_store import count_poll
-    from planner.models import ModelSpec
 
     d = Deployment.objects.create(slug="k3d", cluster=fleet, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4)
     # Three polls in July, counted as the poller counts them: one saw running requests, two did not (1/3 busy).

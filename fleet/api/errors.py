@@ -10,8 +10,8 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from fleet.errors import ConflictError, InputError
 from planner.engine import EngineInputError
-from planner.models import ImmutableRecordError
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -21,11 +21,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             {"detail": "Other records still use this one; remove or reassign them first.", "used_by": names},
             status=status.HTTP_409_CONFLICT,
         )
-    if isinstance(exc, ImmutableRecordError):
+    if isinstance(exc, ConflictError):
         return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, DjangoValidationError):
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
         return Response(detail, status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, EngineInputError):
+    if isinstance(exc, (EngineInputError, InputError)):
         return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
     return drf_exception_handler(exc, context)

@@ -1,4 +1,5 @@
-"""Declarative API viewsets for the inventory and prices: queryset, serializer, filterset."""
+"""Declarative API viewsets for the inventory, models, workloads and prices: queryset,
+serializer, filterset."""
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -8,11 +9,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from fleet import filters
-from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku
+from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.poller import poll_deployment
 
 from . import serializers
-from .urls_common import SLUG_IN_URL
+from .routing import SLUG_IN_URL
 
 
 class HardwareSkuViewSet(viewsets.ModelViewSet):
@@ -95,3 +96,23 @@ class ApiPriceViewSet(viewsets.ModelViewSet):
     lookup_value_regex = SLUG_IN_URL
     write_area = "pricing"
     ordering_fields = ["quoted_on", "output_usd_per_mtok"]
+
+
+class ModelSpecViewSet(viewsets.ModelViewSet):
+    queryset = ModelSpec.objects.all()
+    serializer_class = serializers.ModelSpecSerializer
+    filterset_class = filters.ModelSpecFilter
+    lookup_field = "slug"
+    lookup_value_regex = SLUG_IN_URL
+    write_area = "inventory"
+    ordering_fields = ["name", "total_params", "active_params"]
+
+
+class WorkloadViewSet(viewsets.ModelViewSet):
+    queryset = Workload.objects.all()
+    serializer_class = serializers.WorkloadSerializer
+    filterset_class = filters.WorkloadFilter
+    lookup_field = "slug"
+    lookup_value_regex = SLUG_IN_URL
+    write_area = "inventory"
+    ordering_fields = ["name", "requests_per_day"]

@@ -1,10 +1,12 @@
-"""fleet's records: inventory, prices and operational state."""
+"""fleet's records: inventory, models, workloads, prices, polls and operational state."""
 
 from .history import ClusterState
 from .inventory import Cluster, Deployment, HardwareSku
 from .ops import WorkerHeartbeat
 from .polls import DailyPollCount, EndpointPoll, EndpointPollHourly
 from .pricing import ApiPrice, GpuQuote
+from .specs import ModelSpec
+from .workloads import Workload
 
 __all__ = [
     "ApiPrice",
@@ -16,5 +18,7 @@ __all__ = [
     "EndpointPollHourly",
     "GpuQuote",
     "HardwareSku",
+    "ModelSpec",
     "WorkerHeartbeat",
+    "Workload",
 ]

@@ -140,9 +140,9 @@ class Deployment(TimeStamped):
 
     slug = SlugField()
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="deployments")
-    model = models.ForeignKey("planner.ModelSpec", on_delete=models.PROTECT, related_name="deployments")
+    model = models.ForeignKey("fleet.ModelSpec", on_delete=models.PROTECT, related_name="deployments")
     workload = models.ForeignKey(
-        "planner.Workload", on_delete=models.SET_NULL, null=True, blank=True, related_name="deployments",
+        "fleet.Workload", on_delete=models.SET_NULL, null=True, blank=True, related_name="deployments",
         help_text="The traffic it serves: its SLOs are drawn on the charts, its shape sets the speed estimate.",
     )  # fmt: skip
     replicas = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])

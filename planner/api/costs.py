@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 from django.utils import timezone
@@ -17,9 +15,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fleet.spend import parse_month, spend_for_month
+from fleet.models import Workload
 from planner.breakeven import BreakevenRequestSerializer, run_breakeven
-from planner.models import Decision, Workload
+from planner.models import Decision
+from planner.spend import parse_month, spend_csv, spend_for_month
 
 
 class BreakevenView(APIView):
@@ -107,90 +106,14 @@ class DecisionViewSet(
 
 
 class SpendCsvRenderer(BaseRenderer):
-    """``?format=csv``: one row per cluster, team subtotal, provider subtotal and the total.
-
-    Plain numbers (no thousands separators) and a header row, so it opens in any spreadsheet.
-    """
+    """``?format=csv``: the spend service's CSV (``planner.spend.spend_csv``)."""
 
     media_type = "text/csv"
     format = "csv"
     charset = "utf-8"
-    HEADER = (
-        "month",
-        "kind",
-        "name",
-        "team",
-        "provider",
-        "sku",
-        "gpus",
-        "active_days",
-        "gpu_hours",
-        "usd_per_gpu_hour",
-        "cost_usd",
-        "idle_cost_usd",
-    )
 
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
-        out = io.StringIO()
-        writer = csv.writer(out)
-        if not isinstance(data, dict) or "clusters" not in data:
-            writer.writerow(["error"])
-            writer.writerow([str(data)])
-            return out.getvalue().encode()
-        month = f"{data['year']:04d}-{data['month']:02d}"
-        writer.writerow(self.HEADER)
-        for c in data["clusters"]:
-            writer.writerow(
-                [
-                    month,
-                    "cluster",
-                    c["cluster"],
-                    c["team"],
-                    c["provider"],
-                    c["sku"],
-                    c["gpus"],
-                    c["active_days"],
-                    c["gpu_hours"],
-                    c["usd_per_gpu_hour"] or "",
-                    c["cost_usd"],
-                    c["idle_cost_usd"] or "",
-                ]
-            )
-        for kind, key in (("team", "by_team"), ("provider", "by_provider")):
-            for name, s in data[key].items():
-                writer.writerow(
-                    [
-                        month,
-                        kind,
-                        name,
-                        name if kind == "team" else "",
-                        name if kind == "provider" else "",
-                        "",
-                        "",
-                        "",
-                        s["gpu_hours"],
-                        "",
-                        s["cost_usd"],
-                        s["idle_cost_usd"] or "",
-                    ]
-                )
-        writer.writerow(
-            [
-                month,
-                "total",
-                "all clusters",
-                "",
-                "",
-                "",
-                "",
-                "",
-                data["total_gpu_hours"],
-                "",
-                data["total_cost_usd"],
-                data["total_idle_cost_usd"] or "",
-            ]
-        )
-        return out.getvalue().encode()
+        return spend_csv(data).encode()
 
 
 class SpendView(APIView):

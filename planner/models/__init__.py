@@ -1,8 +1,6 @@
-"""planner's records: model specifications, workloads and decisions."""
+"""planner's records: rent-versus-API decisions and layout-search plans."""
 
 from .decisions import Decision, ImmutableRecordError
 from .plans import Plan
-from .specs import ModelSpec
-from .workloads import Workload
 
-__all__ = ["Decision", "ImmutableRecordError", "ModelSpec", "Plan", "Workload"]
+__all__ = ["Decision", "ImmutableRecordError", "Plan"]

@@ -8,10 +8,11 @@ from django.conf import settings
 from django.db import models, transaction
 from django.urls import reverse
 
-from .workloads import Workload
+from fleet.errors import ConflictError
+from fleet.models import Workload
 
 
-class ImmutableRecordError(Exception):
+class ImmutableRecordError(ConflictError):
     """A recorded decision cannot be changed or deleted; record a new one that supersedes it."""
 
 

@@ -8,8 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-from .specs import ModelSpec
-from .workloads import Workload
+from fleet.models import ModelSpec, Workload
 
 
 class Plan(models.Model):

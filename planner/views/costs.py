@@ -11,12 +11,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from fleet.models import ApiPrice, Deployment, HardwareSku
-from fleet.spend import parse_month, spend_for_month
+from fleet.models import ApiPrice, Deployment, HardwareSku, Workload
 from fleet.views.access import role_required
 from planner.breakeven import BreakevenRequestSerializer, run_breakeven
 from planner.engine import EngineInputError
-from planner.models import Decision, Workload
+from planner.models import Decision
+from planner.spend import parse_month, spend_for_month
 
 RENT_FIELDS = ("workload", "deployment", "gpus", "sku", "api_price", "hours_per_day", "on",
                "capacity_output_tokens_per_month")  # fmt: skip

@@ -7,7 +7,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from fleet.models import HardwareSku
+from fleet.filters import ModelSpecFilter
+from fleet.models import HardwareSku, ModelSpec
 from fleet.views.access import role_required
 from planner.engine import (
     WEIGHT_FORMATS,
@@ -17,9 +18,7 @@ from planner.engine import (
     state_bytes_per_sequence,
     weights_bytes,
 )
-from planner.filters import ModelSpecFilter
 from planner.forms import ModelSpecForm
-from planner.models import ModelSpec
 
 
 @login_required

@@ -8,9 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from rest_framework.exceptions import ValidationError
 
-from fleet.models import HardwareSku
+from fleet.models import HardwareSku, ModelSpec, Workload
 from fleet.views.access import HtmxHttpRequest, is_partial, role_required
-from planner.models import ModelSpec, Plan, Workload
+from planner.models import Plan
 from planner.plans import PlanRequestSerializer, cancel, create_plan, enqueue
 
 

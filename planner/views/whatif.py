@@ -9,11 +9,10 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from fleet.headroom import envelope
-from fleet.models import GpuQuote, HardwareSku
+from fleet.models import GpuQuote, HardwareSku, ModelSpec
 from fleet.views.access import HtmxHttpRequest, is_partial
 from planner.engine import CACHE_DTYPES, EngineInputError
-from planner.models import ModelSpec
+from planner.headroom import envelope
 from planner.sizing import SizingRequestSerializer, run_sizing, run_speed
 
 DEFAULTS = {"model": "kimi-k3", "sku": "h200-141gb", "gpus": "16", "tp": "8", "dp": "2", "ep": "16",

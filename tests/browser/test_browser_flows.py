@@ -19,8 +19,8 @@ import pytest
 from celery_workers import start_worker, stop_worker
 from django.core.management import call_command
 
-from fleet.models import Cluster, Deployment, HardwareSku
-from planner.models import Decision, Plan, Workload
+from fleet.models import Cluster, Deployment, HardwareSku, Workload
+from planner.models import Decision, Plan
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -82,7 +82,7 @@ def test_what_if_capacity_changes_without_a_page_load(open_page, live_server, ca
 
 
 def test_start_a_plan_and_watch_the_progress_bar_reach_100(open_page, live_server, catalog, monkeypatch):
-    from fleet.celery import app
+    from fleet.project.celery import app
 
     queue = f"browser-{uuid.uuid4().hex[:8]}"
     monkeypatch.setitem(app.conf, "task_default_queue", queue)

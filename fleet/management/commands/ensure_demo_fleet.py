@@ -10,8 +10,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from fleet.models import Cluster, Deployment, HardwareSku
-from planner.models import ModelSpec, Workload
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
 
 DEMO_MODEL_ID = "meta-llama/Llama-3.1-70B-Instruct"
 

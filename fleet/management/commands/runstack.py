@@ -30,11 +30,11 @@ class Command(BaseCommand):
         python = sys.executable
         bind = f"{options['host']}:{options['port']}"
         commands = {
-            "web": [python, "-m", "gunicorn", "fleet.wsgi", "--bind", bind, "--workers",
+            "web": [python, "-m", "gunicorn", "fleet.project.wsgi", "--bind", bind, "--workers",
                     str(options["web_workers"]), "--access-logfile", "-", "--timeout", "60"],
-            "worker": [python, "-m", "celery", "-A", "fleet", "worker", "--loglevel", "INFO",
+            "worker": [python, "-m", "celery", "-A", "fleet.project", "worker", "--loglevel", "INFO",
                        "--concurrency", str(options["concurrency"]), "--hostname", "worker@%h"],
-            "beat": [python, "-m", "celery", "-A", "fleet", "beat", "--loglevel", "INFO"],
+            "beat": [python, "-m", "celery", "-A", "fleet.project", "beat", "--loglevel", "INFO"],
         }  # fmt: skip
         if options["demo_endpoint_port"]:
             from fleet.management.commands.ensure_demo_fleet import DEMO_MODEL_ID

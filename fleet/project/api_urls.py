@@ -6,12 +6,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
-from planner.api import views as planner_views
+from fleet.api import views
 from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
 from planner.api.plans import PlanViewSet
 from planner.api.sizing import SizingView
-
-from . import views
 
 app_name = "api"
 
@@ -33,8 +31,8 @@ router.register("clusters", views.ClusterViewSet, basename="cluster")
 router.register("deployments", views.DeploymentViewSet, basename="deployment")
 router.register("gpu-quotes", views.GpuQuoteViewSet, basename="gpuquote")
 router.register("api-prices", views.ApiPriceViewSet, basename="apiprice")
-router.register("models", planner_views.ModelSpecViewSet, basename="modelspec")
-router.register("workloads", planner_views.WorkloadViewSet, basename="workload")
+router.register("models", views.ModelSpecViewSet, basename="modelspec")
+router.register("workloads", views.WorkloadViewSet, basename="workload")
 router.register("decisions", DecisionViewSet, basename="decision")
 router.register("plans", PlanViewSet, basename="plan")
 

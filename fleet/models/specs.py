@@ -7,9 +7,10 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.urls import reverse
 
-from fleet.models.base import SlugField, Sourced, TimeStamped
 from fleet.validators import positive
 from planner.engine import WEIGHT_FORMATS, EngineInputError, ModelArch, parse_layer_groups
+
+from .base import SlugField, Sourced, TimeStamped
 
 WEIGHT_FORMAT_CHOICES = [(f, f) for f in WEIGHT_FORMATS]
 

@@ -7,8 +7,9 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.urls import reverse
 
-from fleet.models.base import SlugField, TimeStamped
 from fleet.validators import fraction, positive
+
+from .base import SlugField, TimeStamped
 
 
 class Workload(TimeStamped):

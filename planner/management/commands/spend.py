@@ -7,9 +7,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from fleet.spend import parse_month, spend_for_month
-from planner.api.costs import SpendCsvRenderer
 from planner.engine import EngineInputError
+from planner.spend import parse_month, spend_csv, spend_for_month
 
 
 class Command(BaseCommand):
@@ -30,7 +29,7 @@ class Command(BaseCommand):
         except EngineInputError as exc:
             raise CommandError(str(exc)) from exc
         if options["csv"]:
-            self.stdout.write(SpendCsvRenderer().render(data).decode(), ending="")
+            self.stdout.write(spend_csv(data), ending="")
             return
         if options["json"]:
             self.stdout.write(json.dumps(data, indent=2))

@@ -23,7 +23,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def envbool(name: str, default: bool = False) -> bool:
@@ -122,8 +122,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
-ROOT_URLCONF = "fleet.urls"
-WSGI_APPLICATION = "fleet.wsgi.application"
+ROOT_URLCONF = "fleet.project.urls"
+WSGI_APPLICATION = "fleet.project.wsgi.application"
 
 TEMPLATES = [
     {
@@ -215,7 +215,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"WeightFormatEnum": "planner.models.specs.WEIGHT_FORMAT_CHOICES"},
+    "ENUM_NAME_OVERRIDES": {"WeightFormatEnum": "fleet.models.specs.WEIGHT_FORMAT_CHOICES"},
 }
 
 # Celery: Redis (or any broker) when CELERY_BROKER_URL is set; else a filesystem broker that

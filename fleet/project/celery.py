@@ -4,7 +4,7 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleet.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleet.project.settings")
 
 app = Celery("fleet")
 app.config_from_object("django.conf:settings", namespace="CELERY")

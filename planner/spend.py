@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import calendar
+import csv
+import io
 import re
 from datetime import date
+from typing import Any
 
 from fleet.models import ClusterState, GpuQuote
 from fleet.poll_rollups import cluster_utilisation
@@ -71,3 +74,86 @@ def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand") -> S
             "the cheapest quote in force for the SKU from any provider was used."
         )
     return result
+
+
+#: Columns of the spend CSV (API ``?format=csv`` and ``manage.py spend --csv``).
+CSV_HEADER = (
+    "month",
+    "kind",
+    "name",
+    "team",
+    "provider",
+    "sku",
+    "gpus",
+    "active_days",
+    "gpu_hours",
+    "usd_per_gpu_hour",
+    "cost_usd",
+    "idle_cost_usd",
+)
+
+
+def spend_csv(data: dict[str, Any]) -> str:
+    """A spend result's ``to_dict()`` as CSV: one row per cluster, team subtotal, provider subtotal
+    and the total; plain numbers (no thousands separators) and a header row, so it opens in any
+    spreadsheet. Anything else (an error body) becomes a one-column ``error`` table."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    if not isinstance(data, dict) or "clusters" not in data:
+        writer.writerow(["error"])
+        writer.writerow([str(data)])
+        return out.getvalue()
+    month = f"{data['year']:04d}-{data['month']:02d}"
+    writer.writerow(CSV_HEADER)
+    for c in data["clusters"]:
+        writer.writerow(
+            [
+                month,
+                "cluster",
+                c["cluster"],
+                c["team"],
+                c["provider"],
+                c["sku"],
+                c["gpus"],
+                c["active_days"],
+                c["gpu_hours"],
+                c["usd_per_gpu_hour"] or "",
+                c["cost_usd"],
+                c["idle_cost_usd"] or "",
+            ]
+        )
+    for kind, key in (("team", "by_team"), ("provider", "by_provider")):
+        for name, s in data[key].items():
+            writer.writerow(
+                [
+                    month,
+                    kind,
+                    name,
+                    name if kind == "team" else "",
+                    name if kind == "provider" else "",
+                    "",
+                    "",
+                    "",
+                    s["gpu_hours"],
+                    "",
+                    s["cost_usd"],
+                    s["idle_cost_usd"] or "",
+                ]
+            )
+    writer.writerow(
+        [
+            month,
+            "total",
+            "all clusters",
+            "",
+            "",
+            "",
+            "",
+            "",
+            data["total_gpu_hours"],
+            "",
+            data["total_cost_usd"],
+            data["total_idle_cost_usd"] or "",
+        ]
+    )
+    return out.getvalue()

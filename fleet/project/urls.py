@@ -1,0 +1,12 @@
+"""Top-level URLs: both apps' pages, Django auth at /accounts/, the admin, the API at /api/v1/."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("fleet.urls")),
+    path("", include("planner.urls")),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include("fleet.project.api_urls")),
+]

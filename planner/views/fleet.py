@@ -1,0 +1,114 @@
+"""Fleet pages: clusters and deployments with live status and admission headroom (fleet page,
+cluster and deployment detail)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from fleet.filters import ClusterFilter
+from fleet.models import Cluster, Deployment, HardwareSku, WorkerHeartbeat
+from fleet.views.access import HtmxHttpRequest, is_partial
+from planner.headroom import capacity_points, envelope, headroom
+
+#: Clusters per page. The table refreshes every few seconds, so it must stay cheap to render.
+CLUSTERS_PER_PAGE = 25
+
+
+@login_required
+def fleet(request: HtmxHttpRequest) -> HttpResponse:
+    """Full page, or only the table when HTMX refreshes it (every few seconds)."""
+    deployments = Deployment.objects.select_related("model").defer(
+        "created", "updated", "api_key_encrypted", "poll_lease_until", "model__source", "model__assumptions"
+    )
+    clusters = ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku")).qs
+    page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
+    shown = list(page.object_list.prefetch_related(Prefetch("deployments", deployments.order_by("slug"))))
+    # One headroom pass over every deployment on the page shares one engine object per model.
+    rows = headroom([d for c in shown for d in c.deployments.all()])
+    by_cluster: dict[int, list] = {}
+    for row in rows:
+        by_cluster.setdefault(row.deployment.cluster_id, []).append(row)
+    context = {
+        "rows": [{"cluster": c, "deployments": by_cluster.get(c.pk, [])} for c in shown],
+        "page": page,
+        "filters": request.GET,
+        "query": request.GET.copy(),
+    }
+    context["query"].pop("page", None)
+    if is_partial(request):
+        return render(request, "fleet/_fleet_table.html", context)
+    context |= {
+        "teams": Cluster.objects.order_by("team").values_list("team", flat=True).distinct(),
+        "providers": Cluster.objects.order_by("provider").values_list("provider", flat=True).distinct(),
+        "skus": HardwareSku.objects.values_list("slug", "name"),
+        "statuses": Cluster.Status.choices,
+        "workers": WorkerHeartbeat.objects.all()[:10],
+    }
+    return render(request, "fleet/fleet.html", context)
+
+
+@login_required
+def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    cluster = get_object_or_404(Cluster.objects.select_related("sku"), slug=slug)
+    deployments = cluster.deployments.select_related("cluster__sku", "model")
+    return render(
+        request,
+        "fleet/cluster.html",
+        {"cluster": cluster, "rows": headroom(deployments), "states": cluster.states.select_related("sku")},
+    )
+
+
+@login_required
+def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    deployment = get_object_or_404(Deployment.objects.select_related("cluster__sku", "model"), slug=slug)
+    (row,) = headroom([deployment])
+    context = {"d": deployment, "row": row}
+    if row.result is not None:
+        result = row.result
+        observed = int(row.observed) if row.observed is not None else None
+        context |= {
+            "result": result,
+            "envelope": envelope(result, observed),
+            "envelope_full": envelope(result),
+            "curve": capacity_points(deployment),
+        }
+    context |= _poll_series(deployment)
+    return render(request, "fleet/deployment.html", context)
+
+
+#: Polls drawn on the deployment page (newest last).
+RECENT_POLLS = 120
+
+
+def _poll_series(deployment: Deployment) -> dict:
+    """Recent polls as chart series, with the workload's SLO lines, and the latest calibration."""
+    polls = list(deployment.polls.defer("outcome").order_by("-polled_at")[:RECENT_POLLS])[::-1]
+    if not polls:
+        return {"polls": []}
+    labels = [p.polled_at.strftime("%H:%M:%S") for p in polls]
+    w = deployment.workload
+
+    def line(label, values, color, dash=None):
+        return {"label": label, "values": values, "color": color, **({"dash": dash} if dash else {})}
+
+    latency = [line("TTFT p95 (ms)", [p.ttft_p95_ms for p in polls], "#2856d8"),
+               line("Time per output token p95 (ms)", [p.itl_p95_ms for p in polls], "#2f8f6b")]  # fmt: skip
+    if w:
+        latency += [line("TTFT SLO", [w.ttft_slo_ms] * len(polls), "#2856d8", [6, 4]),
+                    line("TPOT SLO", [w.tpot_slo_ms] * len(polls), "#2f8f6b", [6, 4])]  # fmt: skip
+    fractions = [line("KV cache usage", [p.kv_cache_usage for p in polls], "#d08c2e"),
+                 line("Prefix-cache hit rate", [p.prefix_cache_hit_rate for p in polls], "#8f6bb3")]  # fmt: skip
+    tokens = [line("Generation tokens/s", [p.generation_tokens_per_s for p in polls], "#2f8f6b"),
+              line("Prompt tokens/s", [p.prompt_tokens_per_s for p in polls], "#4a5a80")]  # fmt: skip
+    calibrated = next((p for p in reversed(polls) if p.calibration_ratio is not None), None)
+    return {
+        "polls": polls[-10:][::-1],
+        "latency_chart": {"labels": labels, "series": latency, "unit": "ms"},
+        "fraction_chart": {"labels": labels, "series": fractions, "unit": "fraction"},
+        "tokens_chart": {"labels": labels, "series": tokens, "unit": "tokens/s"},
+        "calibration": calibrated,
+    }
