@@ -35,9 +35,10 @@ browser-deps:
 test: install browser-deps  ## the whole suite (SQLite and a filesystem broker unless DATABASE_URL / CELERY_BROKER_URL are set)
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
-lint: install
+lint: install  ## ruff, and the import contracts in pyproject.toml (layers point one way)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	PYTHONPATH=. $(VENV)/bin/lint-imports
 
 format: install
 	$(VENV)/bin/ruff format .
