@@ -7,6 +7,8 @@ engine's ``EngineInputError`` has the same shape (``errors``: field -> messages)
 
 from __future__ import annotations
 
+from planner.engine import EngineInputError
+
 
 class InputError(ValueError):
     """Bad input, reported per field: ``errors`` maps a field name (``__all__`` for the whole
@@ -23,3 +25,12 @@ class InputError(ValueError):
 
 class ConflictError(Exception):
     """The request is well formed but conflicts with stored state (answered 409)."""
+
+
+#: Every error that carries field names: catch these at a front door (form, command, API handler).
+FIELD_ERRORS = (InputError, EngineInputError)
+
+
+def describe(exc: InputError | EngineInputError) -> str:
+    """One line for a shell: ``field: message; other: message``."""
+    return "; ".join(f"{field}: {' '.join(messages)}" for field, messages in exc.errors.items())

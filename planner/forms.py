@@ -1,31 +1,99 @@
-"""Page forms for the planner. Validation is the models' own (``full_clean``) and the engine's."""
+"""Page forms for the planner: they type a page's input and show a service's domain errors beside
+the fields (``add_service_errors``). Rules live in the models (``full_clean``), the services and
+the engine, never here."""
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 from django import forms
 
-from fleet.models import ModelSpec
+from fleet.models import HardwareSku, ModelSpec, Workload
+from planner.engine import KV_CACHE_DTYPES, MODES
+from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PlanRequest
+from planner.sizing import POOLS, SizingRequest
 
 
-class ModelSpecForm(forms.ModelForm):
-    """Layer groups are edited as JSON; errors name the item and key (``layer_groups.1.kv_heads``)."""
+def _number(**attrs: object) -> forms.NumberInput:
+    return forms.NumberInput(attrs={"min": 1, **attrs})
 
-    layer_groups = forms.JSONField(
-        widget=forms.Textarea(attrs={"rows": 8, "class": "mono"}),
-        help_text='A list like [{"kind": "full", "count": 80, "kv_heads": 8, "head_dim": 128}]. Kinds: full '
-        "(kv_heads, head_dim), sliding (+ window), mla (kv_lora_rank, qk_rope_head_dim), linear (key_heads, "
-        "value_heads, key_dim, value_dim, conv_kernel, optional state_dtype, conv_dtype).",
+
+class WhatIfForm(forms.Form):
+    """The what-if inputs (GET, so a result's URL can be shared). Choices come from the records;
+    every default is ``SizingRequest``'s, except the page's starting example (``EXAMPLE``)."""
+
+    #: Where the page starts when the URL names no input: Kimi K3 on 16 H200 (the seeds' example).
+    EXAMPLE = {"model": "kimi-k3", "sku": "h200-141gb", "gpus": "16", "tp": "8", "dp": "2", "ep": "16",
+               "kv_cache_dtype": "fp8", "context_tokens": "131072", "pool": "unified"}  # fmt: skip
+
+    model = forms.ChoiceField()
+    sku = forms.ChoiceField(label="SKU")
+    gpus = forms.IntegerField(label="GPUs", min_value=1, required=False, widget=_number())
+    tp = forms.IntegerField(min_value=1, required=False, widget=_number())
+    pp = forms.IntegerField(min_value=1, required=False, widget=_number())
+    dp = forms.IntegerField(min_value=1, required=False, widget=_number())
+    ep = forms.IntegerField(min_value=1, required=False, widget=_number())
+    kv_cache_dtype = forms.ChoiceField(
+        label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial="bf16", required=False
+    )
+    context_tokens = forms.IntegerField(label="Context (tokens)", min_value=1, required=False, widget=_number())
+    pool = forms.ChoiceField(choices=[(p, p) for p in POOLS], initial="unified", required=False)
+    gpu_memory_utilization = forms.FloatField(
+        label="GPU memory utilisation", min_value=0.01, max_value=1, required=False,
+        widget=forms.NumberInput(attrs={"step": "0.01", "min": "0.01", "max": "1", "placeholder": "0.9"}),
+    )  # fmt: skip
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
+        self.fields["sku"].choices = list(HardwareSku.objects.values_list("slug", "name"))
+
+    def to_request(self) -> SizingRequest:
+        """The sizing request of a valid form (blank numbers take the service's defaults)."""
+        data = {k: v for k, v in self.cleaned_data.items() if v not in (None, "")}
+        return SizingRequest(**data)
+
+
+class PlanForm(forms.Form):
+    """Start a layout search from the plans page (defaults are ``PlanRequest``'s)."""
+
+    model = forms.ChoiceField(initial="kimi-k3")
+    workload = forms.ChoiceField()
+    max_nodes = forms.IntegerField(
+        label="Up to nodes per SKU",
+        initial=PlanRequest.max_nodes,
+        min_value=1,
+        max_value=MAX_NODES_LIMIT,
+        required=False,
+    )
+    modes = forms.MultipleChoiceField(
+        label="Serving (none = both)",
+        choices=[(m, m) for m in MODES],
+        initial=list(MODES),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+    )
+    kv_cache_dtypes = forms.MultipleChoiceField(
+        label="KV cache (none = both)",
+        choices=[(d, d) for d in PLAN_KV_CACHE_DTYPES],
+        initial=list(PLAN_KV_CACHE_DTYPES),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+    )
+    skus = forms.MultipleChoiceField(
+        label="SKUs (none = all with a quote)", required=False, widget=forms.SelectMultiple(attrs={"size": 4})
     )
 
-    class Meta:
-        model = ModelSpec
-        fields = ["name", "slug", "total_params", "active_params", "expert_params", "n_routed_experts",
-                  "n_active_experts", "n_shared_experts", "hidden_size", "vocab_size", "max_context_tokens",
-                  "attention_heads", "weight_format", "expert_weight_format", "layer_groups", "source"]  # fmt: skip
-
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.instance.pk and not self.is_bound:
-            self.initial["layer_groups"] = json.dumps(self.instance.layer_groups, indent=1)
+        self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
+        self.fields["workload"].choices = list(Workload.objects.values_list("slug", "name"))
+        self.fields["skus"].choices = list(HardwareSku.objects.values_list("slug", "name"))
+
+    def to_request(self) -> PlanRequest:
+        """The request of a valid form; what is left blank (or unticked) takes PlanRequest's default."""
+        d = self.cleaned_data
+        chosen = {name: tuple(d[name]) for name in ("skus", "kv_cache_dtypes", "modes") if d[name]}
+        if d["max_nodes"] is not None:
+            chosen["max_nodes"] = d["max_nodes"]
+        return PlanRequest(model=d["model"], workload=d["workload"], **chosen)

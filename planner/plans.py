@@ -1,21 +1,23 @@
-"""Plan runs: validate a search request, price the SKUs with the quotes in force, run the search
-with progress and cancellation, and store the result in one transaction.
+"""Plan service: check a search request (``PlanRequest``), price the SKUs with the quotes in
+force, run the search with progress and cancellation, and store the result in one transaction.
 
-``execute_plan`` is what the Celery task and ``manage.py plan`` both call.
+``create_plan`` is called by the API, the plans page and ``manage.py plan``; ``execute_plan`` by
+the Celery task and the command. Errors are ``fleet.errors.InputError`` with field names.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from rest_framework import serializers
 
+from fleet.errors import InputError
 from fleet.models import GpuQuote, HardwareSku, ModelSpec, Workload
 from planner.engine import MODES, EngineInputError, SearchCancelled, SkuOffer, search
 from planner.engine import Workload as SearchWorkload
@@ -28,23 +30,37 @@ PROGRESS_STEP = 5
 MAX_PROGRESS_LOG = 40
 
 
-class PlanRequestSerializer(serializers.Serializer):
-    """``POST /api/v1/plans/`` request body."""
+#: KV cache dtypes and serving modes a plan may search.
+PLAN_KV_CACHE_DTYPES: tuple[str, ...] = ("bf16", "fp8")
+#: Nodes per SKU a plan may search up to (the search's cost grows with it; docs/layouts.md).
+MAX_NODES_LIMIT = 32
 
-    model = serializers.SlugRelatedField(slug_field="slug", queryset=ModelSpec.objects.all())
-    workload = serializers.SlugRelatedField(slug_field="slug", queryset=Workload.objects.all())
-    skus = serializers.SlugRelatedField(
-        slug_field="slug", queryset=HardwareSku.objects.all(), many=True, required=False,
-        help_text="Candidate SKUs (default: every SKU with an on-demand quote in force).",
-    )  # fmt: skip
-    max_nodes = serializers.IntegerField(default=8, min_value=1, max_value=32)
-    kv_cache_dtypes = serializers.ListField(
-        child=serializers.ChoiceField(choices=["bf16", "fp8"]), default=["bf16", "fp8"], allow_empty=False
-    )
-    modes = serializers.ListField(
-        child=serializers.ChoiceField(choices=list(MODES)), default=list(MODES), allow_empty=False
-    )
-    on = serializers.DateField(required=False, help_text="Date of the GPU quotes used (default: today).")
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """A layout search to run: records by slug; ``skus`` empty means every SKU with an on-demand
+    quote in force on ``on`` (default: today)."""
+
+    model: str
+    workload: str
+    skus: tuple[str, ...] = ()
+    max_nodes: int = 8
+    kv_cache_dtypes: tuple[str, ...] = PLAN_KV_CACHE_DTYPES
+    modes: tuple[str, ...] = MODES
+    on: date | None = None
+
+    def errors(self) -> dict[str, list[str]]:
+        """Problems with the values themselves (records are checked by ``create_plan``)."""
+        errors: dict[str, list[str]] = {}
+        if not isinstance(self.max_nodes, int) or not 1 <= self.max_nodes <= MAX_NODES_LIMIT:
+            errors["max_nodes"] = [f"Give a whole number of nodes from 1 to {MAX_NODES_LIMIT}."]
+        for name, allowed in (("kv_cache_dtypes", PLAN_KV_CACHE_DTYPES), ("modes", MODES)):
+            values = getattr(self, name)
+            if not values:
+                errors[name] = [f"Pick at least one of {', '.join(allowed)}."]
+            elif unknown := [v for v in values if v not in allowed]:
+                errors[name] = [f"Unknown {', '.join(map(str, unknown))}; use {', '.join(allowed)}."]
+        return errors
 
 
 def price_offers(skus: list[HardwareSku], on: date) -> tuple[list[HardwareSku], dict[str, dict[str, Any]], list[str]]:
@@ -60,25 +76,41 @@ def price_offers(skus: list[HardwareSku], on: date) -> tuple[list[HardwareSku], 
     return priced, prices, missing
 
 
-def create_plan(data: dict[str, Any], user: Any) -> Plan:
-    """Record a queued plan with its priced SKUs; the caller enqueues it (``enqueue``)."""
-    on = data.get("on") or timezone.now().date()
-    skus = data.get("skus") or list(HardwareSku.objects.all())
+def create_plan(request: PlanRequest, user: Any) -> Plan:
+    """Record a queued plan with its priced SKUs (InputError with field names when it cannot run);
+    the caller enqueues it (``enqueue``)."""
+    errors = request.errors()
+    model = ModelSpec.objects.filter(slug=request.model).first()
+    workload = Workload.objects.filter(slug=request.workload).first()
+    if model is None:
+        errors["model"] = [f"No model {request.model!r}."]
+    if workload is None:
+        errors["workload"] = [f"No workload {request.workload!r}."]
+    skus = list(HardwareSku.objects.filter(slug__in=request.skus)) if request.skus else list(HardwareSku.objects.all())
+    if unknown := sorted(set(request.skus) - {s.slug for s in skus}):
+        errors["skus"] = [f"No SKU {', '.join(unknown)}."]
+    if errors:
+        raise InputError(errors)
+    on = request.on or timezone.now().date()
     priced, prices, missing = price_offers(skus, on)
-    if data.get("skus") and missing:
-        raise serializers.ValidationError(
-            {"skus": [f"No on-demand quote in force on {on.isoformat()} for: {', '.join(missing)}."]}
-        )
+    if request.skus and missing:
+        raise InputError.single("skus", f"No on-demand quote in force on {on.isoformat()} for: {', '.join(missing)}.")
     if not priced:
-        raise serializers.ValidationError({"skus": ["No candidate SKU has an on-demand quote in force."]})
+        raise InputError.single("skus", "No candidate SKU has an on-demand quote in force.")
     options = {
-        "max_nodes": data["max_nodes"], "kv_cache_dtypes": data["kv_cache_dtypes"], "modes": data["modes"],
-        "on": on.isoformat(), "prices": prices, "skipped_without_quote": missing,
-    }  # fmt: skip
+        "max_nodes": request.max_nodes,
+        "kv_cache_dtypes": list(request.kv_cache_dtypes),
+        "modes": list(request.modes),
+        "on": on.isoformat(),
+        "prices": prices,
+        "skipped_without_quote": missing,
+    }
     plan = Plan.objects.create(
-        model=data["model"], workload=data["workload"], options=options,
+        model=model,
+        workload=workload,
+        options=options,
         requested_by=user if getattr(user, "is_authenticated", False) else None,
-    )  # fmt: skip
+    )
     plan.skus.set(priced)
     return plan
 

@@ -1,128 +1,120 @@
-"""Sizing requests: validate the API/CLI input once, resolve the records, call the engine.
+"""Sizing service: one layout of a model on a SKU -> memory envelopes and admission capacity.
 
-The REST endpoint (``POST /api/v1/sizing/``) and ``manage.py size`` both go through
-``SizingRequestSerializer`` and ``run_sizing``, so a person at a shell gets the same answer
-and the same errors as a tool over HTTP.
+Plain inputs (``SizingRequest``: slugs and numbers), plain outputs (the engine's dataclasses),
+domain errors (``fleet.errors.InputError`` for unknown records, ``EngineInputError`` for input
+the engine cannot model; both map field names to messages). The REST endpoint
+(``planner/api/sizing.py``), the what-if page (``planner/views/whatif.py``) and ``manage.py
+size`` are front doors that only turn their input into a ``SizingRequest``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
-from rest_framework import serializers
-
+from fleet.errors import InputError
 from fleet.models import HardwareSku, ModelSpec
-from planner.engine import CACHE_DTYPES, WEIGHT_FORMATS, Layout, SizingResult, ThroughputResult, estimate, size
+from planner.engine import KV_CACHE_DTYPES, Layout, SizingResult, ThroughputResult, estimate, size
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
+POOLS = ("unified", "split")
 
 
-class SizingRequestSerializer(serializers.Serializer):
-    """``POST /api/v1/sizing/`` request body."""
+@dataclass(frozen=True)
+class SizingRequest:
+    """What to size. Records by slug; ``None`` means the engine's default (documented per field
+    in docs/api.md): ``gpus`` one replica of the layout, ``tp`` = gpus, ``context_tokens`` the
+    model's maximum, ``weight_format`` the model's own."""
 
-    model = serializers.SlugRelatedField(slug_field="slug", queryset=ModelSpec.objects.all())
-    sku = serializers.SlugRelatedField(slug_field="slug", queryset=HardwareSku.objects.all())
-    gpus = serializers.IntegerField(required=False, min_value=1, help_text="Default: one replica of the layout.")
-    tp = serializers.IntegerField(required=False, min_value=1, help_text="Default: tp = gpus.")
-    pp = serializers.IntegerField(required=False, min_value=1)
-    dp = serializers.IntegerField(required=False, min_value=1)
-    ep = serializers.IntegerField(required=False, min_value=1)
-    weight_format = serializers.ChoiceField(
-        choices=WEIGHT_FORMATS, required=False, help_text="Override: one format for every component."
-    )
-    include_scale_overhead = serializers.BooleanField(default=True)
-    kv_cache_dtype = serializers.ChoiceField(choices=[d for d in CACHE_DTYPES if d != "fp32"], default="bf16")
-    context_tokens = serializers.IntegerField(required=False, min_value=1, help_text="Default: the model's maximum.")
-    gpu_memory_utilization = serializers.FloatField(default=0.9, min_value=0.01, max_value=1.0)
-    runtime_reserve_gib = serializers.FloatField(required=False, min_value=0, help_text="Override, GiB per GPU.")
-    pool = serializers.ChoiceField(choices=["unified", "split"], default="unified")
-    state_pool_ratio = serializers.FloatField(
-        default=0.9, min_value=0.001, help_text="Split pool: state budget = rest x r / (1 + r)."
-    )
+    model: str
+    sku: str
+    gpus: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    ep: int | None = None
+    weight_format: str | None = None
+    include_scale_overhead: bool = True
+    kv_cache_dtype: str = "bf16"
+    context_tokens: int | None = None
+    gpu_memory_utilization: float = 0.9
+    runtime_reserve_gib: float | None = None
+    pool: str = "unified"
+    state_pool_ratio: float = 0.9
+
+    def layout(self) -> Layout | None:
+        """The layout asked for; None when no parallel degree is given (the engine uses tp = gpus).
+
+        With only pp/dp/ep and ``gpus`` given, tp takes what the GPUs leave, as "tp = gpus" does.
+        """
+        if not any(getattr(self, name) for name in LAYOUT_FIELDS):
+            return None
+        layout = Layout(**{name: getattr(self, name) or 1 for name in LAYOUT_FIELDS})
+        if not self.tp and self.gpus:
+            rest = layout.pp * layout.dp
+            layout = Layout(tp=max(1, self.gpus // rest), pp=layout.pp, dp=layout.dp, ep=layout.ep)
+        return layout
 
 
-def _layout(data: dict[str, Any]) -> Layout | None:
-    if not any(data.get(name) for name in LAYOUT_FIELDS):
-        return None
-    layout = Layout(**{name: data.get(name) or 1 for name in LAYOUT_FIELDS})
-    if not data.get("tp") and data.get("gpus"):
-        # Only pp/dp/ep given: tp takes what the GPUs leave, as "tp = gpus" does by default.
-        rest = layout.pp * layout.dp
-        layout = Layout(tp=max(1, data["gpus"] // rest), pp=layout.pp, dp=layout.dp, ep=layout.ep)
-    return layout
+@dataclass(frozen=True)
+class Sizing:
+    """A sized request: the records it resolved and the engine's result."""
+
+    request: SizingRequest
+    model: ModelSpec
+    sku: HardwareSku
+    result: SizingResult
 
 
-def run_sizing(data: dict[str, Any]) -> SizingResult:
-    """Run the engine on validated request data (raises EngineInputError for bad combinations)."""
-    model: ModelSpec = data["model"]
-    sku: HardwareSku = data["sku"]
-    return size(
+def resolve(model_slug: str, sku_slug: str) -> tuple[ModelSpec, HardwareSku]:
+    """The model and SKU records by slug (InputError naming each one that does not exist)."""
+    errors: dict[str, list[str]] = {}
+    model = ModelSpec.objects.filter(slug=model_slug).first()
+    sku = HardwareSku.objects.filter(slug=sku_slug).first()
+    if model is None:
+        errors["model"] = [f"No model {model_slug!r}."]
+    if sku is None:
+        errors["sku"] = [f"No SKU {sku_slug!r}."]
+    if errors:
+        raise InputError(errors)
+    return model, sku
+
+
+def size_layout(request: SizingRequest) -> Sizing:
+    """Size the request (raises InputError / EngineInputError with field names)."""
+    model, sku = resolve(request.model, request.sku)
+    if request.kv_cache_dtype not in KV_CACHE_DTYPES:
+        raise InputError.single("kv_cache_dtype", f"Use one of {', '.join(KV_CACHE_DTYPES)}.")
+    result = size(
         model.to_engine(),
         sku.to_engine(),
-        gpus=data.get("gpus"),
-        layout=_layout(data),
-        weight_format=data.get("weight_format"),
-        include_scale_overhead=data["include_scale_overhead"],
-        kv_cache_dtype=data["kv_cache_dtype"],
-        context_tokens=data.get("context_tokens"),
-        gpu_memory_utilization=data["gpu_memory_utilization"],
-        runtime_reserve_gib=data.get("runtime_reserve_gib"),
-        pool=data["pool"],
-        state_pool_ratio=data["state_pool_ratio"],
+        gpus=request.gpus,
+        layout=request.layout(),
+        weight_format=request.weight_format,
+        include_scale_overhead=request.include_scale_overhead,
+        kv_cache_dtype=request.kv_cache_dtype,
+        context_tokens=request.context_tokens,
+        gpu_memory_utilization=request.gpu_memory_utilization,
+        runtime_reserve_gib=request.runtime_reserve_gib,
+        pool=request.pool,
+        state_pool_ratio=request.state_pool_ratio,
     )
+    return Sizing(request=request, model=model, sku=sku, result=result)
 
 
-class PerGpuSerializer(serializers.Serializer):
-    hbm_bytes = serializers.IntegerField()
-    usable_bytes = serializers.IntegerField()
-    weights_bytes = serializers.IntegerField()
-    runtime_bytes = serializers.IntegerField()
-    cache_bytes = serializers.IntegerField()
-
-
-class SizingResponseSerializer(serializers.Serializer):
-    """The documented response (bytes are integers; per-GPU figures are one GPU's share)."""
-
-    weights_bytes = serializers.IntegerField(help_text="One copy of the model.")
-    weights_bytes_per_gpu = serializers.IntegerField()
-    min_gpus_for_weights = serializers.IntegerField(help_text="ceil(weights / nominal HBM), decimal GB.")
-    kv_bytes_per_token = serializers.IntegerField(help_text="One sequence, all layers, logical.")
-    kv_bytes_per_token_per_gpu = serializers.IntegerField()
-    state_bytes_per_sequence = serializers.IntegerField()
-    state_bytes_per_sequence_per_gpu = serializers.IntegerField()
-    kv_bytes_per_sequence = serializers.IntegerField(help_text="At context_tokens.")
-    kv_bytes_per_sequence_per_gpu = serializers.IntegerField()
-    per_gpu = PerGpuSerializer()
-    max_concurrent_sequences = serializers.IntegerField(help_text="Whole cluster, with the chosen pool.")
-    max_concurrent_sequences_unified = serializers.IntegerField()
-    max_concurrent_sequences_split = serializers.IntegerField()
-    max_concurrent_sequences_per_replica = serializers.IntegerField()
-    stranded_bytes = serializers.IntegerField(help_text="Per GPU, split pool only.")
-    fits = serializers.BooleanField()
-    deficit_bytes = serializers.IntegerField(help_text="Per GPU; 0 when it fits.")
-    aggregate_hbm_bytes = serializers.IntegerField()
-    replicas = serializers.IntegerField()
-    layout = serializers.DictField(child=serializers.IntegerField())
-    weights = serializers.DictField()
-    runtime = serializers.DictField()
-    inputs = serializers.DictField()
-    assumptions = serializers.ListField(child=serializers.CharField())
-
-
-def run_speed(data: dict[str, Any], result: SizingResult, usd_per_gpu_hour: Any = None) -> ThroughputResult:
+def speed_of(sizing: Sizing, usd_per_gpu_hour: object = None) -> ThroughputResult:
     """Speed and cost of one replica of the sized layout (2,048-token prompts, 256-token answers,
     capped at the context asked for)."""
-    context = result.context_tokens
+    request, context = sizing.request, sizing.result.context_tokens
     return estimate(
-        data["model"].to_engine(),
-        data["sku"].to_engine(),
-        result.layout,
+        sizing.model.to_engine(),
+        sizing.sku.to_engine(),
+        sizing.result.layout,
         prompt_tokens=min(2048, max(1, context // 2)),
         output_tokens=min(256, max(1, context // 4)),
         context_tokens=context,
         usd_per_gpu_hour=usd_per_gpu_hour,
-        kv_cache_dtype=data["kv_cache_dtype"],
-        weight_format=data.get("weight_format"),
-        include_scale_overhead=data["include_scale_overhead"],
-        gpu_memory_utilization=data["gpu_memory_utilization"],
+        kv_cache_dtype=request.kv_cache_dtype,
+        weight_format=request.weight_format,
+        include_scale_overhead=request.include_scale_overhead,
+        gpu_memory_utilization=request.gpu_memory_utilization,
     )

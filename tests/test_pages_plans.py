@@ -50,8 +50,25 @@ def test_viewer_sees_plans_but_cannot_start_or_cancel(client, make_user, setup):
 @pytest.mark.django_db
 def test_bad_start_is_reported_not_a_500(client, make_user, setup):
     client.force_login(make_user("p", "platform"))
-    r = client.post("/plans/start/", {"model": "kimi-k3", "workload": "nope"}, follow=True)
-    assert r.status_code == 200 and "workload" in r.content.decode() and not Plan.objects.exists()
+    r = client.post("/plans/start/", {"model": "kimi-k3", "workload": "nope"})
+    assert r.status_code == 400 and not Plan.objects.exists()
+    errors = r.context["form"].errors
+    assert list(errors) == ["workload"] and "nope is not one of the available choices" in errors["workload"][0]
+    html = r.content.decode()  # the message sits in the workload field's box, and the input is kept
+    field = html.split('<label for="id_workload">')[1].split('<div class="field')[0]
+    assert "nope is not one of the available choices" in field
+
+
+@pytest.mark.django_db
+def test_start_without_quotes_shows_the_service_error_beside_the_skus(client, make_user, setup):
+    from fleet.models import GpuQuote
+
+    GpuQuote.objects.filter(sku__slug="b200-192gb").delete()
+    client.force_login(make_user("p", "platform"))
+    r = client.post("/plans/start/", {"model": "kimi-k3", "workload": "agent", "skus": ["b200-192gb"]})
+    assert r.status_code == 400 and not Plan.objects.exists()
+    field = r.content.decode().split('<label for="id_skus">')[1].split('<div class="field')[0]
+    assert "No on-demand quote in force" in field and "b200-192gb" in field
 
 
 @pytest.mark.django_db

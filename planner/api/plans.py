@@ -10,8 +10,33 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from planner.engine import MODES
 from planner.models import Plan
-from planner.plans import PlanRequestSerializer, cancel, create_plan, enqueue
+from planner.plans import PLAN_KV_CACHE_DTYPES, PlanRequest, cancel, create_plan, enqueue
+
+
+class PlanRequestSerializer(serializers.Serializer):
+    """``POST /api/v1/plans/`` request body (defaults are ``PlanRequest``'s)."""
+
+    model = serializers.CharField(help_text="Model slug.")
+    workload = serializers.CharField(help_text="Workload slug.")
+    skus = serializers.ListField(
+        child=serializers.CharField(), required=False,
+        help_text="Candidate SKU slugs (default: every SKU with an on-demand quote in force).",
+    )  # fmt: skip
+    max_nodes = serializers.IntegerField(required=False, min_value=1, help_text="Default 8.")
+    kv_cache_dtypes = serializers.ListField(
+        child=serializers.ChoiceField(choices=PLAN_KV_CACHE_DTYPES), required=False, allow_empty=False
+    )
+    modes = serializers.ListField(child=serializers.ChoiceField(choices=MODES), required=False, allow_empty=False)
+    on = serializers.DateField(required=False, help_text="Date of the GPU quotes used (default: today).")
+
+    def to_request(self) -> PlanRequest:
+        data = dict(self.validated_data)
+        for name in ("skus", "kv_cache_dtypes", "modes"):
+            if name in data:
+                data[name] = tuple(data[name])
+        return PlanRequest(**data)
 
 
 class PlanSerializer(serializers.ModelSerializer):
@@ -42,7 +67,7 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         incoming = PlanRequestSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
-        plan = create_plan(incoming.validated_data, request.user)
+        plan = create_plan(incoming.to_request(), request.user)
         enqueue(plan)
         body = PlanSerializer(plan, context=self.get_serializer_context()).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})

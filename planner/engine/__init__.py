@@ -17,7 +17,7 @@ from planner.engine.cache import kv_bytes_per_token
 from planner.engine.costs import BreakevenResult, breakeven, unit_economics, weights_storage
 from planner.engine.errors import EngineInputError
 from planner.engine.floors import min_gpus_for_weights, single_gpu_fit
-from planner.engine.formats import CACHE_DTYPES, WEIGHT_FORMATS
+from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
 from planner.engine.quotes import PRICING_KINDS, Quote, quote_in_force, quotes_in_force, rate_from_quotes
 from planner.engine.result import CapacityPoint, SizingResult
 from planner.engine.search import search
@@ -31,6 +31,7 @@ from planner.engine.weights import weights_bytes
 
 __all__ = [
     "CACHE_DTYPES",
+    "KV_CACHE_DTYPES",
     "MODES",
     "PRICING_KINDS",
     "REASONS",

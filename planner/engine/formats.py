@@ -62,6 +62,8 @@ DTYPE_BYTES: dict[str, float] = {
 }
 
 CACHE_DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
+#: Dtypes a serving engine offers for the KV cache (fp32 is for recurrent state, not KV).
+KV_CACHE_DTYPES: tuple[str, ...] = tuple(d for d in DTYPE_BYTES if d != "fp32")
 
 
 def bits_per_weight(fmt: str, include_scale_overhead: bool = True) -> float:

@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from fleet.filters import ModelSpecFilter
+from fleet.forms import ModelSpecForm
 from fleet.models import HardwareSku, ModelSpec
 from fleet.views.access import role_required
 from planner.engine import (
@@ -18,7 +19,6 @@ from planner.engine import (
     state_bytes_per_sequence,
     weights_bytes,
 )
-from planner.forms import ModelSpecForm
 
 
 @login_required

@@ -6,48 +6,36 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from rest_framework.exceptions import ValidationError
 
-from fleet.models import HardwareSku, ModelSpec, Workload
+from fleet.errors import InputError
+from fleet.forms import add_service_errors
 from fleet.views.access import HtmxHttpRequest, is_partial, role_required
+from planner.forms import PlanForm
 from planner.models import Plan
-from planner.plans import PlanRequestSerializer, cancel, create_plan, enqueue
+from planner.plans import cancel, create_plan, enqueue
 
 
 @login_required
-def plan_list(request: HttpRequest) -> HttpResponse:
-    context = {
-        "plans": Plan.objects.select_related("model", "workload")[:50],
-        "models": ModelSpec.objects.values_list("slug", "name"),
-        "workloads": Workload.objects.values_list("slug", "name"),
-        "skus": HardwareSku.objects.values_list("slug", "name"),
-    }
-    return render(request, "planner/plans.html", context)
+def plan_list(request: HttpRequest, form: PlanForm | None = None, status: int = 200) -> HttpResponse:
+    context = {"plans": Plan.objects.select_related("model", "workload")[:50], "form": form or PlanForm()}
+    return render(request, "planner/plans.html", context, status=status)
 
 
 @role_required("plans")
 def plan_start(request: HttpRequest) -> HttpResponse:
+    """Start a search; a problem comes back beside its input on the plans page (400)."""
     if request.method != "POST":
         return redirect("plans")
-    data = {
-        "model": request.POST.get("model"), "workload": request.POST.get("workload"),
-        "max_nodes": request.POST.get("max_nodes") or 8,
-        "modes": request.POST.getlist("modes") or ["aggregated", "disaggregated"],
-        "kv_cache_dtypes": request.POST.getlist("kv_cache_dtypes") or ["bf16", "fp8"],
-    }  # fmt: skip
-    if request.POST.getlist("skus"):
-        data["skus"] = request.POST.getlist("skus")
-    incoming = PlanRequestSerializer(data=data)
-    try:
-        incoming.is_valid(raise_exception=True)
-        plan = create_plan(incoming.validated_data, request.user)
-    except ValidationError as exc:
-        detail = exc.detail if isinstance(exc.detail, dict) else {"plan": exc.detail}
-        for field, problems in detail.items():
-            messages.error(request, f"{field}: {' '.join(str(p) for p in problems)}")
-        return redirect("plans")
-    enqueue(plan)
-    return redirect("plan", pk=plan.pk)
+    form = PlanForm(request.POST)
+    if form.is_valid():
+        try:
+            plan = create_plan(form.to_request(), request.user)
+        except InputError as exc:
+            add_service_errors(form, exc)
+        else:
+            enqueue(plan)
+            return redirect("plan", pk=plan.pk)
+    return plan_list(request, form=form, status=400)
 
 
 def _rows(plan: Plan) -> dict:

@@ -1,5 +1,6 @@
 """What-if: pick a model, SKU, GPUs, layout, KV dtype, context and pool; every change re-renders
-the result in place (HTMX), and the URL carries the inputs so it can be shared."""
+the result in place (HTMX) with each input's error beside it, and the URL carries the inputs so
+it can be shared."""
 
 from __future__ import annotations
 
@@ -9,61 +10,57 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from fleet.models import GpuQuote, HardwareSku, ModelSpec
+from fleet.errors import FIELD_ERRORS
+from fleet.forms import add_service_errors
+from fleet.models import GpuQuote
 from fleet.views.access import HtmxHttpRequest, is_partial
-from planner.engine import CACHE_DTYPES, EngineInputError
+from planner.forms import WhatIfForm
 from planner.headroom import envelope
-from planner.sizing import SizingRequestSerializer, run_sizing, run_speed
-
-DEFAULTS = {"model": "kimi-k3", "sku": "h200-141gb", "gpus": "16", "tp": "8", "dp": "2", "ep": "16",
-            "kv_cache_dtype": "fp8", "context_tokens": "131072", "pool": "unified"}  # fmt: skip
-FIELDS = ("model", "sku", "gpus", "tp", "pp", "dp", "ep", "kv_cache_dtype", "context_tokens", "pool",
-          "gpu_memory_utilization")  # fmt: skip
+from planner.sizing import size_layout, speed_of
 
 
-def _inputs(request: HtmxHttpRequest) -> dict[str, str]:
-    if not any(name in request.GET for name in FIELDS):
-        first = ModelSpec.objects.filter(slug=DEFAULTS["model"]).exists()
-        return dict(DEFAULTS) if first else {}
-    return {name: request.GET[name] for name in FIELDS if request.GET.get(name, "") != ""}
+def _form(request: HtmxHttpRequest) -> WhatIfForm:
+    """Bound to the URL's inputs, or to the page's example when the URL names none."""
+    if any(name in request.GET for name in WhatIfForm.base_fields):
+        return WhatIfForm({k: v for k, v in request.GET.items() if v != ""})
+    form = WhatIfForm(WhatIfForm.EXAMPLE)
+    return form if WhatIfForm.EXAMPLE["model"] in dict(form.fields["model"].choices) else WhatIfForm()
 
 
-def compute(inputs: dict[str, str]) -> dict:
-    """Validate and size; errors come back per field, never as an exception."""
-    serializer = SizingRequestSerializer(data=inputs)
-    if not serializer.is_valid():
-        return {"errors": {k: [str(m) for m in v] for k, v in serializer.errors.items()}}
-    data = serializer.validated_data
+def compute(form: WhatIfForm) -> dict:
+    """Size a bound form's request; a problem goes beside its input, never out as an exception."""
+    if not form.is_bound or not form.is_valid():
+        return {}
     try:
-        result = run_sizing(data)
-    except EngineInputError as exc:
-        return {"errors": exc.errors}
+        sizing = size_layout(form.to_request())
+    except FIELD_ERRORS as exc:
+        add_service_errors(form, exc)
+        return {}
+    result = sizing.result
     context = {"result": result, "envelope": envelope(result)}
     if result.fits:
-        quote = GpuQuote.in_force(data["sku"], timezone.now().date())
+        quote = GpuQuote.in_force(sizing.sku, timezone.now().date())
         try:
-            speed = run_speed(data, result, quote.usd_per_gpu_hour if quote else None)
-        except EngineInputError:
+            speed = speed_of(sizing, quote.usd_per_gpu_hour if quote else None)
+        except FIELD_ERRORS:
             speed = None
         if speed is not None:
             context["speed"] = {
-                "tpot_ms": speed.tpot_s * 1000, "ttft_ms": speed.ttft_s * 1000, "batch": speed.batch,
-                "tokens_per_s_per_gpu": speed.tokens_per_s_per_gpu, "usd_per_mtok": speed.usd_per_mtok,
+                "tpot_ms": speed.tpot_s * 1000,
+                "ttft_ms": speed.ttft_s * 1000,
+                "batch": speed.batch,
+                "tokens_per_s_per_gpu": speed.tokens_per_s_per_gpu,
+                "usd_per_mtok": speed.usd_per_mtok,
                 "quote": quote,
-            }  # fmt: skip
+            }
     return context
 
 
 @login_required
 @vary_on_headers("HX-Request")
 def what_if(request: HtmxHttpRequest) -> HttpResponse:
-    inputs = _inputs(request)
-    context = {"inputs": inputs, **(compute(inputs) if inputs else {})}
+    form = _form(request)
+    context = {"form": form, **compute(form)}
     if is_partial(request):
-        return render(request, "planner/_whatif_result.html", context)
-    context |= {
-        "models": ModelSpec.objects.values_list("slug", "name"),
-        "skus": HardwareSku.objects.values_list("slug", "name"),
-        "kv_dtypes": [d for d in CACHE_DTYPES if d != "fp32"],
-    }
+        return render(request, "planner/_whatif_result.html", {**context, "oob_errors": True})
     return render(request, "planner/whatif.html", context)

@@ -6,9 +6,9 @@ import json
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.exceptions import ValidationError
 
-from planner.plans import PlanRequestSerializer, create_plan, execute_plan
+from fleet.errors import InputError, describe
+from planner.plans import PlanRequest, create_plan, execute_plan
 
 
 class Command(BaseCommand):
@@ -24,17 +24,16 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the stored result as JSON.")
 
     def handle(self, *args, **o):
-        data = {"workload": o["workload"], "model": o["model"], "max_nodes": o["max_nodes"]}
-        for key in ("skus", "modes", "kv_cache_dtypes"):
-            if o.get(key):
-                data[key] = o[key]
-        request = PlanRequestSerializer(data=data)
-        if not request.is_valid():
-            raise CommandError("; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in request.errors.items()))
+        request = PlanRequest(
+            workload=o["workload"],
+            model=o["model"],
+            max_nodes=o["max_nodes"],
+            **{key: tuple(o[key]) for key in ("skus", "modes", "kv_cache_dtypes") if o.get(key)},
+        )
         try:
-            plan = create_plan(request.validated_data, None)
-        except ValidationError as exc:
-            raise CommandError(str(exc.detail)) from exc
+            plan = create_plan(request, None)
+        except InputError as exc:
+            raise CommandError(describe(exc)) from exc
         bar = ProgressBar(self.stderr if o["json"] else self.stdout)
         plan = execute_plan(str(plan.pk), on_progress=bar.update)
         bar.close()

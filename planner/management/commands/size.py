@@ -6,8 +6,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from planner.engine import EngineInputError
-from planner.sizing import SizingRequestSerializer, run_sizing
+from fleet.errors import FIELD_ERRORS, describe
+from planner.sizing import SizingRequest, size_layout
 
 GIB = 1024**3
 
@@ -34,21 +34,21 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the API's JSON response.")
 
     def handle(self, *args, **o):
-        data = {
-            "model": o["model"], "sku": o["sku"], "kv_cache_dtype": o["kv_cache_dtype"],
-            "include_scale_overhead": not o["no_scale_overhead"], "pool": o["pool"],
-            "gpu_memory_utilization": o["gpu_memory_utilization"], "state_pool_ratio": o["state_pool_ratio"],
-        }  # fmt: skip
-        for key in ("gpus", "tp", "pp", "dp", "ep", "context_tokens", "weight_format", "runtime_reserve_gib"):
-            if o.get(key) is not None:
-                data[key] = o[key]
-        serializer = SizingRequestSerializer(data=data)
-        if not serializer.is_valid():
-            raise CommandError(_format_errors(serializer.errors))
+        fields = ("gpus", "tp", "pp", "dp", "ep", "context_tokens", "weight_format", "runtime_reserve_gib")
+        request = SizingRequest(
+            model=o["model"],
+            sku=o["sku"],
+            kv_cache_dtype=o["kv_cache_dtype"],
+            include_scale_overhead=not o["no_scale_overhead"],
+            pool=o["pool"],
+            gpu_memory_utilization=o["gpu_memory_utilization"],
+            state_pool_ratio=o["state_pool_ratio"],
+            **{key: o[key] for key in fields if o.get(key) is not None},
+        )
         try:
-            result = run_sizing(serializer.validated_data)
-        except EngineInputError as exc:
-            raise CommandError(_format_errors(exc.errors)) from exc
+            result = size_layout(request).result
+        except FIELD_ERRORS as exc:
+            raise CommandError(describe(exc)) from exc
         if o["json"]:
             self.stdout.write(json.dumps(result.to_dict(), indent=2))
             return
@@ -81,14 +81,3 @@ class Command(BaseCommand):
         w("  assumptions:")
         for a in r.assumptions:
             w(f"    - {a}")
-
-
-def _format_errors(errors) -> str:
-    lines = []
-    for field, messages in errors.items():
-        if isinstance(messages, dict | list) and messages and not isinstance(messages, str):
-            text = " ".join(str(m) for m in (messages if isinstance(messages, list) else messages.values()))
-        else:
-            text = str(messages)
-        lines.append(f"{field}: {text}")
-    return "; ".join(lines)
