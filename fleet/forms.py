@@ -80,10 +80,11 @@ class ModelSpecForm(forms.ModelForm):
             self.initial["layer_groups"] = json.dumps(self.instance.layer_groups, indent=1)
 
 
-def add_service_errors(form: forms.Form, exc: InputError | EngineInputError) -> None:
-    """Put a service's field errors beside the form's fields (others above the form)."""
+def add_service_errors(form: forms.Form, exc: InputError | EngineInputError, prefix: str = "") -> None:
+    """Put a service's field errors beside the form's fields (others above the form). ``prefix``
+    strips a dotted path's head, e.g. ``breakeven.`` for a decision's comparison."""
     for field, messages in exc.errors.items():
-        name = field.split(".")[0]
+        name = field.removeprefix(prefix).split(".")[0]
         if name in form.fields:
             for message in messages:
                 form.add_error(name, message)

@@ -1,27 +1,28 @@
-"""Rent versus API: validate a request once, resolve prices and records, call the cost engine.
+"""Rent-versus-API service: check a ``BreakevenRequest``, resolve prices and records, call the
+cost engine.
 
-Used by ``POST /api/v1/breakeven/``, by recorded decisions (which freeze ``snapshot``), and by
-the rent-vs-API page. Prices come either inline or from records: the GPU quote in force for a
+Used by ``POST /api/v1/breakeven/``, by recorded decisions (``planner.decisions``, which freeze
+``snapshot``), and by the rent-vs-API page. Prices come either inline or from records: the GPU quote in force for a
 SKU on a date, and an ``ApiPrice`` by slug; either way the response says which prices, with
 their dates, it used.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from django.utils import timezone
-from rest_framework import serializers
 
+from fleet.errors import InputError
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 from planner.engine import (
     PRICING_KINDS,
-    EngineInputError,
     Layout,
     Quote,
+    blended_input_usd_per_mtok,
     breakeven,
     estimate,
     unit_economics,
@@ -32,88 +33,104 @@ from planner.engine import (
 PRICE_FIELDS = ("input_cache_hit_usd_per_mtok", "input_cache_miss_usd_per_mtok", "output_usd_per_mtok")
 
 
-def _money(**kwargs: Any) -> serializers.DecimalField:
-    return serializers.DecimalField(max_digits=14, decimal_places=4, min_value=Decimal(0), required=False, **kwargs)
+@dataclass(frozen=True)
+class BreakevenRequest:
+    """A rent-versus-API comparison. Records by slug; ``None`` means "not given". Either an inline
+    rate (``usd_per_gpu_hour``) or a ``sku`` whose quote in force on ``on`` is used; either an
+    ``api_price`` slug or the three inline prices; monthly tokens inline or from a ``workload``;
+    a ``deployment`` fills GPUs, SKU, model and (throughput model) the capacity. Money is Decimal
+    USD; token volumes are per month; ``hours_per_day`` 0-24."""
+
+    gpus: int | None = None
+    usd_per_gpu_hour: Decimal | None = None
+    sku: str | None = None
+    on: date | None = None
+    pricing_kind: str = "on-demand"
+    hours_per_day: Decimal = Decimal(24)
+    days_per_month: int = 30
+    api_price: str | None = None
+    input_cache_hit_usd_per_mtok: Decimal | None = None
+    input_cache_miss_usd_per_mtok: Decimal | None = None
+    output_usd_per_mtok: Decimal | None = None
+    workload: str | None = None
+    deployment: str | None = None
+    model: str | None = None
+    monthly_input_tokens: int | None = None
+    monthly_output_tokens: int | None = None
+    cache_hit_rate: float | None = None
+    capacity_output_tokens_per_month: int | None = None
+    utilisation: float | None = None
+    weights_bytes: int | None = None
+    download_gbytes_per_s: float | None = None
+    storage_usd_per_gb_month: Decimal | None = None
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    ep: int | None = None
+
+    def given(self) -> dict[str, Any]:
+        """The fields that were given (not None), for the frozen snapshot."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
-class BreakevenRequestSerializer(serializers.Serializer):
-    """``POST /api/v1/breakeven/`` request body."""
+@dataclass(frozen=True)
+class Resolved:
+    """A request's records, looked up by slug, and the values a deployment fills in."""
 
-    gpus = serializers.IntegerField(required=False, min_value=1, help_text="Default: the deployment's GPUs.")
-    usd_per_gpu_hour = _money(help_text="Inline rate; or give `sku` to use the quote in force.")
-    sku = serializers.SlugRelatedField(slug_field="slug", queryset=HardwareSku.objects.all(), required=False)
-    on = serializers.DateField(required=False, help_text="Date for the quote in force (default: today).")
-    pricing_kind = serializers.ChoiceField(choices=PRICING_KINDS, default="on-demand")
-    hours_per_day = serializers.DecimalField(
-        max_digits=4, decimal_places=2, default=Decimal(24), min_value=Decimal("0.01"), max_value=Decimal(24)
-    )
-    days_per_month = serializers.IntegerField(default=30, min_value=1, max_value=31)
-    api_price = serializers.SlugRelatedField(slug_field="slug", queryset=ApiPrice.objects.all(), required=False)
-    input_cache_hit_usd_per_mtok = _money()
-    input_cache_miss_usd_per_mtok = _money()
-    output_usd_per_mtok = _money()
-    workload = serializers.SlugRelatedField(
-        slug_field="slug",
-        queryset=Workload.objects.all(),
-        required=False,
-        help_text="Fills the monthly tokens (requests/day x mean tokens x days) and the cache hit rate.",
-    )
-    deployment = serializers.SlugRelatedField(
-        slug_field="slug",
-        queryset=Deployment.objects.select_related("cluster__sku", "model"),
-        required=False,
-        help_text="Fills gpus, sku, the model (weights) and, from the throughput model, the capacity.",
-    )
-    model = serializers.SlugRelatedField(
-        slug_field="slug",
-        queryset=ModelSpec.objects.all(),
-        required=False,
-        help_text="Fills weights_bytes (one copy, with block scales) for the download cost.",
-    )
-    monthly_input_tokens = serializers.IntegerField(required=False, min_value=0)
-    monthly_output_tokens = serializers.IntegerField(required=False, min_value=0)
-    cache_hit_rate = serializers.FloatField(required=False, min_value=0, max_value=1)
-    capacity_output_tokens_per_month = serializers.IntegerField(required=False, min_value=0)
-    utilisation = serializers.FloatField(required=False, min_value=0, max_value=1)
-    weights_bytes = serializers.IntegerField(required=False, min_value=0)
-    download_gbytes_per_s = serializers.FloatField(required=False, min_value=0.001)
-    storage_usd_per_gb_month = serializers.DecimalField(
-        max_digits=10, decimal_places=4, min_value=Decimal(0), required=False,
-        help_text="Keep the weights on a persistent volume at this price (decimal GB).",
-    )  # fmt: skip
-    tp = serializers.IntegerField(required=False, min_value=1, help_text="With model and sku: capacity of this layout.")
-    pp = serializers.IntegerField(required=False, min_value=1)
-    dp = serializers.IntegerField(required=False, min_value=1)
-    ep = serializers.IntegerField(required=False, min_value=1)
+    gpus: int | None
+    sku: HardwareSku | None
+    api_price: ApiPrice | None
+    workload: Workload | None
+    deployment: Deployment | None
+    model: ModelSpec | None
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        errors: dict[str, list[str]] = {}
-        deployment: Deployment | None = attrs.get("deployment")
-        if deployment is not None:
-            attrs.setdefault("gpus", deployment.replicas * deployment.gpus_per_replica)
-            if "usd_per_gpu_hour" not in attrs:
-                attrs.setdefault("sku", deployment.cluster.sku)
-            attrs.setdefault("model", deployment.model)
-        if "gpus" not in attrs:
-            errors["gpus"] = ["Give the number of GPUs, or a deployment."]
-        if "usd_per_gpu_hour" in attrs and "sku" in attrs and deployment is None:
-            errors["usd_per_gpu_hour"] = ["Give either an inline rate or a SKU (its quote in force), not both."]
-        elif "usd_per_gpu_hour" not in attrs and "sku" not in attrs:
-            errors["usd_per_gpu_hour"] = ["Give an inline rate or a SKU whose quote in force is used."]
-        inline = [name for name in PRICE_FIELDS if name in attrs]
-        if attrs.get("api_price") is not None and inline:
-            errors["api_price"] = ["Give either an API price slug or inline prices, not both."]
-        elif attrs.get("api_price") is None and len(inline) != len(PRICE_FIELDS):
-            for name in PRICE_FIELDS:
-                if name not in attrs:
-                    errors[name] = ["Required unless api_price names a stored price."]
-        workload: Workload | None = attrs.get("workload")
-        for name in ("monthly_input_tokens", "monthly_output_tokens"):
-            if name not in attrs and workload is None:
-                errors[name] = ["Required unless a workload is given."]
-        if errors:
-            raise serializers.ValidationError(errors)
-        return attrs
+
+def _lookup(queryset: Any, slug: str | None, field: str, errors: dict[str, list[str]]) -> Any:
+    if slug is None:
+        return None
+    found = queryset.filter(slug=slug).first()
+    if found is None:
+        errors[field] = [f"No {queryset.model._meta.verbose_name} {slug!r}."]
+    return found
+
+
+def resolve(request: BreakevenRequest) -> Resolved:
+    """Look up the records and check which combinations were given (InputError per field)."""
+    errors: dict[str, list[str]] = {}
+    if request.pricing_kind not in PRICING_KINDS:
+        errors["pricing_kind"] = [f"Use one of {', '.join(PRICING_KINDS)}."]
+    deployment = _lookup(
+        Deployment.objects.select_related("cluster__sku", "model"), request.deployment, "deployment", errors
+    )
+    sku = _lookup(HardwareSku.objects, request.sku, "sku", errors)
+    api = _lookup(ApiPrice.objects, request.api_price, "api_price", errors)
+    workload = _lookup(Workload.objects, request.workload, "workload", errors)
+    model = _lookup(ModelSpec.objects, request.model, "model", errors)
+    gpus = request.gpus
+    if deployment is not None:
+        gpus = gpus or deployment.replicas * deployment.gpus_per_replica
+        if request.usd_per_gpu_hour is None:
+            sku = sku or deployment.cluster.sku
+        model = model or deployment.model
+    if gpus is None and "deployment" not in errors:
+        errors["gpus"] = ["Give the number of GPUs, or a deployment."]
+    if request.usd_per_gpu_hour is not None and request.sku is not None and request.deployment is None:
+        errors["usd_per_gpu_hour"] = ["Give either an inline rate or a SKU (its quote in force), not both."]
+    elif request.usd_per_gpu_hour is None and sku is None and "sku" not in errors and "deployment" not in errors:
+        errors["usd_per_gpu_hour"] = ["Give an inline rate or a SKU whose quote in force is used."]
+    inline = [name for name in PRICE_FIELDS if getattr(request, name) is not None]
+    if request.api_price is not None and inline:
+        errors["api_price"] = ["Give either an API price slug or inline prices, not both."]
+    elif request.api_price is None and len(inline) != len(PRICE_FIELDS):
+        for name in PRICE_FIELDS:
+            if getattr(request, name) is None:
+                errors[name] = ["Required unless api_price names a stored price."]
+    for name in ("monthly_input_tokens", "monthly_output_tokens"):
+        if getattr(request, name) is None and request.workload is None:
+            errors[name] = ["Required unless a workload is given."]
+    if errors:
+        raise InputError(errors)
+    return Resolved(gpus=gpus, sku=sku, api_price=api, workload=workload, deployment=deployment, model=model)
 
 
 @dataclass
@@ -134,7 +151,7 @@ class Breakeven:
 def _quote_in_force(sku: HardwareSku, on: date, kind: str) -> Quote:
     quote = GpuQuote.in_force(sku, on, kind)
     if quote is None:
-        raise EngineInputError.single(
+        raise InputError.single(
             "sku", f"No {kind} quote for {sku.slug} is in force on {on.isoformat()}; add one or give a rate."
         )
     return quote
@@ -173,54 +190,54 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def run_breakeven(data: dict[str, Any]) -> Breakeven:
-    """Resolve prices and volumes from validated request data and call ``costs.breakeven``."""
-    on = data.get("on") or timezone.now().date()
+def compare(request: BreakevenRequest) -> Breakeven:
+    """Resolve prices, records and volumes and call the cost engine (InputError / EngineInputError
+    with field names when the request cannot be computed)."""
+    r = resolve(request)
+    on = request.on or timezone.now().date()
     quotes_used: list[dict[str, Any]] = []
-    if "usd_per_gpu_hour" in data:
-        rate = data["usd_per_gpu_hour"]
+    if request.usd_per_gpu_hour is not None:
+        rate = request.usd_per_gpu_hour
     else:
-        quote = _quote_in_force(data["sku"], on, data["pricing_kind"])
+        quote = _quote_in_force(r.sku, on, request.pricing_kind)
         rate = quote.usd_per_gpu_hour
         quotes_used.append(quote.to_dict())
-    api: ApiPrice | None = data.get("api_price")
-    prices = {name: getattr(api, name) if api else data[name] for name in PRICE_FIELDS}
-    workload: Workload | None = data.get("workload")
-    days = data["days_per_month"]
-    monthly_input = data.get("monthly_input_tokens")
-    monthly_output = data.get("monthly_output_tokens")
+    api = r.api_price
+    prices = {name: getattr(api, name) if api else getattr(request, name) for name in PRICE_FIELDS}
+    workload = r.workload
+    days = request.days_per_month
+    monthly_input, monthly_output = request.monthly_input_tokens, request.monthly_output_tokens
     if workload is not None:
-        monthly_input = (
-            workload.requests_per_day * workload.mean_prompt_tokens * days if monthly_input is None else monthly_input
-        )
-        monthly_output = (
-            workload.requests_per_day * workload.mean_output_tokens * days if monthly_output is None else monthly_output
-        )
-    hit_rate = data.get("cache_hit_rate", workload.prefix_cache_hit_rate if workload else 0)
-    model: ModelSpec | None = data.get("model")
-    weights = data.get("weights_bytes")
-    if (
-        weights is None
-        and model is not None
-        and (data.get("download_gbytes_per_s") or data.get("storage_usd_per_gb_month"))
-    ):
+        if monthly_input is None:
+            monthly_input = workload.requests_per_day * workload.mean_prompt_tokens * days
+        if monthly_output is None:
+            monthly_output = workload.requests_per_day * workload.mean_output_tokens * days
+    hit_rate = request.cache_hit_rate
+    if hit_rate is None:
+        hit_rate = workload.prefix_cache_hit_rate if workload else 0
+    model = r.model
+    weights = request.weights_bytes
+    if weights is None and model is not None and (request.download_gbytes_per_s or request.storage_usd_per_gb_month):
         weights = weights_bytes(model.to_engine())
-    capacity = data.get("capacity_output_tokens_per_month")
-    tokens_per_s = None
-    deployment: Deployment | None = data.get("deployment")
-    throughput_note = None
-    layout = Layout(**{k: data.get(k) or 1 for k in ("tp", "pp", "dp", "ep")}) if data.get("tp") else None
-    if capacity is None and deployment is None and layout is not None and model is not None and data.get("sku"):
+    capacity = request.capacity_output_tokens_per_month
+    tokens_per_s, throughput_note = None, None
+    deployment = r.deployment
+    layout = Layout(**{k: getattr(request, k) or 1 for k in ("tp", "pp", "dp", "ep")}) if request.tp else None
+    if capacity is None and deployment is None and layout is not None and model is not None and r.sku is not None:
         # A layout that is not registered yet: the throughput model on the given model and SKU.
-        if data["gpus"] % layout.gpus:
-            raise EngineInputError.single(
-                "tp", f"{data['gpus']} GPUs are not whole replicas of tp x pp x dp = {layout.gpus}."
-            )
-        replicas = data["gpus"] // layout.gpus
-        shape = {"prompt_tokens": workload.mean_prompt_tokens, "output_tokens": workload.mean_output_tokens,
-                 "prefix_cache_hit_rate": workload.prefix_cache_hit_rate, "ttft_slo_ms": workload.ttft_slo_ms,
-                 "tpot_slo_ms": workload.tpot_slo_ms} if workload else {}  # fmt: skip
-        speed = estimate(model.to_engine(), data["sku"].to_engine(), layout, **shape)
+        if r.gpus % layout.gpus:
+            raise InputError.single("tp", f"{r.gpus} GPUs are not whole replicas of tp x pp x dp = {layout.gpus}.")
+        replicas = r.gpus // layout.gpus
+        shape = {}
+        if workload:
+            shape = {
+                "prompt_tokens": workload.mean_prompt_tokens,
+                "output_tokens": workload.mean_output_tokens,
+                "prefix_cache_hit_rate": workload.prefix_cache_hit_rate,
+                "ttft_slo_ms": workload.ttft_slo_ms,
+                "tpot_slo_ms": workload.tpot_slo_ms,
+            }
+        speed = estimate(model.to_engine(), r.sku.to_engine(), layout, **shape)
         tokens_per_s = speed.tokens_per_s_replica * replicas
         throughput_note = (
             f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {replicas} replica(s) of "
@@ -239,18 +256,18 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
             "concurrent sequences per replica)."
         )
     result = breakeven(
-        gpus=data["gpus"],
+        gpus=r.gpus,
         usd_per_gpu_hour=rate,
-        hours_per_day=data["hours_per_day"],
+        hours_per_day=request.hours_per_day,
         days_per_month=days,
         monthly_input_tokens=monthly_input,
         monthly_output_tokens=monthly_output,
         cache_hit_rate=hit_rate,
         capacity_output_tokens_per_month=capacity,
         output_tokens_per_s=tokens_per_s,
-        utilisation=data.get("utilisation"),
-        weights_bytes=weights if data.get("download_gbytes_per_s") else None,
-        download_gbytes_per_s=data.get("download_gbytes_per_s") if weights is not None else None,
+        utilisation=request.utilisation,
+        weights_bytes=weights if request.download_gbytes_per_s else None,
+        download_gbytes_per_s=request.download_gbytes_per_s if weights is not None else None,
         **prices,
     )
     api_price = {
@@ -262,7 +279,7 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
     }
     snapshot = {
         "computed_on": on.isoformat(),
-        "request": _plain({k: v for k, v in data.items()}),
+        "request": _plain({**request.given(), "gpus": r.gpus, "sku": r.sku, "model": model}),
         "usd_per_gpu_hour": str(rate),
         "quotes_used": quotes_used,
         "api_price": api_price,
@@ -271,7 +288,7 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
         "cache_hit_rate": hit_rate,
         "workload": _figures("workload", workload),
         "model": _figures("model", model),
-        "sku": _figures("sku", data.get("sku")),
+        "sku": _figures("sku", r.sku),
         "deployment": _figures("deployment", deployment),
     }
     figures = result.to_dict()
@@ -281,12 +298,48 @@ def run_breakeven(data: dict[str, Any]) -> Breakeven:
     if tokens_per_s:
         # Cost per million output tokens, tokens/s per USD-hour and idle cost of the throughput above.
         figures["unit_economics"] = unit_economics(
-            data["gpus"], rate, tokens_per_s, utilisation=data.get("utilisation") or 1,
-            hours_per_day=data["hours_per_day"], days_per_month=days,
-        ).to_dict()  # fmt: skip
+            r.gpus,
+            rate,
+            tokens_per_s,
+            utilisation=request.utilisation or 1,
+            hours_per_day=request.hours_per_day,
+            days_per_month=days,
+        ).to_dict()
     figures["storage_usd_per_month"] = None
-    if data.get("storage_usd_per_gb_month") is not None and weights is not None:
-        storage = weights_storage(weights, data["storage_usd_per_gb_month"])
+    if request.storage_usd_per_gb_month is not None and weights is not None:
+        storage = weights_storage(weights, request.storage_usd_per_gb_month)
         figures["storage_usd_per_month"] = storage.to_dict()["usd"]
         figures["assumptions"].extend(storage.assumptions)
     return Breakeven(figures=figures, snapshot=snapshot)
+
+
+def cost_curve(comparison: Breakeven, steps: int = 40) -> dict[str, Any]:
+    """Monthly cost of renting and of the API against output volume (millions of tokens a month),
+    for the rent-vs-API chart. The API's cost per million output tokens keeps this comparison's
+    input:output ratio and blends input prices at its cache hit rate (the engine's
+    ``blended_input_usd_per_mtok``, in Decimal)."""
+    figures, snapshot = comparison.figures, comparison.snapshot
+    prices = snapshot["api_price"]
+    output_m = (snapshot["monthly_output_tokens"] or 0) / 1e6
+    input_m = (snapshot["monthly_input_tokens"] or 0) / 1e6
+    blended = blended_input_usd_per_mtok(
+        snapshot["cache_hit_rate"] or 0,
+        prices["input_cache_hit_usd_per_mtok"],
+        prices["input_cache_miss_usd_per_mtok"],
+    )
+    ratio = Decimal(input_m / output_m) if output_m else Decimal(0)
+    per_output_m = float(Decimal(prices["output_usd_per_mtok"]) + ratio * blended)
+    rent = float(figures["monthly_rent_usd"])
+    breakeven_tokens = figures["breakeven_output_tokens_per_month_mix"] or figures["breakeven_output_tokens_per_month"]
+    breakeven_m = breakeven_tokens / 1e6
+    capacity_m = (figures["capacity_output_tokens_per_month"] or 0) / 1e6
+    top = max(breakeven_m * 2, output_m * 1.5, capacity_m * 1.1, 1.0)
+    return {
+        "points": [
+            {"volume": top * i / steps, "rent": rent, "api": top * i / steps * per_output_m} for i in range(steps + 1)
+        ],
+        "current": {"volume": output_m, "api": output_m * per_output_m} if output_m else None,
+        "breakeven": {"volume": breakeven_m, "usd": rent},
+        "capacity": capacity_m or None,
+        "ymax": max(rent, top * per_output_m),
+    }

@@ -4,12 +4,16 @@ the engine, never here."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django import forms
 
-from fleet.models import HardwareSku, ModelSpec, Workload
+from fleet.models import ApiPrice, Deployment, HardwareSku, ModelSpec, Workload
+from planner.breakeven import BreakevenRequest
+from planner.decisions import NOTE_MAX_CHARS
 from planner.engine import KV_CACHE_DTYPES, MODES
+from planner.models import Decision
 from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PlanRequest
 from planner.sizing import POOLS, SizingRequest
 
@@ -97,3 +101,73 @@ class PlanForm(forms.Form):
         if d["max_nodes"] is not None:
             chosen["max_nodes"] = d["max_nodes"]
         return PlanRequest(model=d["model"], workload=d["workload"], **chosen)
+
+
+def _blank(choices: list[tuple[str, str]], label: str) -> list[tuple[str, str]]:
+    return [("", label), *choices]
+
+
+class RentVsApiForm(forms.Form):
+    """The rent-vs-API comparison's inputs (GET). A deployment brings its GPUs and SKU, so those
+    two are ignored when one is picked; blanks take ``BreakevenRequest``'s defaults."""
+
+    workload = forms.ChoiceField(required=False)
+    deployment = forms.ChoiceField(label="Deployment (capacity from the throughput model)", required=False)
+    gpus = forms.IntegerField(label="GPUs", min_value=1, required=False, widget=_number())
+    sku = forms.ChoiceField(label="SKU (quote in force)", required=False)
+    hours_per_day = forms.DecimalField(
+        label="Hours a day", min_value=Decimal("0.5"), max_value=Decimal(24), required=False,
+        widget=forms.NumberInput(attrs={"step": "0.5", "min": "0.5", "max": "24", "placeholder": "24"}),
+    )  # fmt: skip
+    api_price = forms.ChoiceField(label="API price", required=False)
+    capacity_output_tokens_per_month = forms.IntegerField(
+        label="Capacity (output tokens/month)", min_value=0, required=False, widget=_number(min=0)
+    )
+    on = forms.DateField(label="Prices on", required=False, widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["workload"].choices = _blank(list(Workload.objects.values_list("slug", "name")), "(none)")
+        slugs = Deployment.objects.values_list("slug", flat=True)
+        self.fields["deployment"].choices = _blank([(s, s) for s in slugs], "(none: give GPUs and a SKU)")
+        self.fields["sku"].choices = _blank(
+            list(HardwareSku.objects.values_list("slug", "name")), "(from the deployment)"
+        )
+        prices = ApiPrice.objects.values_list("slug", "provider", "model_name", "quoted_on")
+        self.fields["api_price"].choices = [(s, f"{p} {m} ({on:%Y-%m-%d})") for s, p, m, on in prices]
+
+    @classmethod
+    def starting_inputs(cls, given: dict[str, str]) -> dict[str, str]:
+        """The page's inputs: what the URL gives, or, when it picks nothing to compare, the first
+        workload with the deployment serving it (else 8 H100s) and the newest API price."""
+        inputs = {name: given[name] for name in cls.base_fields if given.get(name, "") != ""}
+        if not any(name in inputs for name in ("workload", "deployment", "gpus", "sku")):
+            workload = Workload.objects.order_by("name").first()
+            api = ApiPrice.objects.order_by("-quoted_on").first()
+            serving = Deployment.objects.filter(workload=workload).first() if workload else None
+            if workload and api and serving:
+                inputs = {"workload": workload.slug, "deployment": serving.slug, "api_price": api.slug, **inputs}
+            elif workload and api and HardwareSku.objects.filter(slug="h100-sxm-80gb").exists():
+                inputs = {
+                    "workload": workload.slug,
+                    "gpus": "8",
+                    "sku": "h100-sxm-80gb",
+                    "api_price": api.slug,
+                    **inputs,
+                }
+        if inputs.get("deployment"):
+            # The deployment gives the GPUs and the SKU (its quote in force) and, with the throughput
+            # model, the capacity; GPUs or a SKU picked beside it would contradict it.
+            inputs.pop("gpus", None)
+            inputs.pop("sku", None)
+        return inputs
+
+    def to_request(self) -> BreakevenRequest:
+        return BreakevenRequest(**{k: v for k, v in self.cleaned_data.items() if v not in (None, "")})
+
+
+class DecisionForm(forms.Form):
+    """Record a decision on the comparison the page shows (its inputs travel as hidden fields)."""
+
+    tier = forms.TypedChoiceField(choices=Decision.Tier.choices, coerce=int)
+    note = forms.CharField(required=False, max_length=NOTE_MAX_CHARS)

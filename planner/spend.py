@@ -9,6 +9,7 @@ import re
 from datetime import date
 from typing import Any
 
+from fleet.errors import InputError
 from fleet.models import ClusterState, GpuQuote
 from fleet.poll_rollups import cluster_utilisation
 from planner.engine import ClusterState as StateSegment
@@ -21,6 +22,22 @@ def parse_month(raw: str) -> tuple[int, int] | None:
     """``"2026-07"`` -> ``(2026, 7)``; None when it is not a month written as YYYY-MM."""
     match = MONTH.fullmatch(raw.strip())
     return (int(match[1]), int(match[2])) if match else None
+
+
+def month_or_error(raw: str | None, today: date) -> tuple[int, int]:
+    """``raw`` (``YYYY-MM``; empty means ``today``'s month) as ``(year, month)``, else InputError."""
+    if not raw:
+        return today.year, today.month
+    parsed = parse_month(raw)
+    if parsed is None:
+        raise InputError.single("month", "Give a month as YYYY-MM, e.g. 2026-07.")
+    return parsed
+
+
+def spend_for(raw_month: str | None, today: date, pricing_kind: str = "on-demand") -> SpendResult:
+    """Spend of every cluster in a month given as ``YYYY-MM`` (InputError / EngineInputError with
+    field names: a bad month, a day without any quote)."""
+    return spend_for_month(*month_or_error(raw_month, today), pricing_kind=pricing_kind)
 
 
 def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand") -> SpendResult:

@@ -115,4 +115,8 @@ def test_bad_decision_input_is_a_400(finance_api, workload):
     r = finance_api.post(URL, {**_body(), "tier": 4}, format="json")
     assert r.status_code == 400 and "tier" in r.json()
     r = finance_api.post(URL, {**_body(), "breakeven": {"gpus": 8}}, format="json")
-    assert r.status_code == 400 and "breakeven" in r.json()
+    assert r.status_code == 400 and r.json()["breakeven.usd_per_gpu_hour"] == [
+        "Give an inline rate or a SKU whose quote in force is used."
+    ]
+    r = finance_api.post(URL, {**_body(), "breakeven": {"gpus": "many"}}, format="json")
+    assert r.status_code == 400 and "gpus" in r.json()["breakeven"]  # a type error, from the serializer

@@ -11,6 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from fleet.models import Cluster, HardwareSku, ModelSpec, Workload
+from planner.forms import WhatIfForm
 from planner.models import Decision
 
 
@@ -95,6 +96,38 @@ def test_what_if_bad_input_shows_errors_not_a_500(viewer, catalog):
     assert r.status_code == 200 and "Check the inputs" in r.content.decode() and "tp" in r.content.decode()
     r = viewer.get("/what-if/?model=kimi-k3&sku=h200-141gb&gpus=banana")
     assert r.status_code == 200 and "gpus" in r.content.decode()
+
+
+def _error_beside(html: str, field: str) -> str:
+    """The text of the error element that sits beside ``field``'s input."""
+    return html.split(f'id="err-{field}"')[1].split(">", 1)[1].split("</span>")[0]
+
+
+@pytest.mark.django_db
+def test_what_if_errors_sit_beside_their_inputs(viewer, catalog):
+    # A type error (the form) and an engine rule (tp must divide the heads) each beside its input.
+    page = viewer.get("/what-if/?model=kimi-k3&sku=h200-141gb&gpus=banana").content.decode()
+    assert _error_beside(page, "gpus") == "Enter a whole number." and _error_beside(page, "tp") == ""
+    partial = viewer.get("/what-if/?model=kimi-k3&sku=h200-141gb&tp=5", HTTP_HX_REQUEST="true").content.decode()
+    # The HTMX partial updates every input's error out of band, so a fixed input's message clears.
+    assert partial.count('hx-swap-oob="true"') == len(WhatIfForm.base_fields)
+    assert "96" in _error_beside(partial, "tp") and _error_beside(partial, "gpus") == ""
+    fixed = viewer.get("/what-if/?model=kimi-k3&sku=h200-141gb&tp=8", HTTP_HX_REQUEST="true").content.decode()
+    assert _error_beside(fixed, "tp") == "" and 'id="whatif-capacity"' in fixed
+
+
+@pytest.mark.django_db
+def test_rent_vs_api_errors_sit_beside_their_inputs(client, make_user, catalog):
+    client.force_login(make_user("f", "finance"))
+    page = client.get("/rent-vs-api/", {"workload": "agent", "sku": "h100-sxm-80gb", "api_price": "kimi-k3-api"})
+    assert page.context["form"].errors == {"gpus": ["Give the number of GPUs, or a deployment."]}
+    label = page.content.decode().split('name="gpus"')[1].split("</label>")[0]
+    assert "Give the number of GPUs, or a deployment." in label
+    # A decision on a comparison that cannot be made is not recorded; the page says why, at 400.
+    bad = {"workload": "agent", "gpus": "8", "sku": "h100-sxm-80gb", "api_price": "kimi-k3-api", "on": "2020-01-01"}
+    r = client.post("/rent-vs-api/decide/", {**bad, "tier": "3"})
+    assert r.status_code == 400 and not Decision.objects.exists()
+    assert "No on-demand quote for h100-sxm-80gb is in force on 2020-01-01" in r.context["form"].errors["sku"][0]
 
 
 @pytest.mark.django_db

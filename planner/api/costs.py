@@ -2,23 +2,82 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, viewsets
-from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fleet.models import Workload
-from planner.breakeven import BreakevenRequestSerializer, run_breakeven
+from planner.breakeven import BreakevenRequest, compare
+from planner.decisions import NOTE_MAX_CHARS, record_decision
+from planner.engine import PRICING_KINDS
 from planner.models import Decision
-from planner.spend import parse_month, spend_csv, spend_for_month
+from planner.spend import spend_csv, spend_for
+
+
+def _money(**kwargs: Any) -> serializers.DecimalField:
+    return serializers.DecimalField(max_digits=14, decimal_places=4, min_value=Decimal(0), required=False, **kwargs)
+
+
+def _count(**kwargs: Any) -> serializers.IntegerField:
+    return serializers.IntegerField(required=False, min_value=0, **kwargs)
+
+
+class BreakevenRequestSerializer(serializers.Serializer):
+    """``POST /api/v1/breakeven/`` request body: types only; the breakeven service checks which
+    combinations are given (``planner.breakeven.resolve``). Defaults are ``BreakevenRequest``'s."""
+
+    gpus = serializers.IntegerField(required=False, min_value=1, help_text="Default: the deployment's GPUs.")
+    usd_per_gpu_hour = _money(help_text="Inline rate; or give `sku` to use the quote in force.")
+    sku = serializers.CharField(required=False, help_text="SKU slug: its quote in force is the rate.")
+    on = serializers.DateField(required=False, help_text="Date for the quote in force (default: today).")
+    pricing_kind = serializers.ChoiceField(choices=PRICING_KINDS, required=False, help_text="Default on-demand.")
+    hours_per_day = serializers.DecimalField(
+        max_digits=4, decimal_places=2, min_value=Decimal("0.01"), max_value=Decimal(24), required=False,
+        help_text="Default 24.",
+    )  # fmt: skip
+    days_per_month = serializers.IntegerField(required=False, min_value=1, max_value=31, help_text="Default 30.")
+    api_price = serializers.CharField(required=False, help_text="API price slug (or the three inline prices).")
+    input_cache_hit_usd_per_mtok = _money()
+    input_cache_miss_usd_per_mtok = _money()
+    output_usd_per_mtok = _money()
+    workload = serializers.CharField(
+        required=False, help_text="Workload slug: fills the monthly tokens (requests/day x mean tokens x days) "
+        "and the cache hit rate.",
+    )  # fmt: skip
+    deployment = serializers.CharField(
+        required=False, help_text="Deployment slug: fills gpus, sku, the model (weights) and, from the "
+        "throughput model, the capacity.",
+    )  # fmt: skip
+    model = serializers.CharField(
+        required=False, help_text="Model slug: fills weights_bytes (one copy, with block scales) for the download."
+    )
+    monthly_input_tokens = _count()
+    monthly_output_tokens = _count()
+    cache_hit_rate = serializers.FloatField(required=False, min_value=0, max_value=1)
+    capacity_output_tokens_per_month = _count()
+    utilisation = serializers.FloatField(required=False, min_value=0, max_value=1)
+    weights_bytes = _count()
+    download_gbytes_per_s = serializers.FloatField(required=False, min_value=0.001)
+    storage_usd_per_gb_month = serializers.DecimalField(
+        max_digits=10, decimal_places=4, min_value=Decimal(0), required=False,
+        help_text="Keep the weights on a persistent volume at this price (decimal GB).",
+    )  # fmt: skip
+    tp = serializers.IntegerField(required=False, min_value=1, help_text="With model and sku: capacity of this layout.")
+    pp = serializers.IntegerField(required=False, min_value=1)
+    dp = serializers.IntegerField(required=False, min_value=1)
+    ep = serializers.IntegerField(required=False, min_value=1)
+
+    @staticmethod
+    def request_from(data: dict[str, Any]) -> BreakevenRequest:
+        return BreakevenRequest(**data)
 
 
 class BreakevenView(APIView):
@@ -30,7 +89,7 @@ class BreakevenView(APIView):
     def post(self, request: Request) -> Response:
         serializer = BreakevenRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return Response(run_breakeven(serializer.validated_data).response())
+        return Response(compare(serializer.request_from(serializer.validated_data)).response())
 
 
 class DecisionSerializer(serializers.ModelSerializer):
@@ -60,19 +119,13 @@ class DecisionSerializer(serializers.ModelSerializer):
 
 
 class DecisionCreateSerializer(serializers.Serializer):
-    workload = serializers.SlugRelatedField(slug_field="slug", queryset=Workload.objects.all())
+    workload = serializers.CharField(help_text="Workload slug.")
     tier = serializers.ChoiceField(choices=Decision.Tier.choices)
-    note = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=NOTE_MAX_CHARS)
     breakeven = BreakevenRequestSerializer(
         help_text="The comparison the decision is made on (same fields as POST /api/v1/breakeven/; "
         "the workload is filled in)."
     )
-
-    def to_internal_value(self, data: Any) -> Any:
-        # The nested comparison is about the decision's workload unless it names one itself.
-        if isinstance(data, dict) and isinstance(data.get("breakeven"), dict) and data.get("workload"):
-            data = {**data, "breakeven": {"workload": data["workload"], **data["breakeven"]}}
-        return super().to_internal_value(data)
 
 
 class DecisionViewSet(
@@ -96,11 +149,13 @@ class DecisionViewSet(
         incoming = DecisionCreateSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
-        result = run_breakeven(data["breakeven"])
-        decision = Decision.record(
-            workload=data["workload"], tier=data["tier"], note=data.get("note", ""), figures=result.figures,
-            inputs=result.snapshot, user=request.user,
-        )  # fmt: skip
+        decision = record_decision(
+            workload=data["workload"],
+            tier=data["tier"],
+            note=data.get("note", ""),
+            comparison=BreakevenRequestSerializer.request_from(data["breakeven"]),
+            user=request.user,
+        )
         body = DecisionSerializer(decision, context=self.get_serializer_context()).data
         return Response(body, status=201, headers={"Location": body["url"]})
 
@@ -130,12 +185,9 @@ class SpendView(APIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request) -> Response:
-        raw = request.query_params.get("month") or timezone.now().strftime("%Y-%m")
-        month = parse_month(raw)
-        if month is None:
-            raise ValidationError({"month": ["Give a month as YYYY-MM, e.g. 2026-07."]})
-        result = spend_for_month(*month)
+        result = spend_for(request.query_params.get("month"), timezone.now().date())
         response = Response(result.to_dict())
         if request.accepted_renderer.format == "csv":
-            response["Content-Disposition"] = f'attachment; filename="gpu-spend-{raw}.csv"'
+            month = f"{result.year:04d}-{result.month:02d}"
+            response["Content-Disposition"] = f'attachment; filename="gpu-spend-{month}.csv"'
         return response

@@ -14,7 +14,13 @@ field names) for input it cannot model.
 """
 
 from planner.engine.cache import kv_bytes_per_token
-from planner.engine.costs import BreakevenResult, breakeven, unit_economics, weights_storage
+from planner.engine.costs import (
+    BreakevenResult,
+    blended_input_usd_per_mtok,
+    breakeven,
+    unit_economics,
+    weights_storage,
+)
 from planner.engine.errors import EngineInputError
 from planner.engine.floors import min_gpus_for_weights, single_gpu_fit
 from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
@@ -52,6 +58,7 @@ __all__ = [
     "SpendResult",
     "ThroughputResult",
     "Workload",
+    "blended_input_usd_per_mtok",
     "breakeven",
     "capacity_curve",
     "estimate",

@@ -7,8 +7,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from planner.engine import EngineInputError
-from planner.spend import parse_month, spend_csv, spend_for_month
+from fleet.errors import FIELD_ERRORS, describe
+from planner.spend import spend_csv, spend_for
 
 
 class Command(BaseCommand):
@@ -20,14 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the API's JSON.")
 
     def handle(self, *args, **options):
-        raw = options["month"] or timezone.now().strftime("%Y-%m")
-        month = parse_month(raw)
-        if month is None:
-            raise CommandError("--month: give a month as YYYY-MM, e.g. 2026-07.")
         try:
-            data = spend_for_month(*month).to_dict()
-        except EngineInputError as exc:
-            raise CommandError(str(exc)) from exc
+            data = spend_for(options["month"], timezone.now().date()).to_dict()
+        except FIELD_ERRORS as exc:
+            raise CommandError(describe(exc)) from exc
+        raw = f"{data['year']:04d}-{data['month']:02d}"
         if options["csv"]:
             self.stdout.write(spend_csv(data), ending="")
             return
