@@ -27,8 +27,17 @@ class WhatIfForm(forms.Form):
     every default is ``SizingRequest``'s, except the page's starting example (``EXAMPLE``)."""
 
     #: Where the page starts when the URL names no input: Kimi K3 on 16 H200 (the seeds' example).
-    EXAMPLE = {"model": "kimi-k3", "sku": "h200-141gb", "gpus": "16", "tp": "8", "dp": "2", "ep": "16",
-               "kv_cache_dtype": "fp8", "context_tokens": "131072", "pool": "unified"}  # fmt: skip
+    EXAMPLE = {
+        "model": "kimi-k3",
+        "sku": "h200-141gb",
+        "gpus": "16",
+        "tp": "8",
+        "dp": "2",
+        "ep": "16",
+        "kv_cache_dtype": "fp8",
+        "context_tokens": "131072",
+        "pool": "unified",
+    }
 
     model = forms.ChoiceField()
     sku = forms.ChoiceField(label="SKU")
@@ -43,9 +52,12 @@ class WhatIfForm(forms.Form):
     context_tokens = forms.IntegerField(label="Context (tokens)", min_value=1, required=False, widget=_number())
     pool = forms.ChoiceField(choices=[(p, p) for p in POOLS], initial="unified", required=False)
     gpu_memory_utilization = forms.FloatField(
-        label="GPU memory utilisation", min_value=0.01, max_value=1, required=False,
+        label="GPU memory utilisation",
+        min_value=0.01,
+        max_value=1,
+        required=False,
         widget=forms.NumberInput(attrs={"step": "0.01", "min": "0.01", "max": "1", "placeholder": "0.9"}),
-    )  # fmt: skip
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -116,9 +128,12 @@ class RentVsApiForm(forms.Form):
     gpus = forms.IntegerField(label="GPUs", min_value=1, required=False, widget=_number())
     sku = forms.ChoiceField(label="SKU (quote in force)", required=False)
     hours_per_day = forms.DecimalField(
-        label="Hours a day", min_value=Decimal("0.5"), max_value=Decimal(24), required=False,
+        label="Hours a day",
+        min_value=Decimal("0.5"),
+        max_value=Decimal(24),
+        required=False,
         widget=forms.NumberInput(attrs={"step": "0.5", "min": "0.5", "max": "24", "placeholder": "24"}),
-    )  # fmt: skip
+    )
     api_price = forms.ChoiceField(label="API price", required=False)
     capacity_output_tokens_per_month = forms.IntegerField(
         label="Capacity (output tokens/month)", min_value=0, required=False, widget=_number(min=0)

@@ -124,11 +124,15 @@ def enqueue(plan: Plan) -> None:
 
 def _workload(w: Workload) -> SearchWorkload:
     return SearchWorkload(
-        requests_per_day=w.requests_per_day, mean_prompt_tokens=w.mean_prompt_tokens,
-        mean_output_tokens=w.mean_output_tokens, p95_context_tokens=w.p95_context_tokens,
-        prefix_cache_hit_rate=w.prefix_cache_hit_rate, peak_concurrency=w.peak_concurrency,
-        ttft_slo_ms=w.ttft_slo_ms, tpot_slo_ms=w.tpot_slo_ms,
-    )  # fmt: skip
+        requests_per_day=w.requests_per_day,
+        mean_prompt_tokens=w.mean_prompt_tokens,
+        mean_output_tokens=w.mean_output_tokens,
+        p95_context_tokens=w.p95_context_tokens,
+        prefix_cache_hit_rate=w.prefix_cache_hit_rate,
+        peak_concurrency=w.peak_concurrency,
+        ttft_slo_ms=w.ttft_slo_ms,
+        tpot_slo_ms=w.tpot_slo_ms,
+    )
 
 
 #: A plan "running" for longer than this lost its worker (the task's hard time limit is 11 minutes).
@@ -169,9 +173,14 @@ def execute_plan(plan_id: str, on_progress: Callable[[int, int], None] | None = 
 
     try:
         result = search(
-            plan.model.to_engine(), _workload(plan.workload), offers, max_nodes=options["max_nodes"],
-            kv_cache_dtypes=options["kv_cache_dtypes"], modes=options["modes"], progress=progress,
-        )  # fmt: skip
+            plan.model.to_engine(),
+            _workload(plan.workload),
+            offers,
+            max_nodes=options["max_nodes"],
+            kv_cache_dtypes=options["kv_cache_dtypes"],
+            modes=options["modes"],
+            progress=progress,
+        )
     except SearchCancelled:
         _finish(plan_id, Plan.Status.CANCELLED, state["log"], error="Cancelled on request.")
     except EngineInputError as exc:

@@ -40,22 +40,26 @@ class BreakevenRequestSerializer(serializers.Serializer):
     on = serializers.DateField(required=False, help_text="Date for the quote in force (default: today).")
     pricing_kind = serializers.ChoiceField(choices=PRICING_KINDS, required=False, help_text="Default on-demand.")
     hours_per_day = serializers.DecimalField(
-        max_digits=4, decimal_places=2, min_value=Decimal("0.01"), max_value=Decimal(24), required=False,
+        max_digits=4,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        max_value=Decimal(24),
+        required=False,
         help_text="Default 24.",
-    )  # fmt: skip
+    )
     days_per_month = serializers.IntegerField(required=False, min_value=1, max_value=31, help_text="Default 30.")
     api_price = serializers.CharField(required=False, help_text="API price slug (or the three inline prices).")
     input_cache_hit_usd_per_mtok = _money()
     input_cache_miss_usd_per_mtok = _money()
     output_usd_per_mtok = _money()
     workload = serializers.CharField(
-        required=False, help_text="Workload slug: fills the monthly tokens (requests/day x mean tokens x days) "
-        "and the cache hit rate.",
-    )  # fmt: skip
+        required=False,
+        help_text="Workload slug: fills the monthly tokens (requests/day x mean tokens x days) and the cache hit rate.",
+    )
     deployment = serializers.CharField(
-        required=False, help_text="Deployment slug: fills gpus, sku, the model (weights) and, from the "
-        "throughput model, the capacity.",
-    )  # fmt: skip
+        required=False,
+        help_text="Deployment slug: fills gpus, sku, the model (weights) and, from the throughput model, the capacity.",
+    )
     model = serializers.CharField(
         required=False, help_text="Model slug: fills weights_bytes (one copy, with block scales) for the download."
     )
@@ -67,9 +71,12 @@ class BreakevenRequestSerializer(serializers.Serializer):
     weights_bytes = _count()
     download_gbytes_per_s = serializers.FloatField(required=False, min_value=0.001)
     storage_usd_per_gb_month = serializers.DecimalField(
-        max_digits=10, decimal_places=4, min_value=Decimal(0), required=False,
+        max_digits=10,
+        decimal_places=4,
+        min_value=Decimal(0),
+        required=False,
         help_text="Keep the weights on a persistent volume at this price (decimal GB).",
-    )  # fmt: skip
+    )
     tp = serializers.IntegerField(required=False, min_value=1, help_text="With model and sku: capacity of this layout.")
     pp = serializers.IntegerField(required=False, min_value=1)
     dp = serializers.IntegerField(required=False, min_value=1)

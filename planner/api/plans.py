@@ -21,9 +21,10 @@ class PlanRequestSerializer(serializers.Serializer):
     model = serializers.CharField(help_text="Model slug.")
     workload = serializers.CharField(help_text="Workload slug.")
     skus = serializers.ListField(
-        child=serializers.CharField(), required=False,
+        child=serializers.CharField(),
+        required=False,
         help_text="Candidate SKU slugs (default: every SKU with an on-demand quote in force).",
-    )  # fmt: skip
+    )
     max_nodes = serializers.IntegerField(required=False, min_value=1, help_text="Default 8.")
     kv_cache_dtypes = serializers.ListField(
         child=serializers.ChoiceField(choices=PLAN_KV_CACHE_DTYPES), required=False, allow_empty=False
@@ -48,9 +49,25 @@ class PlanSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Plan
-        fields = ("url", "id", "model", "workload", "skus", "options", "status", "progress", "progress_log",
-                  "candidates_evaluated", "cancel_requested", "result", "error", "requested_by", "created",
-                  "started", "finished")  # fmt: skip
+        fields = (
+            "url",
+            "id",
+            "model",
+            "workload",
+            "skus",
+            "options",
+            "status",
+            "progress",
+            "progress_log",
+            "candidates_evaluated",
+            "cancel_requested",
+            "result",
+            "error",
+            "requested_by",
+            "created",
+            "started",
+            "finished",
+        )
         read_only_fields = fields
 
 

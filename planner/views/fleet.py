@@ -95,15 +95,23 @@ def _poll_series(deployment: Deployment) -> dict:
     def line(label, values, color, dash=None):
         return {"label": label, "values": values, "color": color, **({"dash": dash} if dash else {})}
 
-    latency = [line("TTFT p95 (ms)", [p.ttft_p95_ms for p in polls], "#2856d8"),
-               line("Time per output token p95 (ms)", [p.itl_p95_ms for p in polls], "#2f8f6b")]  # fmt: skip
+    latency = [
+        line("TTFT p95 (ms)", [p.ttft_p95_ms for p in polls], "#2856d8"),
+        line("Time per output token p95 (ms)", [p.itl_p95_ms for p in polls], "#2f8f6b"),
+    ]
     if w:
-        latency += [line("TTFT SLO", [w.ttft_slo_ms] * len(polls), "#2856d8", [6, 4]),
-                    line("TPOT SLO", [w.tpot_slo_ms] * len(polls), "#2f8f6b", [6, 4])]  # fmt: skip
-    fractions = [line("KV cache usage", [p.kv_cache_usage for p in polls], "#d08c2e"),
-                 line("Prefix-cache hit rate", [p.prefix_cache_hit_rate for p in polls], "#8f6bb3")]  # fmt: skip
-    tokens = [line("Generation tokens/s", [p.generation_tokens_per_s for p in polls], "#2f8f6b"),
-              line("Prompt tokens/s", [p.prompt_tokens_per_s for p in polls], "#4a5a80")]  # fmt: skip
+        latency += [
+            line("TTFT SLO", [w.ttft_slo_ms] * len(polls), "#2856d8", [6, 4]),
+            line("TPOT SLO", [w.tpot_slo_ms] * len(polls), "#2f8f6b", [6, 4]),
+        ]
+    fractions = [
+        line("KV cache usage", [p.kv_cache_usage for p in polls], "#d08c2e"),
+        line("Prefix-cache hit rate", [p.prefix_cache_hit_rate for p in polls], "#8f6bb3"),
+    ]
+    tokens = [
+        line("Generation tokens/s", [p.generation_tokens_per_s for p in polls], "#2f8f6b"),
+        line("Prompt tokens/s", [p.prompt_tokens_per_s for p in polls], "#4a5a80"),
+    ]
     calibrated = next((p for p in reversed(polls) if p.calibration_ratio is not None), None)
     return {
         "polls": polls[-10:][::-1],

@@ -47,8 +47,10 @@ class Command(BaseCommand):
     def _print(self, plan) -> None:
         r = plan.result
         w = self.stdout.write
-        w(f"Plan {plan.pk}: {r['candidates_evaluated']:,} candidates evaluated, {r['feasible']:,} feasible, "
-          f"{r['wall_time_s']:.2f} s")  # fmt: skip
+        w(
+            f"Plan {plan.pk}: {r['candidates_evaluated']:,} candidates evaluated, {r['feasible']:,} feasible, "
+            f"{r['wall_time_s']:.2f} s"
+        )
         if not r.get("best"):
             w(self.style.ERROR("No configuration meets the SLOs."))
         w(f"{'SKU':<16}{'mode':<14}{'GPUs':>6}{'KV':>6}{'TPOT ms':>10}{'TTFT ms':>10}{'USD/Mtok':>10}{'USD/h':>9}")

@@ -57,10 +57,14 @@ class Command(BaseCommand):
     def _print(self, r) -> None:
         w = self.stdout.write
         lay = r.layout
-        w(f"{r.model} on {r.gpus} x {r.accelerator}: {r.replicas} replica(s) of tp={lay.tp} pp={lay.pp} "
-          f"dp={lay.dp} ep={lay.ep}")  # fmt: skip
-        w(f"  weights (one copy)         {r.weights_bytes / 1e12:,.3f} TB  ({r.weight_format}, "
-          f"experts {r.expert_weight_format}); at least {r.min_gpus_for_weights} GPUs for weights alone")  # fmt: skip
+        w(
+            f"{r.model} on {r.gpus} x {r.accelerator}: {r.replicas} replica(s) of tp={lay.tp} pp={lay.pp} "
+            f"dp={lay.dp} ep={lay.ep}"
+        )
+        w(
+            f"  weights (one copy)         {r.weights_bytes / 1e12:,.3f} TB  ({r.weight_format}, "
+            f"experts {r.expert_weight_format}); at least {r.min_gpus_for_weights} GPUs for weights alone"
+        )
         w("  per GPU:")
         w(f"    nominal HBM              {_gib(r.hbm_bytes)}  ({r.hbm_bytes / 1e9:,.0f} GB)")
         w(f"    usable (x {r.gpu_memory_utilization})        {_gib(r.usable_bytes)}")
@@ -71,11 +75,13 @@ class Command(BaseCommand):
         w(f"  state per sequence         {r.state_bytes_per_sequence:,} B")
         w(f"  KV per sequence @ {r.context_tokens:,}  {_gib(r.kv_bytes_per_sequence)}")
         if r.fits:
-            w(self.style.SUCCESS(
-                f"  fits: {r.max_concurrent_sequences:,} concurrent sequences at {r.context_tokens:,} tokens "
-                f"({r.pool} pool; unified {r.max_concurrent_sequences_unified:,}, "
-                f"split {r.max_concurrent_sequences_split:,})"
-            ))  # fmt: skip
+            w(
+                self.style.SUCCESS(
+                    f"  fits: {r.max_concurrent_sequences:,} concurrent sequences at {r.context_tokens:,} tokens "
+                    f"({r.pool} pool; unified {r.max_concurrent_sequences_unified:,}, "
+                    f"split {r.max_concurrent_sequences_split:,})"
+                )
+            )
         else:
             w(self.style.ERROR(f"  does not fit: {_gib(r.deficit_bytes)} short per GPU"))
         w("  assumptions:")
