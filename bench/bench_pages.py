@@ -22,7 +22,7 @@ and ``FLEETCAP_VAR_DIR`` at a new temporary folder BEFORE ``django.setup()``, ru
 * 4 workloads, ``--plans`` plans (one created with ``planner.plans.create_plan`` and run synchronously with
   ``execute_plan``, i.e. ``planner.engine.search.search`` once; the other done plans carry a copy of its
   result, the rest are queued, failed or cancelled), 3 decisions per workload through ``Decision.record``
-  (figures and snapshot from ``planner.breakeven.run_breakeven``), and the catalogue's GPU quotes and API
+  (recorded through ``planner.decisions.record_decision``), and the catalogue's GPU quotes and API
   price. Then ``VACUUM ANALYZE`` (what autovacuum would do after such a load).
 
 Each page is requested with ``django.test.Client`` as a logged-in viewer (``force_login``, ``HTTP_HOST`` =

@@ -69,7 +69,7 @@ def setup_django(var_dir: str, sqlite_url: bool, log_level: str) -> str:
     """Configure the environment, ``django.setup()``, migrate; returns the database described."""
     os.environ["FLEETCAP_VAR_DIR"] = var_dir
     os.environ["FLEETCAP_LOG_LEVEL"] = log_level
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleet.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleet.project.settings")
     if sqlite_url:
         os.environ["DATABASE_URL"] = f"sqlite:///{var_dir}/bench.sqlite3"
     import django

@@ -64,7 +64,7 @@ def setup_django(var_dir: str) -> None:
     os.environ["FLEETCAP_VAR_DIR"] = var_dir
     os.environ["FLEETCAP_DEBUG"] = "0"
     os.environ.setdefault("FLEETCAP_LOG_LEVEL", "WARNING")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "fleet.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "fleet.project.settings"
     import django
 
     django.setup()
@@ -92,9 +92,10 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
         WorkerHeartbeat,
         Workload,
     )
-    from planner.breakeven import BreakevenRequestSerializer, run_breakeven
+    from planner.breakeven import BreakevenRequest
+    from planner.decisions import record_decision
     from planner.models import Decision, Plan
-    from planner.plans import create_plan, execute_plan
+    from planner.plans import PlanRequest, create_plan, execute_plan
 
     rng = random.Random(seed)
     now = timezone.now()
@@ -238,8 +239,7 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
     # Plans: one real search, stored by execute_plan; the other done plans carry a copy of its result.
     t3 = time.perf_counter()
     kimi = models["kimi-k3"]
-    request = {"model": kimi, "workload": workloads[0], "max_nodes": 8, "kv_cache_dtypes": ["bf16", "fp8"],
-               "modes": ["aggregated", "disaggregated"]}  # fmt: skip
+    request = PlanRequest(model=kimi.slug, workload=workloads[0].slug, max_nodes=8)
     plan = execute_plan(str(create_plan(request, users["platform"]).pk))
     if plan.status != Plan.Status.DONE:
         raise SystemExit(f"the benchmark plan did not finish: {plan.status} {plan.error}")
@@ -269,13 +269,15 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
     n_decisions = 0
     for w in workloads:
         for tier in (Decision.Tier.API, Decision.Tier.RENT, Decision.Tier.SMALL_MODEL):
-            data = {"workload": w.slug, "api_price": api.slug}
-            data |= {"deployment": serving[w.pk].slug} if serving[w.pk] else {"gpus": 8, "sku": "h100-sxm-80gb"}
-            serializer = BreakevenRequestSerializer(data=data)
-            serializer.is_valid(raise_exception=True)
-            result = run_breakeven(serializer.validated_data)
-            Decision.record(workload=w, tier=tier, note=f"Bench decision {tier.label}", figures=result.figures,
-                            inputs=result.snapshot, user=users["finance"])  # fmt: skip
+            where = {"deployment": serving[w.pk].slug} if serving[w.pk] else {"gpus": 8, "sku": "h100-sxm-80gb"}
+            comparison = BreakevenRequest(workload=w.slug, api_price=api.slug, **where)
+            record_decision(
+                workload=w.slug,
+                tier=tier,
+                note=f"Bench decision {tier.label}",
+                comparison=comparison,
+                user=users["finance"],
+            )
             n_decisions += 1
     WorkerHeartbeat.objects.bulk_create(
         [WorkerHeartbeat(worker=f"celery@bench-{n}", last_seen=now, beats=1000 + n) for n in range(2)]

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def _serve(conn, timeout_s: float, concurrency: int) -> None:
     """Child process: set Django up like the parent (same environment), then run batches until told
     to stop (``None``) or the parent goes away."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleet.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleet.project.settings")
     import django
 
     django.setup()
