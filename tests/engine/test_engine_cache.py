@@ -2,9 +2,9 @@
 
 import pytest
 
-from planner.engine.cache import group_bytes_per_token, kv_bytes_per_sequence, kv_bytes_per_token, kv_geometry
 from planner.engine.errors import EngineInputError
 from planner.engine.presets import DEEPSEEK_V3, GPT_OSS_120B, KIMI_K3, LLAMA_31_70B
+from planner.engine.sizing.kv_cache import group_bytes_per_token, kv_bytes_per_sequence, kv_bytes_per_token, kv_geometry
 from planner.engine.spec import LayerGroup, ModelArch, parse_layer_groups
 from planner.engine.units import GIB, KIB
 

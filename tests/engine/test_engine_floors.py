@@ -3,10 +3,10 @@
 import pytest
 
 from planner.engine.errors import EngineInputError
-from planner.engine.floors import min_gpus_for_weights, single_gpu_fit
 from planner.engine.presets import B200_192GB, GB300_288GB, H100_80GB, H200_141GB, KIMI_K3, LLAMA_31_70B
+from planner.engine.sizing.floors import min_gpus_for_weights, single_gpu_fit
+from planner.engine.sizing.weights import weights_bytes
 from planner.engine.spec import Accelerator, LayerGroup, ModelArch
-from planner.engine.weights import weights_bytes
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import pytest
 
 from planner.engine.errors import EngineInputError
 from planner.engine.presets import H100_80GB, KIMI_K3, LLAMA_31_70B
-from planner.engine.runtime import activation_bytes, default_batch_tokens, nccl_bytes, runtime_reserve
+from planner.engine.sizing.runtime import activation_bytes, default_batch_tokens, nccl_bytes, runtime_reserve
 from planner.engine.spec import Accelerator, LayerGroup, Layout, ModelArch
 from planner.engine.units import GIB, MIB
 

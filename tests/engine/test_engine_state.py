@@ -6,10 +6,15 @@ plus convolution ``(kernel - 1) x (2 x key_heads x key_dim + value_heads x value
 (``SGLANG_MAMBA_CONV_DTYPE`` default bfloat16).
 """
 
-from planner.engine.cache import kv_bytes_per_token
 from planner.engine.presets import KIMI_K3, KIMI_LINEAR_48B, QWEN3_NEXT_80B
+from planner.engine.sizing.kv_cache import kv_bytes_per_token
+from planner.engine.sizing.state import (
+    conv_state_bytes,
+    layer_state_bytes,
+    recurrent_state_bytes,
+    state_bytes_per_sequence,
+)
 from planner.engine.spec import parse_layer_groups
-from planner.engine.state import conv_state_bytes, layer_state_bytes, recurrent_state_bytes, state_bytes_per_sequence
 
 
 def test_kimi_k3_state_by_hand():

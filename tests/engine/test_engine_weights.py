@@ -4,15 +4,15 @@ import pytest
 
 from planner.engine.errors import EngineInputError
 from planner.engine.presets import GPT_OSS_120B, KIMI_K3
-from planner.engine.spec import LayerGroup, Layout, ModelArch
-from planner.engine.units import GB, TB
-from planner.engine.weights import (
+from planner.engine.sizing.weights import (
     params_bytes,
     weight_breakdown,
     weight_components,
     weights_bytes,
     weights_per_gpu_bytes,
 )
+from planner.engine.spec import LayerGroup, Layout, ModelArch
+from planner.engine.units import GB, TB
 
 DENSE = ModelArch(
     name="dense-10B",

@@ -8,10 +8,10 @@ from decimal import Decimal
 import pytest
 
 from planner.engine.errors import EngineInputError
-from planner.engine.pareto import pareto_front
 from planner.engine.presets import B200_192GB, H100_80GB, H200_141GB, KIMI_K3, LLAMA_31_70B
 from planner.engine.search import REASONS, SkuOffer, Workload, design_concurrency, search
-from planner.engine.search_space import gpu_counts, replica_layouts
+from planner.engine.search.report import pareto_front
+from planner.engine.search.space import gpu_counts, replica_layouts
 from planner.engine.spec import Accelerator
 
 H100 = dataclasses.replace(H100_80GB, interconnect_gbps=900)

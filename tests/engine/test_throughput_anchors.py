@@ -11,13 +11,13 @@ import dataclasses
 
 import pytest
 
-from planner.engine.decode import decode_step
-from planner.engine.prefill import prefill
 from planner.engine.presets import DEEPSEEK_V3, KIMI_K3, LLAMA_31_70B
 from planner.engine.sizing import size
 from planner.engine.spec import Accelerator, Layout, ModelArch
-from planner.engine.throughput_model import model_perf
-from planner.engine.throughput_options import ThroughputOptions
+from planner.engine.throughput.decode import decode_step
+from planner.engine.throughput.options import ThroughputOptions
+from planner.engine.throughput.perf import model_perf
+from planner.engine.throughput.prefill import prefill
 
 # fleet/catalog/skus.json figures (dense TFLOPS, GB/s bidirectional scale-up link, GPUs per node)
 H100 = Accelerator("H100 SXM 80GB", 80, 3.35, 989.4, 1978.9, None, 900, 8)

@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from planner.engine.decode import decode_step
 from planner.engine.errors import EngineInputError
 from planner.engine.presets import B200_192GB, H100_80GB, KIMI_K3, LLAMA_31_70B
 from planner.engine.spec import Accelerator, LayerGroup, Layout, ModelArch
-from planner.engine.throughput_model import distinct_experts, model_perf
-from planner.engine.throughput_options import ThroughputOptions, compute_rate_format
+from planner.engine.throughput.decode import decode_step
+from planner.engine.throughput.options import ThroughputOptions, compute_rate_format
+from planner.engine.throughput.perf import distinct_experts, model_perf
 
 # Catalogue figures (fleet/catalog/skus.json): the presets state no interconnect or FP4 rate.
 H100 = dataclasses.replace(H100_80GB, interconnect_gbps=900)

@@ -6,9 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from planner.engine.decode import DecodeModel
 from planner.engine.errors import EngineInputError
-from planner.engine.prefill import PrefillModel, prefill
 from planner.engine.presets import B200_192GB, DEEPSEEK_V3, H100_80GB, KIMI_K3, LLAMA_31_70B
 from planner.engine.sizing import size
 from planner.engine.spec import Layout
@@ -19,6 +17,8 @@ from planner.engine.throughput import (
     parse_usd,
     queue_wait_s,
 )
+from planner.engine.throughput.decode import DecodeModel
+from planner.engine.throughput.prefill import PrefillModel, prefill
 
 H100 = dataclasses.replace(H100_80GB, interconnect_gbps=900)
 B200 = dataclasses.replace(B200_192GB, interconnect_gbps=1800, fp4_tflops=9000)

@@ -6,10 +6,10 @@ import json
 import pytest
 
 from planner.engine.errors import EngineInputError
-from planner.engine.prefill import prefill
 from planner.engine.presets import B200_192GB, H100_80GB, KIMI_K3, LLAMA_31_70B
 from planner.engine.spec import LayerGroup, Layout, ModelArch
-from planner.engine.throughput_options import ThroughputOptions
+from planner.engine.throughput.options import ThroughputOptions
+from planner.engine.throughput.prefill import prefill
 
 H100 = dataclasses.replace(H100_80GB, interconnect_gbps=900)
 B200 = dataclasses.replace(B200_192GB, interconnect_gbps=1800, fp4_tflops=9000)

@@ -6,8 +6,6 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.engine.decode import DecodeModel
-from planner.engine.prefill import PrefillModel, prefill
 from planner.engine.presets import (
     B200_192GB,
     DEEPSEEK_V3,
@@ -22,6 +20,8 @@ from planner.engine.presets import (
 from planner.engine.sizing import size
 from planner.engine.spec import Accelerator, Layout
 from planner.engine.throughput import aggregated_latency, disaggregated_ttft
+from planner.engine.throughput.decode import DecodeModel
+from planner.engine.throughput.prefill import PrefillModel, prefill
 
 SKUS = (
     dataclasses.replace(H100_80GB, interconnect_gbps=900),

@@ -22,9 +22,9 @@ checkpoint can be copied before a continuation overwrites it.
 
 from __future__ import annotations
 
-from .formats import DTYPE_BYTES
-from .spec import LayerGroup, ModelArch
-from .units import ceil_div
+from ..formats import DTYPE_BYTES
+from ..spec import LayerGroup, ModelArch
+from ..units import ceil_div
 
 
 def heads_per_rank(heads: int, tp: int) -> int:

@@ -32,15 +32,15 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..errors import EngineInputError
+from ..formats import DTYPE_BYTES
+from ..sizing.memo import model_constants
+from ..sizing.runtime import default_batch_tokens
+from ..spec import Accelerator, Layout, ModelArch
+from ..units import ceil_div
 from .decode import DecodeModel, check_layout
-from .errors import EngineInputError
-from .formats import DTYPE_BYTES
-from .precompute import model_constants
-from .runtime import default_batch_tokens
-from .spec import Accelerator, Layout, ModelArch
-from .throughput_model import distinct_experts, sliding_pairs
-from .throughput_options import DEFAULT_OPTIONS, ThroughputOptions
-from .units import ceil_div
+from .options import DEFAULT_OPTIONS, ThroughputOptions
+from .perf import distinct_experts, sliding_pairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,9 +181,21 @@ class PrefillModel:
         xfer = xfer_bytes / self.net_rate + dm.fabric.net_lat
         exposed = max(xfer / self.layers, xfer - time * (self.layers - 1) / self.layers)
         return PrefillParts(
-            time, stage, cycles * t_comp, cycles * t_mem, cycles * comm + hops, chunks * over, chunks, c,
-            chunks * pp * (fd + fe + fa), tok_s, busy, xfer_bytes, xfer, exposed,
-        )  # fmt: skip
+            time_s=time,
+            step_s=stage,
+            compute_s=cycles * t_comp,
+            memory_s=cycles * t_mem,
+            communication_s=cycles * comm + hops,
+            overhead_s=chunks * over,
+            chunks=chunks,
+            chunk_tokens=c,
+            flops_per_gpu=chunks * pp * (fd + fe + fa),
+            replica_tokens_per_s=tok_s,
+            busy_s=busy,
+            transfer_bytes=xfer_bytes,
+            transfer_s=xfer,
+            exposed_s=exposed,
+        )
 
     def assumptions(self) -> tuple[str, ...]:
         return (

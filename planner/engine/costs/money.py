@@ -1,5 +1,5 @@
-"""Money and unit helpers shared by ``costs``, ``quotes`` and ``spend``: exact ``Decimal`` arithmetic,
-field-level validation and the JSON rendering of amounts.
+"""Money helpers shared by the cost modules (formulas, breakeven, quotes, spend): exact ``Decimal``
+arithmetic, field-level validation and the JSON rendering of amounts.
 
 Conventions (docs/costs.md):
 
@@ -23,16 +23,15 @@ from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from .errors import EngineInputError
+from ..errors import EngineInputError
+from ..units import HOURS_PER_DAY, TOKENS_PER_MTOK
 
-MTOK = Decimal(1_000_000)
-"""Tokens in one million tokens (the unit of API prices)."""
-SECONDS_PER_HOUR = 3600
-HOURS_PER_DAY = 24
+MTOK = Decimal(TOKENS_PER_MTOK)
+"""Tokens in one million tokens (the unit of API prices), as a ``Decimal`` for exact money."""
 DEFAULT_DAYS_PER_MONTH = 30
 """The seeds' month: 30 days = 720 hours."""
-BYTES_PER_GB = 10**9
-"""Decimal gigabyte, the unit of download bandwidth (GB/s) and of volume pricing (USD per GB-month)."""
+MAX_DAYS_PER_MONTH = 31
+"""The longest calendar month."""
 
 CENT = Decimal("0.01")
 MILLS = Decimal("0.0001")
@@ -104,11 +103,13 @@ class Fields:
         self.prefix = prefix
 
     def add(self, field: str, message: str) -> None:
+        """Record ``message`` against ``field`` (once)."""
         messages = self.errors.setdefault(self.prefix + field, [])
         if message not in messages:
             messages.append(message)
 
     def raise_if_any(self) -> None:
+        """Raise one ``EngineInputError`` with every recorded problem, if any."""
         if self.errors:
             raise EngineInputError(self.errors)
 

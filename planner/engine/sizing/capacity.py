@@ -8,6 +8,12 @@ Defaults: one replica. With only ``gpus`` given the layout is ``tp = gpus``; wit
 ``layout`` given, ``gpus = tp x pp x dp``; with both, ``gpus`` must be a whole number of
 replicas of the layout. ``context_tokens`` defaults to the model's maximum context, or
 8192 tokens when the model does not state one.
+
+Input validation (``check_inputs``) reports every problem at once in one ``EngineInputError``,
+keyed by the REST API's field names: ``gpu_memory_utilization``, ``pool``, ``state_pool_ratio``,
+``include_scale_overhead``, ``state_slots_per_sequence``, ``kv_cache_dtype``, ``weight_format``,
+``runtime_reserve_gib``, ``batch_tokens``, ``hbm_gb``, ``gpus``, ``tp``/``pp``/``dp``/``ep`` and
+``context_tokens``, plus the model's own (``total_params``, ``expert_params``, ``layer_groups``).
 """
 
 from __future__ import annotations
@@ -15,9 +21,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .admission import DEFAULT_STATE_POOL_RATIO, split_capacity, split_required_bytes
-from .errors import EngineInputError
-from .precompute import ModelConstants, model_constants
+from ..errors import EngineInputError, is_int, is_number
+from ..formats import DTYPE_BYTES, RAW_BITS, WEIGHT_FORMATS
+from ..spec import Accelerator, Layout, ModelArch
+from ..units import GB, ceil_div, gib_to_bytes
+from .admission import (
+    DEFAULT_STATE_POOL_RATIO,
+    POOLS,
+    split_capacity,
+    split_required_bytes,
+    unified_capacity,
+    usable_bytes,
+)
+from .memo import ModelConstants, model_constants
 from .result import CapacityPoint, SizingResult
 from .runtime import (
     CUDA_GRAPH_GIB,
@@ -26,25 +42,122 @@ from .runtime import (
     default_batch_tokens,
     nccl_bytes,
     runtime_assumptions,
+    runtime_errors,
 )
-from .spec import Accelerator, Layout, ModelArch
-from .units import GB, gib_to_bytes
-from .validation import check_inputs
+from .weights import per_gpu_shares
 
 DEFAULT_CONTEXT_TOKENS: int = 8192
 DEFAULT_GPU_MEMORY_UTILIZATION: float = 0.9
+_ONE = Layout()
+
+
+def check_inputs(
+    c: ModelConstants,
+    accelerator: Accelerator,
+    gpus: int | None,
+    layout: Layout | None,
+    weight_format: str | None,
+    include_scale_overhead: bool,
+    kv_cache_dtype: str,
+    gpu_memory_utilization: float,
+    runtime_reserve_gib: float | None,
+    pool: str,
+    state_pool_ratio: float,
+    batch_tokens: int | None,
+    state_slots_per_sequence: int,
+    contexts: Iterable[int | None],
+) -> tuple[Layout, int, bool, bool]:
+    """Validate; return ``(layout, gpus, gpus_defaulted, context_defaulted)`` after defaults.
+
+    Defaults: only ``gpus`` -> ``Layout(tp=gpus)``; only ``layout`` -> ``gpus = tp x pp x dp``;
+    neither -> one GPU. A ``None`` context means "the model's maximum".
+    """
+    errors: dict[str, list[str]] = dict(c.errors)
+    u = gpu_memory_utilization
+    if not is_number(u) or not 0 < u <= 1:
+        errors["gpu_memory_utilization"] = ["Must be a fraction above 0 and at most 1."]
+    if pool not in POOLS:
+        errors["pool"] = [f"Unknown pool {pool!r}; use one of {', '.join(POOLS)}."]
+    if not is_number(state_pool_ratio) or state_pool_ratio <= 0:
+        errors["state_pool_ratio"] = ["Must be a positive number (state pool : KV pool)."]
+    if not isinstance(include_scale_overhead, bool):
+        errors["include_scale_overhead"] = ["Must be true or false."]
+    if not is_int(state_slots_per_sequence) or state_slots_per_sequence < 1:
+        errors["state_slots_per_sequence"] = ["Must be a positive whole number."]
+    if kv_cache_dtype not in DTYPE_BYTES:
+        errors["kv_cache_dtype"] = [f"Unknown KV cache dtype {kv_cache_dtype!r}; use one of {', '.join(DTYPE_BYTES)}."]
+    if weight_format is not None and weight_format not in RAW_BITS:
+        errors["weight_format"] = [f"Unknown weight format {weight_format!r}; use one of {', '.join(WEIGHT_FORMATS)}."]
+    if runtime_reserve_gib is not None or batch_tokens is not None:
+        errors.update(runtime_errors(runtime_reserve_gib, batch_tokens))
+    if not is_number(accelerator.hbm_gb) or accelerator.hbm_gb <= 0:
+        errors["hbm_gb"] = ["The accelerator's memory must be a positive number of GB."]
+
+    gpus_default = False
+    if gpus is not None and (not is_int(gpus) or gpus < 1):
+        errors["gpus"] = ["Must be a positive whole number."]
+        layout = layout or _ONE
+    elif layout is None:
+        gpus_default = gpus is not None
+        layout = Layout(tp=gpus) if gpus is not None else _ONE
+    errors.update(c.layout_errors(layout))
+    if "gpus" not in errors and not any(k in errors for k in ("tp", "pp", "dp", "ep")):
+        per_replica = layout.tp * layout.pp * layout.dp
+        if gpus is None:
+            gpus = per_replica
+        elif gpus % per_replica:
+            errors["gpus"] = [f"{gpus} GPUs is not a whole number of replicas of {per_replica} GPUs (tp x pp x dp)."]
+    context_default = False
+    limit = c.model.max_context_tokens
+    for context in contexts:
+        if context is None:
+            context_default = True
+        elif not is_int(context) or context < 1:
+            errors["context_tokens"] = ["Must be a positive whole number of tokens."]
+        elif limit and context > limit:
+            errors["context_tokens"] = [f"The model's maximum context is {limit} tokens."]
+    if errors:
+        raise EngineInputError(errors)
+    return layout, gpus, gpus_default, context_default
 
 
 class _Plan:
     """Everything ``size()`` knows before the context length is applied."""
 
     __slots__ = (
-        "accelerator", "batch_tokens", "c", "cache", "cache_notes", "context_default", "expert_b",
-        "expert_fmt", "geometry", "gpus", "gpus_default", "hbm", "include_scale_overhead",
-        "kv_cache_dtype", "layout", "model", "other_b", "other_fmt", "pool", "ranks", "ratio", "replicas",
-        "rt", "runtime", "runtime_reserve_gib", "slots", "state", "state_gpu", "usable", "utilization",
-        "w_gpu", "weight_notes",
-    )  # fmt: skip
+        "accelerator",
+        "batch_tokens",
+        "c",
+        "cache",
+        "cache_notes",
+        "context_default",
+        "expert_b",
+        "expert_fmt",
+        "geometry",
+        "gpus",
+        "gpus_default",
+        "hbm",
+        "include_scale_overhead",
+        "kv_cache_dtype",
+        "layout",
+        "model",
+        "other_b",
+        "other_fmt",
+        "pool",
+        "ranks",
+        "ratio",
+        "replicas",
+        "rt",
+        "runtime",
+        "runtime_reserve_gib",
+        "slots",
+        "state",
+        "state_gpu",
+        "usable",
+        "utilization",
+        "w_gpu",
+        "weight_notes",
+    )
 
 
 def _runtime_parts(c: ModelConstants, tp: int, tokens: int) -> tuple[int, int, int, int, tuple[str, ...]]:
@@ -79,10 +192,21 @@ def _prepare(
 ) -> _Plan:
     c = model_constants(model)
     layout, gpus, gpus_default, context_default = check_inputs(
-        c, accelerator, gpus, layout, weight_format, include_scale_overhead, kv_cache_dtype,
-        gpu_memory_utilization, runtime_reserve_gib, pool, state_pool_ratio, batch_tokens,
-        state_slots_per_sequence, contexts,
-    )  # fmt: skip
+        c,
+        accelerator,
+        gpus,
+        layout,
+        weight_format,
+        include_scale_overhead,
+        kv_cache_dtype,
+        gpu_memory_utilization,
+        runtime_reserve_gib,
+        pool,
+        state_pool_ratio,
+        batch_tokens,
+        state_slots_per_sequence,
+        contexts,
+    )
     u = gpu_memory_utilization
 
     p = _Plan()
@@ -95,7 +219,8 @@ def _prepare(
     p.runtime_reserve_gib = runtime_reserve_gib
     p.expert_b, p.other_b, p.other_fmt, p.expert_fmt, p.weight_notes = c.weights(weight_format, include_scale_overhead)
     tp, pp = layout.tp, layout.pp
-    p.w_gpu = -(-p.expert_b // (tp * layout.dp * pp)) - (-p.other_b // (tp * pp))
+    expert_gpu, other_gpu = per_gpu_shares(p.expert_b, p.other_b, layout)
+    p.w_gpu = expert_gpu + other_gpu
     p.geometry, p.state, p.state_gpu, p.cache_notes = c.geometry(kv_cache_dtype, tp, pp)
     p.hbm = accelerator.hbm_bytes
     p.batch_tokens = batch_tokens if batch_tokens is not None else default_batch_tokens(accelerator)
@@ -105,7 +230,7 @@ def _prepare(
     else:
         p.runtime = gib_to_bytes(runtime_reserve_gib)
         p.rt = (p.runtime, 0, 0, 0, (f"Runtime reserve overridden: {runtime_reserve_gib:g} GiB per GPU.",))
-    p.usable = int(p.hbm * u)
+    p.usable = usable_bytes(p.hbm, u)
     p.cache = p.usable - p.w_gpu - p.runtime
     return p
 
@@ -154,7 +279,7 @@ def _capacities(p: _Plan, kv_gpu: int) -> tuple[int, int, int, int, int]:
     cache = p.cache
     need_state = p.state_gpu * p.slots
     per_seq = need_state + kv_gpu
-    unified = cache // max(1, per_seq) if cache > 0 else 0
+    unified = unified_capacity(cache, need_state, kv_gpu)
     split, stranded = split_capacity(cache, need_state, kv_gpu, p.ratio)
     if p.pool == "split":
         chosen = split
@@ -192,7 +317,7 @@ def _evaluate(p: _Plan, context: int) -> SizingResult:
         weights_expert_bytes=p.expert_b,
         weights_other_bytes=p.other_b,
         weights_bytes_per_gpu=p.w_gpu,
-        min_gpus_for_weights=-(-weights // p.hbm) if weights else 0,
+        min_gpus_for_weights=ceil_div(weights, p.hbm) if weights else 0,
         kv_bytes_per_token=geometry.bytes_per_token,
         kv_bytes_per_token_per_gpu=geometry.bytes_per_token_per_gpu,
         kv_bytes_per_sequence=geometry.bytes_per_sequence(context),
@@ -243,10 +368,21 @@ def size(
     ``kv_cache_dtype``, ``pool``, ``state_pool_ratio``, ``runtime_reserve_gib``, ...).
     """
     p = _prepare(
-        model, accelerator, gpus, layout, weight_format, include_scale_overhead, kv_cache_dtype,
-        gpu_memory_utilization, runtime_reserve_gib, pool, state_pool_ratio, batch_tokens,
-        state_slots_per_sequence, (context_tokens,),
-    )  # fmt: skip
+        model,
+        accelerator,
+        gpus,
+        layout,
+        weight_format,
+        include_scale_overhead,
+        kv_cache_dtype,
+        gpu_memory_utilization,
+        runtime_reserve_gib,
+        pool,
+        state_pool_ratio,
+        batch_tokens,
+        state_slots_per_sequence,
+        (context_tokens,),
+    )
     if context_tokens is None:
         context_tokens = model.max_context_tokens or DEFAULT_CONTEXT_TOKENS
     return _evaluate(p, context_tokens)
@@ -266,11 +402,18 @@ def capacity_curve(
     if "context_tokens" in kwargs:
         raise TypeError("capacity_curve() takes contexts, not context_tokens")
     options = {
-        "gpus": None, "layout": None, "weight_format": None, "include_scale_overhead": True,
-        "kv_cache_dtype": "bf16", "gpu_memory_utilization": DEFAULT_GPU_MEMORY_UTILIZATION,
-        "runtime_reserve_gib": None, "pool": "unified", "state_pool_ratio": DEFAULT_STATE_POOL_RATIO,
-        "batch_tokens": None, "state_slots_per_sequence": 1,
-    }  # fmt: skip
+        "gpus": None,
+        "layout": None,
+        "weight_format": None,
+        "include_scale_overhead": True,
+        "kv_cache_dtype": "bf16",
+        "gpu_memory_utilization": DEFAULT_GPU_MEMORY_UTILIZATION,
+        "runtime_reserve_gib": None,
+        "pool": "unified",
+        "state_pool_ratio": DEFAULT_STATE_POOL_RATIO,
+        "batch_tokens": None,
+        "state_slots_per_sequence": 1,
+    }
     unknown = set(kwargs) - set(options)
     if unknown:
         raise TypeError(f"capacity_curve() got unexpected keyword arguments: {', '.join(sorted(unknown))}")

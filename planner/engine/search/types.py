@@ -1,7 +1,7 @@
 """Data types of the layout search: the workload, SKU offers, candidates and the result.
 
 Pure Python, no Django. Units: tokens, milliseconds (``_ms``), USD (``usd_*``: float estimates; the
-quoted price per GPU-hour is echoed as a string). See ``search.py`` and docs/throughput.md, "Search".
+quoted price per GPU-hour is echoed as a string). See ``search.run`` and docs/throughput.md, "Search".
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from .spec import Accelerator, Layout
-from .throughput_options import ThroughputOptions
+from ..spec import Accelerator, Layout
+from ..throughput.options import ThroughputOptions
+from ..units import SECONDS_PER_DAY
 
 MODES: tuple[str, ...] = ("aggregated", "disaggregated")
 REASONS: tuple[str, ...] = ("does_not_fit", "misses_ttft", "misses_tpot", "costs_more")
-SECONDS_PER_DAY: int = 86_400
 ProgressCallback = Callable[[int, int], "bool | None"]
 
 

@@ -18,7 +18,8 @@ own and adds the exposed KV transfer: TTFT = rho_p / (1 - rho_p) x w + prefill t
 
 Money: ``usd_per_gpu_hour`` may be a ``Decimal``, ``int``, ``float`` or numeric ``str``; it is echoed
 exactly (as a string) and converted to ``float`` for the derived figures, which are estimates
-(``tokens_per_usd``, ``usd_per_mtok``), not invoices: keep exact money in ``costs.py``.
+(``tokens_per_usd``, ``usd_per_mtok``), not invoices: exact money (rent, breakeven) lives in
+``planner.engine.costs``.
 """
 
 from __future__ import annotations
@@ -28,29 +29,13 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from ..errors import EngineInputError
+from ..sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, size
+from ..spec import Accelerator, Layout, ModelArch
+from ..units import SECONDS_PER_HOUR, TOKENS_PER_MTOK
 from .decode import DecodeModel, DecodeStep, check_layout, check_step, decode_step
-from .errors import EngineInputError
+from .options import DEFAULT_OPTIONS, ThroughputOptions
 from .prefill import PrefillEstimate, PrefillModel, PrefillParts, prefill
-from .sizing import DEFAULT_GPU_MEMORY_UTILIZATION, size
-from .spec import Accelerator, Layout, ModelArch
-from .throughput_options import DEFAULT_OPTIONS, ThroughputOptions
-
-__all__ = [
-    "DEFAULT_OPTIONS",
-    "DecodeStep",
-    "PrefillEstimate",
-    "ThroughputOptions",
-    "ThroughputResult",
-    "aggregated_latency",
-    "decode_step",
-    "disaggregated_ttft",
-    "estimate",
-    "parse_usd",
-    "prefill",
-    "queue_wait_s",
-]
-
-SECONDS_PER_HOUR: int = 3600
 
 
 def parse_usd(value: Any, field: str = "usd_per_gpu_hour") -> Decimal:
@@ -242,11 +227,16 @@ def estimate(
     mean_context = prompt_tokens + output_tokens // 2
     check_step(1, context, kv_cache_dtype, options)
     check_layout(model, layout)
+    formats = {"weight_format": weight_format, "include_scale_overhead": include_scale_overhead}
     sized = size(
-        model, accelerator, layout=layout, context_tokens=context, kv_cache_dtype=kv_cache_dtype,
-        weight_format=weight_format, include_scale_overhead=include_scale_overhead,
+        model,
+        accelerator,
+        layout=layout,
+        context_tokens=context,
+        kv_cache_dtype=kv_cache_dtype,
         gpu_memory_utilization=gpu_memory_utilization,
-    )  # fmt: skip
+        **formats,
+    )
     dm = DecodeModel(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
     pm = PrefillModel(dm)
     cached = min(prompt_tokens - 1, int(prompt_tokens * hit))
@@ -260,21 +250,26 @@ def estimate(
     limit = memory_limit if slo_limit is None else min(memory_limit, slo_limit)
     b = batch if batch is not None else max(1, limit)
     step = decode_step(
-        model, accelerator, layout, b, mean_context, kv_cache_dtype=kv_cache_dtype, options=options,
-        weight_format=weight_format, include_scale_overhead=include_scale_overhead,
-    )  # fmt: skip
+        model, accelerator, layout, b, mean_context, kv_cache_dtype=kv_cache_dtype, options=options, **formats
+    )
     tpot, ttft, queue, share = aggregated_latency(step.time_s, b, output_tokens, pre.time_s, pre.busy_s, pre.chunks)
     pre_est = prefill(
-        model, accelerator, layout, prompt_tokens, cached_tokens=cached, kv_cache_dtype=kv_cache_dtype,
-        options=options, weight_format=weight_format, include_scale_overhead=include_scale_overhead,
-    )  # fmt: skip
+        model,
+        accelerator,
+        layout,
+        prompt_tokens,
+        cached_tokens=cached,
+        kv_cache_dtype=kv_cache_dtype,
+        options=options,
+        **formats,
+    )
     gpus = layout.gpus
     per_replica = b / tpot
     usd_hour = tok_usd = usd_mtok = None
     if price is not None:
         usd_hour = float(price) * gpus
         tok_usd = per_replica * SECONDS_PER_HOUR / usd_hour if usd_hour else None
-        usd_mtok = usd_hour / (per_replica * SECONDS_PER_HOUR) * 1e6
+        usd_mtok = usd_hour / (per_replica * SECONDS_PER_HOUR) * TOKENS_PER_MTOK
     notes = (
         f"Aggregated serving on one replica of {gpus} GPU(s) at {b} sequences: TPOT = decode step / (1 - prefill "
         "share); TTFT = M/M/1 queueing on prefill work + prefill + one decode step per prefill chunk.",

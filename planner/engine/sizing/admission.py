@@ -1,7 +1,7 @@
 """Admission: how many sequences fit beside the weights and the runtime reserve.
 
 Units: bytes (``int``), all **per GPU**; sequence counts are per tensor/pipeline group (one
-data-parallel attention rank), which ``sizing.size`` scales by dp and by replicas.
+data-parallel attention rank), which ``size()`` scales by dp and by replicas.
 
     usable = nominal HBM x gpu_memory_utilization        (vLLM gpu_memory_utilization,
                                                           SGLang mem_fraction_static)

@@ -31,7 +31,8 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from .cost_money import MILLS, Fields, Number, as_day, dec_str, plain, usd
+from ..units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
+from .money import MILLS, Fields, Number, as_day, dec_str, plain, usd
 
 __all__ = ["STATUSES", "ClusterSpend", "ClusterState", "SpendResult", "SpendSubtotal", "monthly_spend"]
 
@@ -169,7 +170,9 @@ class _State:
 
 def _seconds_into_day(value: date | datetime) -> float:
     if isinstance(value, datetime):
-        return value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6
+        return (
+            value.hour * SECONDS_PER_HOUR + value.minute * SECONDS_PER_MINUTE + value.second + value.microsecond / 1e6
+        )
     return 0.0
 
 

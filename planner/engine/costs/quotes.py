@@ -19,8 +19,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from .cost_money import MILLS, Fields, as_day, dec_str
-from .errors import EngineInputError
+from ..errors import EngineInputError
+from .money import MILLS, Fields, as_day, dec_str
 
 __all__ = [
     "PRICING_KINDS",

@@ -27,14 +27,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .cache import KvGeometry
-from .errors import EngineInputError
-from .formats import DTYPE_BYTES
-from .precompute import check_model, model_constants
-from .spec import Accelerator, Layout, ModelArch
-from .throughput_model import ModelPerf, cached_model_perf, distinct_experts
-from .throughput_options import DEFAULT_OPTIONS, Fabric, ThroughputOptions, compute_rate_format, peak_flops
-from .units import ceil_div
+from ..errors import EngineInputError
+from ..formats import DTYPE_BYTES
+from ..sizing.kv_cache import KvGeometry
+from ..sizing.memo import check_model, model_constants
+from ..spec import Accelerator, Layout, ModelArch
+from ..units import TB, ceil_div
+from .options import DEFAULT_OPTIONS, Fabric, ThroughputOptions, compute_rate_format, peak_flops
+from .perf import ModelPerf, cached_model_perf, distinct_experts
 
 #: Bytes per element of activations on the wire: bf16 for all-reduces and MoE combine; MoE dispatch
 #: goes in fp8 when the experts compute in fp8/fp4 (DeepEP's fp8 dispatch), else bf16.
@@ -168,7 +168,7 @@ class DecodeModel:
         "tp",
         "tp_ar_fixed_s",
         "tp_ar_s_per_seq",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,
@@ -188,7 +188,7 @@ class DecodeModel:
         self.kv_dtype, self.tp, self.pp, self.dp = kv_cache_dtype, tp, pp, dp
         geo = geometry or model_constants(model).geometry(kv_cache_dtype, tp, pp)
         self.geometry, self.state_gpu = geo[0], geo[2]
-        self.bw = accelerator.hbm_bandwidth_tbps * 1e12 * options.memory_bandwidth_efficiency
+        self.bw = accelerator.hbm_bandwidth_tbps * TB * options.memory_bandwidth_efficiency
         self.dense_read = perf.dense_bytes / (tp * pp)
         self.expert_read = perf.expert_bytes / (tp * dp * pp)
         self.e, self.k = perf.n_experts, perf.top_k
@@ -280,9 +280,19 @@ class DecodeModel:
         hops = self.hop_fixed_s + self.hop_s_per_seq * rank_mb if pp > 1 else 0.0
         time = pp * (max(t_mem, t_comp) + comm) + hops + self.overhead
         return (
-            time, pp * t_mem, pp * t_comp, pp * comm + hops, self.overhead, m, d,
-            pp * self.dense_read, pp * experts, pp * kv, pp * state, pp * (fd + fe + fa),
-        )  # fmt: skip
+            time,
+            pp * t_mem,
+            pp * t_comp,
+            pp * comm + hops,
+            self.overhead,
+            m,
+            d,
+            pp * self.dense_read,
+            pp * experts,
+            pp * kv,
+            pp * state,
+            pp * (fd + fe + fa),
+        )
 
     def time(self, batch: float, context: int) -> float:
         """TPOT in seconds at ``batch`` sequences and ``context`` tokens (no prefill sharing the GPUs)."""

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .cache import kv_geometry
-from .errors import EngineInputError
-from .spec import Accelerator, ModelArch
+from ..errors import EngineInputError
+from ..spec import Accelerator, ModelArch
+from ..units import GB, ceil_div, gb_to_bytes
+from .kv_cache import kv_geometry
 from .state import state_bytes_per_sequence
-from .units import GB, ceil_div, gb_to_bytes
 from .weights import resolve_formats, weights_bytes
 
 #: Runtime overhead of a single-GPU server in the seeds' tier-2 rule (decimal GB).

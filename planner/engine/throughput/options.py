@@ -32,8 +32,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import EngineInputError
-from .spec import Accelerator
+from ..errors import EngineInputError
+from ..spec import Accelerator
+from ..units import GB
 
 COMPUTE_FORMATS: tuple[str, ...] = ("bf16", "fp8", "fp4")
 
@@ -151,8 +152,8 @@ class Fabric:
         self.link_stated = bool(gbps and gbps > 0)
         if not self.link_stated:
             gbps = FALLBACK_INTERCONNECT_GBPS
-        self.link_bw = gbps / 2 * 1e9 * options.link_efficiency
-        self.net_bw = options.network_gbps * 1e9 * options.link_efficiency
+        self.link_bw = gbps / 2 * GB * options.link_efficiency
+        self.net_bw = options.network_gbps * GB * options.link_efficiency
         self.link_lat = options.link_latency_s
         self.net_lat = options.network_latency_s
         self.domain = options.scaleup_domain_gpus or max(1, accelerator.gpus_per_node)

@@ -1,4 +1,4 @@
-"""Result dataclasses of ``sizing.size`` and ``sizing.capacity_curve``. Units: bytes (``int``).
+"""Result dataclasses of ``size()`` and ``capacity_curve()`` (``sizing/capacity.py``). Units: bytes (``int``).
 
 ``SizingResult.to_dict()`` is the REST API's response body for a sizing request; the keys are
 the API field names (docs/sizing.md lists each with its formula).
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .spec import Layout
+from ..spec import Layout
 
 
 @dataclass(slots=True)

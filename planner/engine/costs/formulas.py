@@ -1,44 +1,87 @@
 """Rent-or-API primitives: GPU-hours, rent, API cost, breakeven volumes, capacity, idle cost and
-download time. Exact ``Decimal`` arithmetic; formulas and sources in docs/costs.md."""
+download time. Exact ``Decimal`` arithmetic; formulas and sources in docs/costs.md.
+
+Each public primitive validates its input (``EngineInputError`` keyed by field) and returns an exact
+``Decimal`` (or a rounded token count). The unchecked exact forms (``blended_price``, ``mix_breakeven``,
+``produced_tokens``, ``download_time_s``) and the input checks (``check_schedule``, ``check_api_prices``)
+are shared with the result builders of ``costs.economics`` and ``costs.breakeven``, so each formula is
+written once.
+"""
 
 from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
 
-from .cost_money import (
-    BYTES_PER_GB,
-    DEFAULT_DAYS_PER_MONTH,
-    MTOK,
-    SECONDS_PER_HOUR,
-    Fields,
-    Number,
-    round_int,
-)
+from ..units import GB, SECONDS_PER_HOUR
+from .money import DEFAULT_DAYS_PER_MONTH, MAX_DAYS_PER_MONTH, MTOK, Fields, Number, round_int
 
-MAX_DAYS_PER_MONTH = 31
-
-_NO_EXTRAS = (
+RENT_EXTRAS_NOTE = (
     "Rent counts GPU-hours only: storage, egress, weight transfers and the staff who keep the cluster "
     "running are extra (the seeds)."
 )
-_IDLE_BILLS = "Idle GPUs bill the same rate as busy ones (the seeds)."
+"""Assumption sentence of every rent figure."""
+IDLE_BILLS_NOTE = "Idle GPUs bill the same rate as busy ones (the seeds)."
+"""Assumption sentence of every idle-cost figure."""
 
 
-# --------------------------------------------------------------------------- primitives
+# --------------------------------------------------------------------------- shared checks and exact forms
 
 
-def _schedule(f: Fields, gpus: Any, hours_per_day: Any, days: Any, days_field: str = "days_per_month"):
+def check_schedule(
+    f: Fields, gpus: Any, hours_per_day: Any, days: Any, days_field: str = "days_per_month"
+) -> tuple[int | None, Decimal | None, int | None]:
+    """``(gpus, hours_per_day, days)`` checked into ``f``: GPUs >= 1, hours in (0, 24], days 1..31."""
     g = f.integer("gpus", gpus, minimum=1)
     h = f.hours_per_day("hours_per_day", hours_per_day)
     d = f.integer(days_field, days, minimum=1, maximum=MAX_DAYS_PER_MONTH)
     return g, h, d
 
 
+def check_api_prices(f: Fields, hit: Any, miss: Any, out: Any) -> tuple[Decimal | None, Decimal | None, Decimal | None]:
+    """The API's prices (USD per Mtok) checked into ``f``: cache hit and cache miss >= 0, output > 0."""
+    return (
+        f.decimal("input_cache_hit_usd_per_mtok", hit),
+        f.decimal("input_cache_miss_usd_per_mtok", miss),
+        f.decimal("output_usd_per_mtok", out, above=True),
+    )
+
+
+def blended_price(hit_rate: Decimal, hit: Decimal, miss: Decimal) -> Decimal:
+    """USD per million input tokens at a cache hit rate: hit rate x hit price + (1 - hit rate) x miss price."""
+    return hit_rate * hit + (1 - hit_rate) * miss
+
+
+def mix_breakeven(
+    rent: Decimal, input_tokens: int, output_tokens: int, blended: Decimal, output_price: Decimal
+) -> Decimal | None:
+    """Output tokens a month at which the API costs the rent, keeping the input:output mix (exact).
+
+    ``rent / (output price + (input / output) x blended input price) x 1e6``, written with a single
+    division to stay exact; ``None`` when there are no output tokens (the ratio is undefined).
+    """
+    if output_tokens == 0:
+        return None
+    return rent * MTOK * output_tokens / (output_tokens * output_price + input_tokens * blended)
+
+
+def produced_tokens(tokens_per_s: Decimal, utilisation: Decimal, hours_per_day: Decimal, days: int) -> int:
+    """Tokens produced in a month: tokens/s x utilisation x hours per day x days x 3600 s (rounded)."""
+    return round_int(tokens_per_s * utilisation * hours_per_day * days * SECONDS_PER_HOUR)
+
+
+def download_time_s(weights_bytes: int, gbytes_per_s: Decimal) -> Decimal:
+    """Seconds to fetch ``weights_bytes`` bytes at ``gbytes_per_s`` decimal GB (1e9 B) per second (exact)."""
+    return Decimal(weights_bytes) / (gbytes_per_s * GB)
+
+
+# --------------------------------------------------------------------------- primitives
+
+
 def gpu_hours(gpus: int, hours_per_day: Number = 24, days: int = DEFAULT_DAYS_PER_MONTH) -> Decimal:
     """GPU-hours billed: GPUs x hours switched on per day x days. 8 x 4 x 30 = 960."""
     f = Fields()
-    g, h, d = _schedule(f, gpus, hours_per_day, days, "days")
+    g, h, d = check_schedule(f, gpus, hours_per_day, days, "days")
     f.raise_if_any()
     return g * h * d
 
@@ -48,22 +91,10 @@ def rent_usd(
 ) -> Decimal:
     """Rent in USD: GPU-hours x USD per GPU-hour. 8 GPUs always on at 2.50 for 30 days = 14,400."""
     f = Fields()
-    g, h, d = _schedule(f, gpus, hours_per_day, days, "days")
+    g, h, d = check_schedule(f, gpus, hours_per_day, days, "days")
     rate = f.decimal("usd_per_gpu_hour", usd_per_gpu_hour)
     f.raise_if_any()
     return g * h * d * rate
-
-
-def _prices(f: Fields, hit: Any, miss: Any, out: Any) -> tuple[Decimal, Decimal, Decimal]:
-    return (
-        f.decimal("input_cache_hit_usd_per_mtok", hit),
-        f.decimal("input_cache_miss_usd_per_mtok", miss),
-        f.decimal("output_usd_per_mtok", out, above=True),
-    )
-
-
-def _blended(hit_rate: Decimal, hit: Decimal, miss: Decimal) -> Decimal:
-    return hit_rate * hit + (1 - hit_rate) * miss
 
 
 def blended_input_usd_per_mtok(
@@ -78,7 +109,7 @@ def blended_input_usd_per_mtok(
     hit = f.decimal("input_cache_hit_usd_per_mtok", input_cache_hit_usd_per_mtok)
     miss = f.decimal("input_cache_miss_usd_per_mtok", input_cache_miss_usd_per_mtok)
     f.raise_if_any()
-    return _blended(rate, hit, miss)
+    return blended_price(rate, hit, miss)
 
 
 def api_cost_usd(
@@ -94,9 +125,11 @@ def api_cost_usd(
     i = f.integer("input_tokens", input_tokens)
     o = f.integer("output_tokens", output_tokens)
     rate = f.fraction("cache_hit_rate", cache_hit_rate)
-    hit, miss, out = _prices(f, input_cache_hit_usd_per_mtok, input_cache_miss_usd_per_mtok, output_usd_per_mtok)
+    hit, miss, out = check_api_prices(
+        f, input_cache_hit_usd_per_mtok, input_cache_miss_usd_per_mtok, output_usd_per_mtok
+    )
     f.raise_if_any()
-    return (i * _blended(rate, hit, miss) + o * out) / MTOK
+    return (i * blended_price(rate, hit, miss) + o * out) / MTOK
 
 
 def breakeven_output_tokens(rent_usd: Number, output_usd_per_mtok: Number) -> int:
@@ -107,13 +140,6 @@ def breakeven_output_tokens(rent_usd: Number, output_usd_per_mtok: Number) -> in
     out = f.decimal("output_usd_per_mtok", output_usd_per_mtok, above=True)
     f.raise_if_any()
     return round_int(rent / out * MTOK)
-
-
-def _mix_breakeven(rent: Decimal, i: int, o: int, blended: Decimal, out: Decimal) -> Decimal | None:
-    # rent / (out + (i/o) x blended) per Mtok, written with a single division to stay exact.
-    if o == 0:
-        return None
-    return rent * MTOK * o / (o * out + i * blended)
 
 
 def breakeven_output_tokens_mix(
@@ -136,9 +162,11 @@ def breakeven_output_tokens_mix(
     i = f.integer("input_tokens", input_tokens)
     o = f.integer("output_tokens", output_tokens)
     rate = f.fraction("cache_hit_rate", cache_hit_rate)
-    hit, miss, out = _prices(f, input_cache_hit_usd_per_mtok, input_cache_miss_usd_per_mtok, output_usd_per_mtok)
+    hit, miss, out = check_api_prices(
+        f, input_cache_hit_usd_per_mtok, input_cache_miss_usd_per_mtok, output_usd_per_mtok
+    )
     f.raise_if_any()
-    b = _mix_breakeven(rent, i, o, _blended(rate, hit, miss), out)
+    b = mix_breakeven(rent, i, o, blended_price(rate, hit, miss), out)
     return None if b is None else round_int(b)
 
 
@@ -156,7 +184,7 @@ def capacity_output_tokens(
     h = f.hours_per_day("hours_per_day", hours_per_day)
     d = f.integer("days", days, minimum=1, maximum=MAX_DAYS_PER_MONTH)
     f.raise_if_any()
-    return round_int(tps * u * h * d * SECONDS_PER_HOUR)
+    return produced_tokens(tps, u, h, d)
 
 
 def idle_cost_usd(rent_usd: Number, utilisation: Number) -> Decimal:
@@ -175,7 +203,4 @@ def download_seconds(weights_bytes: int, download_gbytes_per_s: Number) -> Decim
     b = f.integer("weights_bytes", weights_bytes)
     bw = f.decimal("download_gbytes_per_s", download_gbytes_per_s, above=True)
     f.raise_if_any()
-    return Decimal(b) / (bw * BYTES_PER_GB)
-
-
-# --------------------------------------------------------------------------- results
+    return download_time_s(b, bw)

@@ -4,7 +4,7 @@ Pure Python, no Django. Units: seconds internally, ms in ``to_dict()``, USD (flo
 quoted price is echoed as a string), tokens. What is enumerated and how: docs/throughput.md, "Search".
 
 For each SKU offer (accelerator + price per GPU-hour), KV dtype and replica layout
-(``search_space.replica_layouts``), and each whole-node GPU count ``G`` (``search_space.gpu_counts``):
+(``space.replica_layouts``), and each whole-node GPU count ``G`` (``space.gpu_counts``):
 
 * **aggregated**: ``G / gpus-per-replica`` replicas share the workload's design concurrency ``C``;
   each runs ``B = ceil(C / replicas)`` sequences, which must fit in memory at the p95 context
@@ -38,38 +38,13 @@ import time
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
-from .search_evaluation import _Search
-from .search_inputs import _check, _coerce_offers, _Offer
-from .search_report import _result
-from .search_space import DEFAULT_MAX_NODES
-from .search_types import (
-    MODES,
-    REASONS,
-    Candidate,
-    PoolPlan,
-    ProgressCallback,
-    SearchCancelled,
-    SearchResult,
-    SkuOffer,
-    Workload,
-    design_concurrency,
-)
-from .sizing import DEFAULT_GPU_MEMORY_UTILIZATION
-from .spec import Accelerator, ModelArch
-from .throughput_options import DEFAULT_OPTIONS, ThroughputOptions
-
-__all__ = [
-    "MODES",
-    "REASONS",
-    "Candidate",
-    "PoolPlan",
-    "SearchCancelled",
-    "SearchResult",
-    "SkuOffer",
-    "Workload",
-    "design_concurrency",
-    "search",
-]
+from ..sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
+from ..spec import Accelerator, ModelArch
+from ..throughput.options import DEFAULT_OPTIONS, ThroughputOptions
+from .evaluation import PricedOffer, SearchRun, check_search_inputs, coerce_offers
+from .report import build_result
+from .space import DEFAULT_MAX_NODES
+from .types import MODES, ProgressCallback, SearchResult, SkuOffer, Workload
 
 
 def search(
@@ -99,11 +74,19 @@ def search(
     """
     started = time.perf_counter()
     modes, kv_dtypes = tuple(modes), tuple(kv_cache_dtypes)
-    _check(model, workload, modes, kv_dtypes, options, max_nodes, max_gpus, top_n, examples_per_reason)
-    prepared = [_Offer(o, options, max_nodes, max_gpus, model) for o in _coerce_offers(offers)]
-    s = _Search(
-        model, workload, prepared, modes, kv_dtypes, weight_format, include_scale_overhead,
-        gpu_memory_utilization, progress, progress_every,
-    )  # fmt: skip
-    s.run()
-    return _result(s, top_n, examples_per_reason, options, started)
+    check_search_inputs(model, workload, modes, kv_dtypes, options, max_nodes, max_gpus, top_n, examples_per_reason)
+    prepared = [PricedOffer(o, options, max_nodes, max_gpus, model) for o in coerce_offers(offers)]
+    run = SearchRun(
+        model,
+        workload,
+        prepared,
+        modes,
+        kv_dtypes,
+        weight_format,
+        include_scale_overhead,
+        gpu_memory_utilization,
+        progress,
+        progress_every,
+    )
+    run.run()
+    return build_result(run, top_n, examples_per_reason, options, started)

@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .formats import RAW_BITS, SCALED_BITS
-from .spec import LayerGroup, ModelArch
-from .weights import resolve_formats, split_params
+from ..formats import RAW_BITS, SCALED_BITS
+from ..sizing.weights import resolve_formats, split_params
+from ..spec import LayerGroup, ModelArch
 
 MLA_PREFILL_HEAD_DIM: int = 128
 LINEAR_CHUNK_TOKENS: int = 64

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cache import KvGeometry, kv_dtype_bytes, kv_geometry
-from .errors import EngineInputError
-from .spec import Layout, ModelArch, layout_errors
+from ..errors import EngineInputError
+from ..spec import Layout, ModelArch, layout_errors, model_errors
+from .kv_cache import KvGeometry, kv_dtype_bytes, kv_geometry
 from .state import has_linear_layers, state_bytes_per_sequence
 from .weights import resolve_formats, weight_assumptions, weight_components
 
@@ -28,7 +28,7 @@ class ModelConstants:
 
     def __init__(self, model: ModelArch):
         self.model = model
-        self.errors = _model_errors(model)
+        self.errors = model_errors(model)
         self.has_linear = has_linear_layers(model)
         self._weights: dict[tuple[Any, bool], tuple[int, int, str, str, tuple[str, ...]]] = {}
         self._geometry: dict[tuple[str, int, int], tuple[KvGeometry, int, int, tuple[str, ...]]] = {}
@@ -88,22 +88,6 @@ def model_constants(model: ModelArch) -> ModelConstants:
         _MEMO.clear()
     hit = _MEMO[id(model)] = ModelConstants(model)
     return hit
-
-
-def _model_errors(model: ModelArch) -> dict[str, list[str]]:
-    errors: dict[str, list[str]] = {}
-    if isinstance(model.total_params, bool) or not isinstance(model.total_params, int) or model.total_params < 0:
-        errors["total_params"] = ["Must be a whole number, zero or more."]
-    elif model.expert_params is not None:
-        if model.expert_params < 0:
-            errors["expert_params"] = ["Must not be negative."]
-        elif model.expert_params > model.total_params:
-            errors["expert_params"] = ["Cannot exceed the total parameter count."]
-    if not model.layer_groups:
-        errors["layer_groups"] = ["Give a non-empty list of layer groups."]
-    if model.max_context_tokens < 0:
-        errors["max_context_tokens"] = ["Must not be negative."]
-    return errors
 
 
 def _layout_errors(model: ModelArch, layout: Layout) -> dict[str, list[str]]:

@@ -38,10 +38,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import EngineInputError
-from .formats import RAW_BITS, SCALED_BITS, WEIGHT_FORMATS
-from .spec import Layout, ModelArch
-from .units import ceil_div
+from ..errors import EngineInputError
+from ..formats import RAW_BITS, SCALED_BITS, WEIGHT_FORMATS
+from ..spec import Layout, ModelArch
+from ..units import ceil_div
 
 
 @dataclass(frozen=True, slots=True)

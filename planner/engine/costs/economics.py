@@ -1,27 +1,19 @@
-"""Rent-or-API result objects: monthly rent, unit economics, weights download and storage."""
+"""Result objects of one cluster's money: monthly rent, unit economics, weights download and storage.
+
+Exact ``Decimal`` arithmetic through ``costs.formulas``; results hold rounded values and render them as
+strings (``costs.money``). ``month_note`` and ``DOWNLOAD_NOTE`` are the assumption sentences the
+breakeven result shares.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any
 
-from .cost_formulas import _IDLE_BILLS, _NO_EXTRAS, _schedule
-from .cost_money import (
-    BYTES_PER_GB,
-    DEFAULT_DAYS_PER_MONTH,
-    MILLS,
-    MTOK,
-    SECONDS_PER_HOUR,
-    Fields,
-    Number,
-    dec_str,
-    fine,
-    plain,
-    quantize,
-    round_int,
-    usd,
-)
+from ..units import GB, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
+from .formulas import IDLE_BILLS_NOTE, RENT_EXTRAS_NOTE, check_schedule, download_time_s, produced_tokens
+from .money import DEFAULT_DAYS_PER_MONTH, MILLS, MTOK, Fields, Number, dec_str, fine, plain, quantize, usd
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +40,8 @@ class RentResult:
         }
 
 
-def _month_note(hours: Decimal, days: int) -> str:
+def month_note(hours: Decimal, days: int) -> str:
+    """The schedule sentence of a monthly figure: days, hours a day and hours per GPU (the seeds' 720)."""
     note = f"{days}-day month, {plain(hours)} h a day: {plain(hours * days)} hours per GPU"
     if days == DEFAULT_DAYS_PER_MONTH and hours == 24:
         note += " (the seeds' 720-hour month)"
@@ -60,7 +53,7 @@ def monthly_rent(
 ) -> RentResult:
     """GPU-hours and rent of ``gpus`` switched on ``hours_per_day`` for ``days_per_month`` days."""
     f = Fields()
-    g, h, d = _schedule(f, gpus, hours_per_day, days_per_month)
+    g, h, d = check_schedule(f, gpus, hours_per_day, days_per_month)
     rate = f.decimal("usd_per_gpu_hour", usd_per_gpu_hour)
     f.raise_if_any()
     hours = g * h * d
@@ -71,7 +64,7 @@ def monthly_rent(
         usd_per_gpu_hour=rate,
         gpu_hours=hours,
         rent_usd=usd(hours * rate),
-        assumptions=[_month_note(h, d), "Rent = GPUs x hours per day x days x USD per GPU-hour.", _NO_EXTRAS],
+        assumptions=[month_note(h, d), "Rent = GPUs x hours per day x days x USD per GPU-hour.", RENT_EXTRAS_NOTE],
     )
 
 
@@ -124,7 +117,7 @@ def unit_economics(
     - idle cost = paid GPU-hours x (1 - utilisation) x rate
     """
     f = Fields()
-    g, h, d = _schedule(f, gpus, hours_per_day, days_per_month)
+    g, h, d = check_schedule(f, gpus, hours_per_day, days_per_month)
     rate = f.decimal("usd_per_gpu_hour", usd_per_gpu_hour, above=True)
     tps = f.decimal("output_tokens_per_s", output_tokens_per_s)
     u = f.fraction("utilisation", utilisation)
@@ -132,7 +125,7 @@ def unit_economics(
     hours = g * h * d
     rent = hours * rate
     per_hour = g * rate
-    produced = round_int(tps * u * h * d * SECONDS_PER_HOUR)
+    produced = produced_tokens(tps, u, h, d)
     per_mtok = rent / produced * MTOK if produced else None
     return UnitEconomics(
         gpu_hours=hours,
@@ -146,9 +139,9 @@ def unit_economics(
         idle_gpu_hours=hours * (1 - u),
         idle_cost_usd=usd(rent * (1 - u)),
         assumptions=[
-            _month_note(h, d),
+            month_note(h, d),
             f"Output tokens a month = {plain(tps)} tokens/s x {plain(u)} utilisation x {plain(h * d)} h x 3600 s.",
-            _IDLE_BILLS,
+            IDLE_BILLS_NOTE,
         ],
     )
 
@@ -177,11 +170,12 @@ class DownloadResult:
         }
 
 
-_DOWNLOAD_NOTE = (
+DOWNLOAD_NOTE = (
     "Billing starts when the instances start, not when the model is ready: every GPU of the cluster "
     "bills while the weights download (the seeds). Billed per second; keep the weights on a persistent "
     "volume so the next start takes minutes."
 )
+"""Assumption sentence of every weights-download figure."""
 
 
 def weights_download(
@@ -195,16 +189,16 @@ def weights_download(
     g = f.integer("gpus", gpus, minimum=1)
     rate = f.decimal("usd_per_gpu_hour", usd_per_gpu_hour)
     f.raise_if_any()
-    seconds = Decimal(b) / (bw * BYTES_PER_GB)
+    seconds = download_time_s(b, bw)
     billed = g * seconds / SECONDS_PER_HOUR
     return DownloadResult(
         weights_bytes=b,
         download_gbytes_per_s=bw,
         seconds=seconds,
-        minutes=quantize(seconds / 60),
+        minutes=quantize(seconds / SECONDS_PER_MINUTE),
         billed_gpu_hours=billed,
         usd=usd(billed * rate),
-        assumptions=[_DOWNLOAD_NOTE],
+        assumptions=[DOWNLOAD_NOTE],
     )
 
 
@@ -237,7 +231,7 @@ def weights_storage(weights_bytes: int, usd_per_gb_month: Number, months: int = 
     price = f.decimal("usd_per_gb_month", usd_per_gb_month)
     m = f.integer("months", months, minimum=1)
     f.raise_if_any()
-    gb = Decimal(b) / BYTES_PER_GB
+    gb = Decimal(b) / GB
     return StorageResult(
         weights_bytes=b,
         gb=gb,
@@ -246,8 +240,3 @@ def weights_storage(weights_bytes: int, usd_per_gb_month: Number, months: int = 
         usd=usd(gb * price * m),
         assumptions=["Volume billed per decimal GB (1e9 bytes) per month, the weights' size only."],
     )
-
-
-# --------------------------------------------------------------------------- breakeven
-
-Cheaper = Literal["rent", "api"]

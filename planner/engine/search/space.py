@@ -12,8 +12,8 @@
 
 from __future__ import annotations
 
-from .precompute import model_constants
-from .spec import Layout, ModelArch
+from ..sizing.memo import model_constants
+from ..spec import Layout, ModelArch
 
 MAX_PP: int = 8
 DEFAULT_MAX_NODES: int = 8

@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import EngineInputError
-from .spec import Accelerator, Layout, ModelArch
-from .units import GIB, MIB, gib_to_bytes
+from ..errors import EngineInputError
+from ..spec import Accelerator, Layout, ModelArch
+from ..units import GIB, MIB, gib_to_bytes
 
 FRAMEWORK_GIB: float = 3.5
 CUDA_GRAPH_GIB: float = 0.0

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
-from .cost_formulas import (
-    _IDLE_BILLS,
-    _NO_EXTRAS,
-    _blended,
-    _mix_breakeven,
-    _prices,
-    _schedule,
+from .economics import DOWNLOAD_NOTE, month_note, weights_download
+from .formulas import (
+    IDLE_BILLS_NOTE,
+    RENT_EXTRAS_NOTE,
+    blended_price,
+    check_api_prices,
+    check_schedule,
+    mix_breakeven,
+    produced_tokens,
 )
-from .cost_money import (
+from .money import (
     DEFAULT_DAYS_PER_MONTH,
     MILLS,
     MTOK,
-    SECONDS_PER_HOUR,
     Fields,
     Number,
     dec_str,
@@ -31,7 +32,9 @@ from .cost_money import (
     usd,
     usd_text,
 )
-from .cost_results import _DOWNLOAD_NOTE, Cheaper, _month_note, weights_download
+
+Cheaper = Literal["rent", "api"]
+"""Which side of the rent-or-API comparison costs less."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +114,11 @@ def breakeven(
     Raises ``EngineInputError`` with one entry per bad field.
     """
     f = Fields()
-    g, h, d = _schedule(f, gpus, hours_per_day, days_per_month)
+    g, h, d = check_schedule(f, gpus, hours_per_day, days_per_month)
     rate = f.decimal("usd_per_gpu_hour", usd_per_gpu_hour)
-    hit, miss, out = _prices(f, input_cache_hit_usd_per_mtok, input_cache_miss_usd_per_mtok, output_usd_per_mtok)
+    hit, miss, out = check_api_prices(
+        f, input_cache_hit_usd_per_mtok, input_cache_miss_usd_per_mtok, output_usd_per_mtok
+    )
     i = f.integer("monthly_input_tokens", monthly_input_tokens)
     o = f.integer("monthly_output_tokens", monthly_output_tokens)
     hit_rate = f.fraction("cache_hit_rate", cache_hit_rate)
@@ -130,10 +135,10 @@ def breakeven(
         f.add("weights_bytes", "Required to cost a download at download_gbytes_per_s.")
     f.raise_if_any()
 
-    notes = [_month_note(h, d)]
+    notes = [month_note(h, d)]
     hours = g * h * d
     rent = hours * rate
-    blended = _blended(hit_rate, hit, miss)
+    blended = blended_price(hit_rate, hit, miss)
     api = (i * blended + o * out) / MTOK
     notes.append(
         f"API: input x ({plain(hit_rate)} x {price_text(hit)} + {plain(1 - hit_rate)} x {price_text(miss)}) "
@@ -143,7 +148,7 @@ def breakeven(
         notes.append("The cache-hit price is above the cache-miss price: more cache hits raise the API cost.")
 
     be_out = rent / out * MTOK
-    be_mix = _mix_breakeven(rent, i, o, blended, out)
+    be_mix = mix_breakeven(rent, i, o, blended, out)
     be_out_per_day = be_out / d
     notes.append(
         f"Output-only breakeven (the seeds' rule of thumb) = rent / output price = {millions(be_out)} output "
@@ -162,7 +167,7 @@ def breakeven(
         notes.append("Capacity is taken as given, already at the utilisation the cluster will sustain.")
     elif tps is not None:
         used = u if u is not None else Decimal(1)
-        capacity = round_int(tps * used * h * d * SECONDS_PER_HOUR)
+        capacity = produced_tokens(tps, used, h, d)
         notes.append(
             f"Capacity = {plain(tps)} output tokens/s x {plain(used)} utilisation x "
             f"{plain(h * d)} h x 3600 s" + ("" if u is not None else " (no utilisation given: 100% assumed)") + "."
@@ -192,15 +197,15 @@ def breakeven(
         per_mtok = None
 
     idle = rent * (1 - u) if u is not None else None
-    notes.append(_IDLE_BILLS)
+    notes.append(IDLE_BILLS_NOTE)
 
     minutes = dl_usd = None
     if wb is not None and bw is not None:
         dl = weights_download(wb, bw, g, rate)
         minutes, dl_usd = dl.minutes, dl.usd
-        notes.append(f"Download: {wb:,} bytes / {plain(bw)} GB/s = {plain(dl.minutes)} minutes. " + _DOWNLOAD_NOTE)
+        notes.append(f"Download: {wb:,} bytes / {plain(bw)} GB/s = {plain(dl.minutes)} minutes. " + DOWNLOAD_NOTE)
         notes.append("The download is a one-time cost, not included in the monthly rent.")
-    notes.append(_NO_EXTRAS)
+    notes.append(RENT_EXTRAS_NOTE)
 
     return BreakevenResult(
         gpu_hours=hours,

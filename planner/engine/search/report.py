@@ -1,6 +1,8 @@
-"""``search()``'s result, assembled from the evaluated records: ranking, frontier, near misses, rejections.
+"""``search()``'s result, assembled from the evaluated records: ranking, Pareto frontier, near misses, rejections.
 
-Pure Python, no Django. Units: seconds in the records, ms in the reported ``Candidate``s, USD.
+Pure Python, no Django. Units: seconds in the records, ms in the reported ``Candidate``s, USD (float
+estimates; the quoted price per GPU-hour is echoed as a string). ``pareto_front`` is the frontier of two
+costs to minimise (USD per million tokens and TPOT).
 """
 
 from __future__ import annotations
@@ -8,13 +10,30 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
-from .pareto import pareto_front
-from .search_evaluation import _Rec, _Search
-from .search_types import REASONS, Candidate, PoolPlan, SearchResult
-from .throughput import SECONDS_PER_HOUR
-from .throughput_options import ThroughputOptions
+from ..throughput.options import ThroughputOptions
+from ..units import HOURS_PER_DAY, SECONDS_PER_HOUR, TOKENS_PER_MTOK
+from .evaluation import Record, SearchRun
+from .types import REASONS, Candidate, PoolPlan, SearchResult
+
+T = TypeVar("T")
+
+
+def pareto_front(items: Iterable[T], x: Callable[[T], float], y: Callable[[T], float]) -> list[T]:
+    """The items no other item beats on both ``x`` and ``y`` (lower is better), sorted by ``x``.
+
+    Ties: of items with equal ``x`` only the lowest ``y`` is kept; an item is kept only when its ``y``
+    is strictly below every cheaper item's.
+    """
+    front: list[T] = []
+    best_y = float("inf")
+    for item in sorted(items, key=lambda i: (x(i), y(i))):
+        if y(item) < best_y:
+            front.append(item)
+            best_y = y(item)
+    return front
+
 
 _MODE_NOTES: dict[str, tuple[str, ...]] = {
     "aggregated": (
@@ -29,7 +48,7 @@ _MODE_NOTES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _candidate(s: _Search, rec: _Rec, reason: str | None, detail: str | None = None) -> Candidate:
+def _candidate(s: SearchRun, rec: Record, reason: str | None, detail: str | None = None) -> Candidate:
     o = s.prepared[rec.offer]
     gpus = rec.gpus + rec.p_gpus
     tok_s = s.C / rec.tpot if rec.tpot else None
@@ -45,8 +64,8 @@ def _candidate(s: _Search, rec: _Rec, reason: str | None, detail: str | None = N
         nodes=gpus // max(1, o.acc.gpus_per_node),
         usd_per_gpu_hour=str(o.price),
         usd_per_hour=rec.usd_hour,
-        usd_per_mtok=rec.usd_hour * 24 / (s.w.output_tokens_per_day / 1e6),
-        usd_per_mtok_at_capacity=(rec.usd_hour / (tok_s * SECONDS_PER_HOUR) * 1e6) if tok_s else None,
+        usd_per_mtok=rec.usd_hour * HOURS_PER_DAY / (s.w.output_tokens_per_day / TOKENS_PER_MTOK),
+        usd_per_mtok_at_capacity=(rec.usd_hour / (tok_s * SECONDS_PER_HOUR) * TOKENS_PER_MTOK) if tok_s else None,
         tpot_ms=None if rec.tpot is None else rec.tpot * 1e3,
         ttft_ms=None if rec.ttft is None or math.isinf(rec.ttft) else rec.ttft * 1e3,
         output_tokens_per_s=tok_s,
@@ -62,10 +81,10 @@ def _candidate(s: _Search, rec: _Rec, reason: str | None, detail: str | None = N
     )
 
 
-def _distinct(recs: Iterable[_Rec], key: Callable[[_Rec], Any], n: int) -> list[_Rec]:
+def _distinct(recs: Iterable[Record], key: Callable[[Record], Any], n: int) -> list[Record]:
     """The first ``n`` records with distinct ``key`` (in the order given)."""
     seen: set[Any] = set()
-    out: list[_Rec] = []
+    out: list[Record] = []
     if n <= 0:
         return out
     for r in recs:
@@ -78,7 +97,10 @@ def _distinct(recs: Iterable[_Rec], key: Callable[[_Rec], Any], n: int) -> list[
     return out
 
 
-def _result(s: _Search, top_n: int, examples: int, options: ThroughputOptions, started: float) -> SearchResult:
+def build_result(s: SearchRun, top_n: int, examples: int, options: ThroughputOptions, started: float) -> SearchResult:
+    """The ``SearchResult`` of a finished run: the best, the top ``top_n`` (one per SKU x mode x layouts), the
+    Pareto frontier of cost vs TPOT, near misses cheaper than the best, and up to ``examples`` examples per
+    rejection reason. ``started`` is the ``time.perf_counter()`` reading when the search began."""
     feasible = [r for r in s.recs if r.status == "feasible"]
     order = sorted(feasible, key=lambda r: (r.usd_hour, r.tpot))
     # top: the cheapest configuration of each (SKU, mode, layouts); the KV dtype that did best
@@ -134,7 +156,7 @@ def _result(s: _Search, top_n: int, examples: int, options: ThroughputOptions, s
     )
 
 
-def _assumptions(s: _Search, options: ThroughputOptions) -> tuple[str, ...]:
+def _assumptions(s: SearchRun, options: ThroughputOptions) -> tuple[str, ...]:
     w = s.w
     return (
         f"Design concurrency {s.C} sequences: the larger of the peak ({w.peak_concurrency}) and Little's law at the "

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import EngineInputError
-from .formats import DTYPE_BYTES
-from .spec import LayerGroup, ModelArch
-from .units import ceil_div
+from ..errors import EngineInputError
+from ..formats import DTYPE_BYTES
+from ..spec import LayerGroup, ModelArch
+from ..units import ceil_div
 
 
 def kv_dtype_bytes(kv_cache_dtype: str) -> int:
