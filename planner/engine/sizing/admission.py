@@ -36,26 +36,52 @@ def usable_bytes(hbm_bytes: int, gpu_memory_utilization: float) -> int:
     return int(hbm_bytes * gpu_memory_utilization)
 
 
+def pool_capacities(
+    cache_bytes: int,
+    state_bytes: int,
+    kv_bytes: int,
+    pool: str = "unified",
+    ratio: float = DEFAULT_STATE_POOL_RATIO,
+) -> tuple[int, int, int, int, int]:
+    """``(chosen, unified, split, stranded_bytes, deficit_bytes)`` for a cache budget of ``cache_bytes``.
+
+    Each sequence needs ``state_bytes + kv_bytes``. ``unified``: sequences in one shared pool; ``split``:
+    sequences in SGLang's split pool with state : KV = ``ratio``, and the idle bytes of its non-bottleneck
+    pool (``stranded_bytes``); ``chosen`` is ``pool``'s figure. ``deficit_bytes`` is 0 when the chosen pool
+    admits a sequence, else what that one sequence still lacks (at least 1). The one home of the rule:
+    ``unified_capacity``, ``split_capacity``, ``admit()`` and ``size()`` all use it.
+    """
+    if cache_bytes <= 0:
+        unified = split = stranded = 0
+    else:
+        unified = cache_bytes // max(1, state_bytes + kv_bytes)
+        if state_bytes == 0 or kv_bytes == 0:  # one kind of cache: one pool
+            split, stranded = unified, 0
+        else:
+            state_budget = int(cache_bytes * ratio / (1 + ratio))
+            kv_budget = cache_bytes - state_budget
+            by_state = state_budget // state_bytes
+            by_kv = kv_budget // kv_bytes
+            if by_state <= by_kv:
+                split, stranded = by_state, kv_budget - by_state * kv_bytes
+            else:
+                split, stranded = by_kv, state_budget - by_kv * state_bytes
+    chosen = split if pool == "split" else unified
+    if chosen >= 1:
+        return chosen, unified, split, stranded, 0
+    required = split_required_bytes(state_bytes, kv_bytes, ratio) if pool == "split" else state_bytes + kv_bytes
+    return chosen, unified, split, stranded, max(1, required - cache_bytes)
+
+
 def unified_capacity(cache_bytes: int, state_bytes: int, kv_bytes: int) -> int:
     """Sequences fitting in one shared pool of ``cache_bytes`` (each needing state + kv bytes)."""
-    if cache_bytes <= 0:
-        return 0
-    return cache_bytes // max(1, state_bytes + kv_bytes)
+    return pool_capacities(cache_bytes, state_bytes, kv_bytes)[1]
 
 
 def split_capacity(cache_bytes: int, state_bytes: int, kv_bytes: int, ratio: float) -> tuple[int, int]:
     """``(sequences, stranded_bytes)`` for SGLang's split pool with state : KV = ``ratio``."""
-    if cache_bytes <= 0:
-        return 0, 0
-    if state_bytes == 0 or kv_bytes == 0:
-        return unified_capacity(cache_bytes, state_bytes, kv_bytes), 0
-    state_budget = int(cache_bytes * ratio / (1 + ratio))
-    kv_budget = cache_bytes - state_budget
-    by_state = state_budget // state_bytes
-    by_kv = kv_budget // kv_bytes
-    if by_state <= by_kv:
-        return by_state, kv_budget - by_state * kv_bytes
-    return by_kv, state_budget - by_kv * state_bytes
+    _, _, split, stranded, _ = pool_capacities(cache_bytes, state_bytes, kv_bytes, "split", ratio)
+    return split, stranded
 
 
 def split_required_bytes(state_bytes: int, kv_bytes: int, ratio: float) -> int:
@@ -127,13 +153,7 @@ def admit(
     """
     usable = usable_bytes(hbm_bytes, gpu_memory_utilization)
     cache = usable - weights_bytes - runtime_bytes
-    unified = unified_capacity(cache, state_bytes, kv_bytes)
-    split, stranded = split_capacity(cache, state_bytes, kv_bytes, state_pool_ratio)
-    if pool == "split":
-        chosen, required = split, split_required_bytes(state_bytes, kv_bytes, state_pool_ratio)
-    else:
-        chosen, required = unified, state_bytes + kv_bytes
-    deficit = 0 if chosen >= 1 else max(1, required - cache)
+    chosen, unified, split, stranded, deficit = pool_capacities(cache, state_bytes, kv_bytes, pool, state_pool_ratio)
     return Admission(
         hbm_bytes=hbm_bytes,
         usable_bytes=usable,

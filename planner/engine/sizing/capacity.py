@@ -28,9 +28,7 @@ from ..units import GB, ceil_div, gib_to_bytes
 from .admission import (
     DEFAULT_STATE_POOL_RATIO,
     POOLS,
-    split_capacity,
-    split_required_bytes,
-    unified_capacity,
+    pool_capacities,
     usable_bytes,
 )
 from .memo import ModelConstants, model_constants
@@ -141,6 +139,7 @@ class _Plan:
         "kv_cache_dtype",
         "layout",
         "model",
+        "need_state",
         "other_b",
         "other_fmt",
         "pool",
@@ -222,6 +221,7 @@ def _prepare(
     expert_gpu, other_gpu = per_gpu_shares(p.expert_b, p.other_b, layout)
     p.w_gpu = expert_gpu + other_gpu
     p.geometry, p.state, p.state_gpu, p.cache_notes = c.geometry(kv_cache_dtype, tp, pp)
+    p.need_state = p.state_gpu * state_slots_per_sequence  # per sequence, with its state slots
     p.hbm = accelerator.hbm_bytes
     p.batch_tokens = batch_tokens if batch_tokens is not None else default_batch_tokens(accelerator)
     if runtime_reserve_gib is None:
@@ -274,26 +274,10 @@ def _budget_notes(p: _Plan) -> tuple[str, ...]:
     return usable, pool
 
 
-def _capacities(p: _Plan, kv_gpu: int) -> tuple[int, int, int, int, int]:
-    """``(chosen, unified, split, stranded, deficit)``: chosen/unified/split per rank."""
-    cache = p.cache
-    need_state = p.state_gpu * p.slots
-    per_seq = need_state + kv_gpu
-    unified = unified_capacity(cache, need_state, kv_gpu)
-    split, stranded = split_capacity(cache, need_state, kv_gpu, p.ratio)
-    if p.pool == "split":
-        chosen = split
-        required = split_required_bytes(need_state, kv_gpu, p.ratio)
-    else:
-        chosen, required = unified, per_seq
-    deficit = 0 if chosen >= 1 else max(1, required - cache)
-    return chosen, unified, split, stranded, deficit
-
-
 def _evaluate(p: _Plan, context: int) -> SizingResult:
     geometry = p.geometry
     kv_gpu = geometry.bytes_per_sequence_per_gpu(context)
-    chosen, unified, split, stranded, deficit = _capacities(p, kv_gpu)
+    chosen, unified, split, stranded, deficit = pool_capacities(p.cache, p.need_state, kv_gpu, p.pool, p.ratio)
     weights = p.expert_b + p.other_b
     layout = p.layout
     return SizingResult(
@@ -422,7 +406,7 @@ def capacity_curve(
     points = []
     for context in contexts:
         kv_gpu = p.geometry.bytes_per_sequence_per_gpu(context)
-        chosen, unified, split, stranded, _ = _capacities(p, kv_gpu)
+        chosen, unified, split, stranded, _ = pool_capacities(p.cache, p.need_state, kv_gpu, p.pool, p.ratio)
         points.append(
             CapacityPoint(
                 context_tokens=context,
