@@ -1,17 +1,18 @@
 """Benchmark of the layout search: a full search for Kimi K3 over every SKU, layout and serving mode.
 
-Run from the repository root (plain script, no pytest, no Django):
+Run from the repository root (plain script, no pytest, no database):
 
     python bench/bench_search.py              # or: .venv/bin/python bench/bench_search.py
     python bench/bench_search.py --repeats 10
 
-It pins itself to one CPU where the OS allows, searches Kimi K3 (``presets.KIMI_K3``) on the four
-preset SKUs (``presets.ACCELERATORS``, as they are: no interconnect stated, so the engine assumes
-PCIe-class links) plus the eleven SKUs of the reference catalogue (``fleet/catalog/skus.json``,
-mirrored inline below so the script needs no Django: H100, H200, B200, GB300 NVL72, A100, MI300X,
-MI325X, MI355X, L40S, RTX 4090 and a 16 GB RTX 4080), each at the catalogue's 2.50 USD per
-GPU-hour, both KV dtypes (bf16, fp8) and both serving modes, up to 8 nodes per SKU. It reports the
-wall time of each run (best and median) and what the search enumerated, pruned and evaluated.
+It pins itself to one CPU where the OS allows, searches Kimi K3 as published (``fleet/catalog/models.json``
+``kimi-k3``: bf16 with MXFP4 routed experts) over 15 SKU offers at the catalogue's 2.50 USD per GPU-hour:
+the eleven SKUs of the reference catalogue (``fleet/catalog/skus.json``: H100, H200, B200, GB300 NVL72
+as one 72-GPU domain, A100, MI300X, MI325X, MI355X, L40S, RTX 4090 and a 16 GB RTX 4080), plus the
+seeds' four (H100, H200, B200, GB300) again as what-ifs with no scale-up link stated, so the engine
+assumes PCIe-class links. Both KV dtypes (bf16, fp8) and both serving modes, up to 8 nodes per SKU.
+Every figure is read from the catalogue through ``fleet.catalog.reference`` (no database). It reports
+the wall time of each run (best and median) and what the search enumerated, pruned and evaluated.
 
 Target: under 2 s on one core (NVIDIA aiconfigurator's README example takes 6.5 s).
 """
@@ -19,6 +20,7 @@ Target: under 2 s on one core (NVIDIA aiconfigurator's README example takes 6.5 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import statistics
@@ -28,26 +30,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.engine import Accelerator, SkuOffer, Workload, search
-from planner.engine.presets import ACCELERATORS, KIMI_K3
+from fleet.catalog import reference
+from planner.engine import SkuOffer, Workload, search
 
-PRICE = "2.50"  # USD per GPU-hour: the seeds' assumption, as in fleet/catalog/gpu_quotes.json
-
-# fleet/catalog/skus.json, mirrored: HBM GB (decimal), TB/s, dense BF16/FP8/FP4 TFLOPS,
-# scale-up GB/s (bidirectional), GPUs per node.
-CATALOGUE: tuple[Accelerator, ...] = (
-    Accelerator("NVIDIA H100 SXM 80GB", 80, 3.35, 989.4, 1978.9, None, 900, 8),
-    Accelerator("NVIDIA H200 SXM 141GB", 141, 4.8, 989.4, 1978.9, None, 900, 8),
-    Accelerator("NVIDIA B200 192GB (HGX B200)", 192, 8.0, 2250, 4500, 9000, 1800, 8),
-    Accelerator("NVIDIA GB300 288GB, NVL72", 288, 8.0, 2500, 5000, 15000, 1800, 4),
-    Accelerator("NVIDIA A100 SXM 80GB", 80, 2.039, 312, None, None, 600, 8),
-    Accelerator("AMD Instinct MI300X 192GB", 192, 5.3, 1307.4, 2614.9, None, 896, 8),
-    Accelerator("AMD Instinct MI325X 256GB", 256, 6.0, 1307.4, 2614.9, None, 896, 8),
-    Accelerator("AMD Instinct MI355X 288GB", 288, 8.0, 2516.6, 5033.2, 10066.3, 1075.2, 8),
-    Accelerator("NVIDIA L40S 48GB (PCIe)", 48, 0.864, 362.05, 733, None, 64, 8),
-    Accelerator("NVIDIA GeForce RTX 4090 24GB", 24, 1.008, 165.2, 330.3, None, 64, 1),
-    Accelerator("NVIDIA GeForce RTX 4080 16GB", 16, 0.7168, 97.5, 194.9, None, 64, 1),
-)
+KIMI_K3 = reference.model("kimi-k3")
+SKU_SLUGS = tuple(row["slug"] for row in reference.sku_records())
+SEED_SKUS = ("h100-sxm-80gb", "h200-141gb", "b200-192gb", "gb300-288gb")
+PRICE = "2.50"  # USD per GPU-hour: the seeds' assumption, the rate every row of fleet/catalog/gpu_quotes.json carries
 
 WORKLOAD = Workload(
     requests_per_day=500_000,
@@ -62,9 +51,13 @@ WORKLOAD = Workload(
 
 
 def offers() -> list[SkuOffer]:
-    """The preset SKUs as they are, then the catalogue (GB300 as one 72-GPU NVLink domain)."""
-    out = [SkuOffer(acc, PRICE, name=f"preset {acc.name}") for acc in ACCELERATORS]
-    for acc in CATALOGUE:
+    """The seeds' SKUs with no scale-up link stated (what-ifs), then the catalogue (GB300 as one NVL72 domain)."""
+    out = []
+    for slug in SEED_SKUS:
+        acc = dataclasses.replace(reference.accelerator(slug), interconnect_gbps=0)
+        out.append(SkuOffer(acc, PRICE, name=f"{acc.name}, no link stated"))
+    for slug in SKU_SLUGS:
+        acc = reference.accelerator(slug)
         out.append(SkuOffer(acc, PRICE, scaleup_domain_gpus=72 if "NVL72" in acc.name else None))
     return out
 

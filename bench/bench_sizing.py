@@ -5,9 +5,10 @@ Run from the repository root:
     python bench/bench_sizing.py            # or: .venv/bin/python bench/bench_sizing.py
     python bench/bench_sizing.py --seconds 5
 
-Plain script (no pytest, no Django). It pins itself to one CPU where the OS allows, builds a
-grid of varied, valid inputs (6 reference models x 4 SKUs x several layouts, contexts, KV
-dtypes and pools, as the HTMX form produces them), warms the per-model memo, and reports:
+Plain script (no pytest, no database). It pins itself to one CPU where the OS allows, builds a
+grid of varied, valid inputs (6 catalogue models x the seeds' 4 SKUs, read from
+fleet/catalog/*.json through ``fleet.catalog.reference``, x several layouts, contexts, KV dtypes
+and pools, as the HTMX form produces them), warms the per-model memo, and reports:
 
 * warm:   size() over the grid, per-model constants memoised (the steady state of a server);
 * dict:   size() followed by to_dict() (what the REST API does per request);
@@ -31,8 +32,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from fleet.catalog import reference
 from planner.engine import EngineInputError, Layout, ModelArch, capacity_curve, size
-from planner.engine.presets import ACCELERATORS, MODELS
+
+#: Catalogue slugs: six architectures (hybrid KDA/MLA, MLA, GQA, sliding + full, gated DeltaNet) and the
+#: seeds' four SKUs.
+MODEL_SLUGS = ("kimi-k3", "deepseek-v3", "llama-3.1-70b", "gpt-oss-120b", "qwen3-next-80b-a3b", "kimi-linear-48b-a3b")
+SKU_SLUGS = ("h100-sxm-80gb", "h200-141gb", "b200-192gb", "gb300-288gb")
+MODELS = tuple(reference.model(slug) for slug in MODEL_SLUGS)
+ACCELERATORS = tuple(reference.accelerator(slug) for slug in SKU_SLUGS)
 
 LAYOUTS = (
     Layout(),

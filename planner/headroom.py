@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fleet.models import Deployment
-from planner.engine import EngineInputError, ModelArch, SizingResult, capacity_curve
+from planner.engine import GIB, EngineInputError, ModelArch, SizingResult, capacity_curve
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +58,6 @@ def headroom(deployments: Iterable[Deployment]) -> list[Headroom]:
             continue
         rows.append(Headroom(d, result.max_concurrent_sequences, result.fits, observed, result=result))
     return rows
-
-
-GIB = 1024**3
 
 
 def envelope(result, sequences: int | None = None) -> dict[str, float]:

@@ -47,7 +47,8 @@ def test_kimi_k3_preset_matches_the_seeds():
     k3 = ModelSpec.objects.get(slug="kimi-k3")
     assert (k3.total_params, k3.active_params) == (2_800_000_000_000, 104_000_000_000)
     assert (k3.n_routed_experts, k3.n_active_experts, k3.n_shared_experts) == (896, 16, 2)
-    assert k3.weight_format == "mxfp4" and k3.max_context_tokens == 1_048_576
+    # DESIGN.md, K3's published config.json: MXFP4 routed experts, bf16 attention/shared experts/dense MLP/lm_head
+    assert (k3.weight_format, k3.expert_weight_format) == ("bf16", "mxfp4") and k3.max_context_tokens == 1_048_576
     groups = {g.kind: g for g in k3.to_engine().layer_groups}
     assert groups["linear"].count == 69 and groups["mla"].count == 24
     assert k3.assumptions, "unpublished dimensions are marked as assumptions"

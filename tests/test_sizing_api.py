@@ -31,8 +31,19 @@ def test_k3_weights_by_format_without_scale_overhead(viewer_api, catalog, fmt, t
 
 @pytest.mark.django_db
 def test_k3_mxfp4_with_scales_is_about_1_49_tb(viewer_api, catalog):
-    r = viewer_api.post(URL, {"model": "kimi-k3", "sku": "h100-sxm-80gb", "gpus": 32}, format="json").json()
+    """The seeds' one-format view: every weight in MXFP4, with the 8-bit scale per 32 weights."""
+    body = {"model": "kimi-k3", "sku": "h100-sxm-80gb", "gpus": 32, "weight_format": "mxfp4"}
+    r = viewer_api.post(URL, body, format="json").json()
     assert r["weights_bytes"] == 2_800_000_000_000 * 4.25 / 8 == 1_487_500_000_000
+
+
+@pytest.mark.django_db
+def test_k3_as_published_is_about_1_60_tb(viewer_api, catalog):
+    """K3's published config (DESIGN.md): MXFP4 routed experts (92 x 896 x 3 x 3584 x 3072 = 2,722,740,830,208
+    parameters x 4.25 / 8), bf16 for the other 77,259,169,792 (x 2 B): 1,600,974,405,632 bytes."""
+    r = viewer_api.post(URL, {"model": "kimi-k3", "sku": "h100-sxm-80gb", "gpus": 32}, format="json").json()
+    assert r["weights_bytes"] == 1_600_974_405_632
+    assert r["weights"]["expert_format"] == "mxfp4" and r["weights"]["other_format"] == "bf16"
 
 
 @pytest.mark.django_db
@@ -40,7 +51,8 @@ def test_k3_mxfp4_with_scales_is_about_1_49_tb(viewer_api, catalog):
     ("sku", "floor"), [("h100-sxm-80gb", 18), ("h200-141gb", 10), ("b200-192gb", 8), ("gb300-288gb", 5)]
 )  # fmt: skip
 def test_weights_only_floors(viewer_api, catalog, sku, floor):
-    body = {"model": "kimi-k3", "sku": sku, "include_scale_overhead": False}
+    """The seeds' floors count 1.4 TB: every weight in MXFP4, no scales."""
+    body = {"model": "kimi-k3", "sku": sku, "weight_format": "mxfp4", "include_scale_overhead": False}
     assert viewer_api.post(URL, body, format="json").json()["min_gpus_for_weights"] == floor
 
 

@@ -7,13 +7,14 @@ from datetime import date
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, URLValidator
 from django.db import models, transaction
+from django.forms.models import model_to_dict
 from django.urls import reverse
 from django.utils import timezone
 
 from fleet import crypto
 from fleet.validators import hours_per_day, non_negative, positive, utilisation
 from planner.engine import (
-    CACHE_DTYPES,
+    KV_CACHE_DTYPES,
     Accelerator,
     EngineInputError,
     Layout,
@@ -56,16 +57,8 @@ class HardwareSku(TimeStamped, Sourced):
         return reverse("api:sku-detail", kwargs={"slug": self.slug})
 
     def to_engine(self) -> Accelerator:
-        return Accelerator(
-            name=self.name,
-            hbm_gb=self.hbm_gb,
-            hbm_bandwidth_tbps=self.hbm_bandwidth_tbps,
-            bf16_tflops=self.bf16_tflops,
-            fp8_tflops=self.fp8_tflops,
-            fp4_tflops=self.fp4_tflops,
-            interconnect_gbps=self.interconnect_gbps,
-            gpus_per_node=self.gpus_per_node,
-        )
+        """The engine's view of this record (the catalogue row's shape: ``Accelerator.from_record``)."""
+        return Accelerator.from_record(model_to_dict(self))
 
 
 class Cluster(TimeStamped):
@@ -158,9 +151,7 @@ class Deployment(TimeStamped):
         help_text="The server's root, e.g. http://10.0.0.5:8000 (without /v1).",
     )
     served_model_id = models.CharField(max_length=200, blank=True)
-    kv_cache_dtype = models.CharField(
-        max_length=10, choices=[(d, d) for d in CACHE_DTYPES if d != "fp32"], default="bf16"
-    )
+    kv_cache_dtype = models.CharField(max_length=10, choices=[(d, d) for d in KV_CACHE_DTYPES], default="bf16")
     max_model_len = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     gpu_memory_utilization = models.FloatField(default=0.9, validators=[utilisation])
     api_key_encrypted = models.TextField(blank=True, editable=False)

@@ -45,7 +45,7 @@ class GpuQuote(TimeStamped):
     @classmethod
     def in_force(cls, sku: HardwareSku, on: date, kind: str = "on-demand") -> Quote | None:
         """The quote of ``kind`` in force for ``sku`` on ``on``: the latest quoted on or before it that
-        has not expired, the cheapest across providers (``planner.engine.quotes``)."""
+        has not expired, the cheapest across providers (``planner.engine.costs.quotes``)."""
         quotes = [Quote.from_record(q, sku=sku.slug) for q in cls.objects.filter(sku=sku, quoted_on__lte=on)]
         return quotes_in_force(quotes, on, sku=sku.slug).get(kind)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.forms.models import model_to_dict
 from django.urls import reverse
 
 from fleet.validators import positive
@@ -85,19 +86,4 @@ class ModelSpec(TimeStamped, Sourced):
 
     def to_engine(self) -> ModelArch:
         """The engine's view of this record (raises EngineInputError for invalid layer groups)."""
-        return ModelArch(
-            name=self.name,
-            total_params=self.total_params,
-            active_params=self.active_params,
-            layer_groups=parse_layer_groups(self.layer_groups),
-            weight_format=self.weight_format,
-            expert_weight_format=self.expert_weight_format or None,
-            expert_params=self.expert_params,
-            n_routed_experts=self.n_routed_experts,
-            n_active_experts=self.n_active_experts,
-            n_shared_experts=self.n_shared_experts,
-            hidden_size=self.hidden_size,
-            vocab_size=self.vocab_size,
-            max_context_tokens=self.max_context_tokens,
-            attention_heads=self.attention_heads,
-        )
+        return ModelArch.from_record(model_to_dict(self))

@@ -4,43 +4,69 @@ This module is the engine's public API: code outside ``planner/engine`` imports 
 Inputs are frozen dataclasses (``ModelArch``, ``Accelerator``, ``Layout``, ``Workload``,
 ``SkuOffer``, ``Quote``, ``ClusterState``); every calculator returns a dataclass with a
 ``to_dict()`` and the assumptions behind its numbers, and raises ``EngineInputError`` (with
-field names) for input it cannot model.
+field names) for input it cannot model. ``ModelArch.from_record`` / ``Accelerator.from_record``
+build the inputs from a catalogue row or a Django record's field values.
 
-- memory: ``size``, ``capacity_curve``, ``weights_bytes``, ``kv_bytes_per_token``,
-  ``state_bytes_per_sequence``, ``min_gpus_for_weights``, ``single_gpu_fit``
-- speed: ``estimate`` (one layout's throughput and latency), ``search`` (layouts over SKUs)
-- money: ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
-  ``quotes_in_force``, ``rate_from_quotes``
+Layout, by concept (each package's ``__init__`` lists its modules):
+
+- shared inputs: ``spec`` (``ModelArch``, ``LayerGroup``, ``Accelerator``, ``Layout``, layout rules),
+  ``formats`` (bits per weight, bytes per cached element), ``units`` (bytes, time, tokens),
+  ``errors`` (``EngineInputError``);
+- ``sizing/`` (memory): ``size``, ``capacity_curve``, ``weights_bytes``, ``kv_bytes_per_token``,
+  ``state_bytes_per_sequence``, ``min_gpus_for_weights``, ``single_gpu_fit``;
+- ``throughput/`` (speed of one layout): ``estimate``;
+- ``search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
+- ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
+  ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``.
 """
 
-from planner.engine.cache import kv_bytes_per_token
 from planner.engine.costs import (
+    PRICING_KINDS,
     BreakevenResult,
+    ClusterState,
+    Quote,
+    SpendResult,
     blended_input_usd_per_mtok,
     breakeven,
+    monthly_spend,
+    quote_in_force,
+    quotes_in_force,
+    rate_from_quotes,
     unit_economics,
     weights_storage,
 )
 from planner.engine.errors import EngineInputError
-from planner.engine.floors import min_gpus_for_weights, single_gpu_fit
 from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
-from planner.engine.quotes import PRICING_KINDS, Quote, quote_in_force, quotes_in_force, rate_from_quotes
-from planner.engine.result import CapacityPoint, SizingResult
-from planner.engine.search import search
-from planner.engine.search_types import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload
-from planner.engine.sizing import capacity_curve, size
+from planner.engine.search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
+from planner.engine.sizing import (
+    CapacityPoint,
+    SizingResult,
+    capacity_curve,
+    kv_bytes_per_token,
+    min_gpus_for_weights,
+    single_gpu_fit,
+    size,
+    state_bytes_per_sequence,
+    weights_bytes,
+)
 from planner.engine.spec import Accelerator, LayerGroup, Layout, ModelArch, layout_errors, parse_layer_groups
-from planner.engine.spend import ClusterState, SpendResult, monthly_spend
-from planner.engine.state import state_bytes_per_sequence
-from planner.engine.throughput import ThroughputResult, estimate
-from planner.engine.weights import weights_bytes
+from planner.engine.throughput import ThroughputOptions, ThroughputResult, estimate
+from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
 
 __all__ = [
     "CACHE_DTYPES",
+    "GB",
+    "GIB",
+    "HOURS_PER_DAY",
+    "KIB",
     "KV_CACHE_DTYPES",
+    "MIB",
     "MODES",
     "PRICING_KINDS",
     "REASONS",
+    "SECONDS_PER_DAY",
+    "SECONDS_PER_HOUR",
+    "TB",
     "WEIGHT_FORMATS",
     "Accelerator",
     "BreakevenResult",
@@ -56,6 +82,7 @@ __all__ = [
     "SizingResult",
     "SkuOffer",
     "SpendResult",
+    "ThroughputOptions",
     "ThroughputResult",
     "Workload",
     "blended_input_usd_per_mtok",

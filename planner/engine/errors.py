@@ -1,6 +1,9 @@
-"""Errors raised by the engine for input it cannot work with."""
+"""Errors raised by the engine for input it cannot work with, and the type checks behind them."""
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 
 class EngineInputError(ValueError):
@@ -17,3 +20,13 @@ class EngineInputError(ValueError):
     @classmethod
     def single(cls, field: str, message: str) -> EngineInputError:
         return cls({field: [message]})
+
+
+def is_int(value: Any) -> bool:
+    """A whole number (``bool`` excluded)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float (``bool`` excluded)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,7 +1,9 @@
 """Plain dataclasses describing what the engine computes over: models, accelerators, layouts.
 
-No Django imports. The Django records (``planner.models.ModelSpec``, ``fleet.models.HardwareSku``)
-convert themselves into these with ``to_engine()``.
+No Django imports. A catalogue row or a Django record (``planner.models.ModelSpec``,
+``fleet.models.HardwareSku``: the same field names as ``fleet/catalog/models.json`` and ``skus.json``)
+becomes one of these through ``ModelArch.from_record`` / ``Accelerator.from_record``, which validate
+it and raise ``EngineInputError`` keyed by field name.
 
 Layer groups describe the attention/state layout of a model, one item per kind of layer:
 
@@ -18,11 +20,13 @@ Every group has ``count`` (number of layers of that kind).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import EngineInputError
+from .errors import EngineInputError, is_int, is_number
 from .formats import DTYPE_BYTES, WEIGHT_FORMATS
+from .units import GB
 
 LAYER_KINDS: tuple[str, ...] = ("full", "sliding", "mla", "linear")
 
@@ -164,6 +168,101 @@ class ModelArch:
     def is_moe(self) -> bool:
         return self.n_routed_experts > 0
 
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ModelArch:
+        """Build from a catalogue row (``fleet/catalog/models.json``) or a ``ModelSpec``'s field values.
+
+        Keys are the record's field names; ``layer_groups`` is the JSON list of layer groups
+        (``parse_layer_groups``), an empty ``expert_weight_format`` means "same as weight_format",
+        and keys the engine does not use (``slug``, ``source``, ``assumptions``, ``id``, ...) are
+        ignored. Raises ``EngineInputError`` listing every bad field (``model_errors`` and the
+        layer-group paths such as ``layer_groups.1.kv_heads``).
+        """
+        errors: dict[str, list[str]] = {}
+        for key in ("name", "total_params", "active_params", "layer_groups"):
+            if record.get(key) is None:
+                errors[key] = ["This field is required."]
+        if record.get("name") is not None and not isinstance(record["name"], str):
+            errors["name"] = ["Must be a string."]
+        for key in MODEL_INT_FIELDS:
+            value = record.get(key)
+            if value is not None and not is_int(value):
+                errors[key] = ["Must be a whole number."]
+        for key in ("weight_format", "expert_weight_format"):
+            value = record.get(key) or None
+            if value is not None and value not in WEIGHT_FORMATS:
+                errors[key] = [f"Unknown weight format {value!r}; use one of {', '.join(WEIGHT_FORMATS)}."]
+        groups: tuple[LayerGroup, ...] = ()
+        if record.get("layer_groups") is not None:
+            try:
+                groups = parse_layer_groups(record["layer_groups"])
+            except EngineInputError as exc:
+                errors.update(exc.errors)
+        if errors:
+            raise EngineInputError(errors)
+        optional = {key: record[key] for key in MODEL_OPTIONAL_FIELDS if record.get(key) is not None}
+        model = cls(
+            name=record["name"],
+            total_params=record["total_params"],
+            active_params=record["active_params"],
+            layer_groups=groups,
+            weight_format=record.get("weight_format") or "bf16",
+            expert_weight_format=record.get("expert_weight_format") or None,
+            expert_params=record.get("expert_params"),
+            **optional,
+        )
+        errors = model_errors(model)
+        if errors:
+            raise EngineInputError(errors)
+        return model
+
+
+#: Integer fields of a model record (``None`` allowed where the dataclass allows it).
+MODEL_INT_FIELDS: tuple[str, ...] = (
+    "total_params",
+    "active_params",
+    "expert_params",
+    "n_routed_experts",
+    "n_active_experts",
+    "n_shared_experts",
+    "hidden_size",
+    "vocab_size",
+    "max_context_tokens",
+    "attention_heads",
+)
+#: Fields of a model record that fall back to the dataclass default when missing or ``None``.
+MODEL_OPTIONAL_FIELDS: tuple[str, ...] = (
+    "n_routed_experts",
+    "n_active_experts",
+    "n_shared_experts",
+    "hidden_size",
+    "vocab_size",
+    "max_context_tokens",
+    "attention_heads",
+)
+
+
+def model_errors(model: ModelArch) -> dict[str, list[str]]:
+    """Field errors of a model's own figures (empty when the engine can size it).
+
+    ``total_params`` a whole number, zero or more; ``expert_params`` between 0 and ``total_params``;
+    a non-empty ``layer_groups``; ``max_context_tokens`` not negative. Layout-dependent rules are
+    ``layout_errors``'.
+    """
+    errors: dict[str, list[str]] = {}
+    if not is_int(model.total_params) or model.total_params < 0:
+        errors["total_params"] = ["Must be a whole number, zero or more."]
+    elif model.expert_params is not None:
+        if model.expert_params < 0:
+            errors["expert_params"] = ["Must not be negative."]
+        elif model.expert_params > model.total_params:
+            errors["expert_params"] = ["Cannot exceed the total parameter count."]
+    if not model.layer_groups:
+        errors["layer_groups"] = ["Give a non-empty list of layer groups."]
+    if model.max_context_tokens < 0:
+        errors["max_context_tokens"] = ["Must not be negative."]
+    return errors
+
 
 @dataclass(frozen=True, slots=True)
 class Accelerator:
@@ -181,7 +280,46 @@ class Accelerator:
     @property
     def hbm_bytes(self) -> int:
         """Nominal HBM in bytes (decimal: hbm_gb x 1e9)."""
-        return round(self.hbm_gb * 1e9)
+        return round(self.hbm_gb * GB)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Accelerator:
+        """Build from a catalogue row (``fleet/catalog/skus.json``) or a ``HardwareSku``'s field values.
+
+        Units as in the catalogue: ``hbm_gb`` decimal GB, ``hbm_bandwidth_tbps`` TB/s, dense TFLOPS
+        (``fp8_tflops``/``fp4_tflops`` ``None`` when the hardware has no such tensor path),
+        ``interconnect_gbps`` GB/s bidirectional (0 = not stated), ``gpus_per_node``. Keys the engine
+        does not use (``slug``, ``vendor``, ``source``, ``assumptions``, ``id``, ...) are ignored.
+        Raises ``EngineInputError`` listing every bad field.
+        """
+        errors: dict[str, list[str]] = {}
+        name = record.get("name")
+        if not isinstance(name, str) or not name:
+            errors["name"] = ["This field is required."]
+        hbm = record.get("hbm_gb")
+        if not is_number(hbm) or hbm <= 0:
+            errors["hbm_gb"] = ["The accelerator's memory must be a positive number of GB."]
+        for key in ("hbm_bandwidth_tbps", "bf16_tflops", "interconnect_gbps", "fp8_tflops", "fp4_tflops"):
+            value = record.get(key)
+            if value is None:
+                continue
+            if not is_number(value) or value < 0:
+                errors[key] = ["Must be a finite number, zero or more."]
+        per_node = record.get("gpus_per_node")
+        if per_node is not None and (not is_int(per_node) or per_node < 1):
+            errors["gpus_per_node"] = ["Must be a positive whole number."]
+        if errors:
+            raise EngineInputError(errors)
+        return cls(
+            name=name,
+            hbm_gb=hbm,
+            hbm_bandwidth_tbps=record.get("hbm_bandwidth_tbps") or 0.0,
+            bf16_tflops=record.get("bf16_tflops") or 0.0,
+            fp8_tflops=record.get("fp8_tflops"),
+            fp4_tflops=record.get("fp4_tflops"),
+            interconnect_gbps=record.get("interconnect_gbps") or 0.0,
+            gpus_per_node=per_node if per_node is not None else 8,
+        )
 
 
 @dataclass(frozen=True, slots=True)

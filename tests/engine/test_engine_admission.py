@@ -1,6 +1,6 @@
 """Admission: the cache budget and the sequences a unified or split pool admits."""
 
-from planner.engine.admission import (
+from planner.engine.sizing.admission import (
     admit,
     split_capacity,
     split_required_bytes,

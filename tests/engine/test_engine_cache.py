@@ -2,11 +2,16 @@
 
 import pytest
 
-from planner.engine.cache import group_bytes_per_token, kv_bytes_per_sequence, kv_bytes_per_token, kv_geometry
+from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.presets import DEEPSEEK_V3, GPT_OSS_120B, KIMI_K3, LLAMA_31_70B
+from planner.engine.sizing.kv_cache import group_bytes_per_token, kv_bytes_per_sequence, kv_bytes_per_token, kv_geometry
 from planner.engine.spec import LayerGroup, ModelArch, parse_layer_groups
 from planner.engine.units import GIB, KIB
+
+DEEPSEEK_V3 = reference.model("deepseek-v3")
+GPT_OSS_120B = reference.model("gpt-oss-120b")
+KIMI_K3 = reference.model("kimi-k3")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
 
 #: The seeds' worked example: 64 full-attention layers, 8 KV heads of 128, fp8.
 SEED_EXAMPLE = ModelArch(

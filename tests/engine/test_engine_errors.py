@@ -2,10 +2,16 @@
 
 import pytest
 
+from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.presets import DEEPSEEK_V3, GPT_OSS_120B, H100_80GB, KIMI_K3, LLAMA_31_70B
 from planner.engine.sizing import capacity_curve, size
 from planner.engine.spec import Accelerator, LayerGroup, Layout, ModelArch
+
+DEEPSEEK_V3 = reference.model("deepseek-v3")
+GPT_OSS_120B = reference.model("gpt-oss-120b")
+H100_80GB = reference.accelerator("h100-sxm-80gb")
+KIMI_K3 = reference.model("kimi-k3")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
 
 
 def _fields(**kwargs):

@@ -2,23 +2,41 @@
 
 import pytest
 
+from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.floors import min_gpus_for_weights, single_gpu_fit
-from planner.engine.presets import B200_192GB, GB300_288GB, H100_80GB, H200_141GB, KIMI_K3, LLAMA_31_70B
+from planner.engine.sizing.floors import min_gpus_for_weights, single_gpu_fit
+from planner.engine.sizing.weights import weights_bytes
 from planner.engine.spec import Accelerator, LayerGroup, ModelArch
-from planner.engine.weights import weights_bytes
+
+KIMI_K3 = reference.model("kimi-k3")
+H100_80GB = reference.accelerator("h100-sxm-80gb")
+#: The seeds' four SKUs and their nominal decimal GB.
+SEED_SKUS = {"h100-sxm-80gb": 80, "h200-141gb": 141, "b200-192gb": 192, "gb300-288gb": 288}
 
 
 @pytest.mark.parametrize(
-    ("accelerator", "floor"),
-    [(H100_80GB, 18), (H200_141GB, 10), (B200_192GB, 8), (GB300_288GB, 5)],
+    ("slug", "floor"),
+    [("h100-sxm-80gb", 18), ("h200-141gb", 10), ("b200-192gb", 8), ("gb300-288gb", 5)],
 )
-def test_k3_weights_floor(accelerator, floor):
-    """Seeds: 1.4 TB (MXFP4, no scales) over nominal decimal GB: ceil(1400/80) = 18, ceil(1400/141) = 10,
-    ceil(1400/192) = 8, ceil(1400/288) = 5."""
+def test_k3_weights_floor(slug, floor):
+    """Seeds: 1.4 TB (every weight in MXFP4, no scales) over nominal decimal GB: ceil(1400/80) = 18,
+    ceil(1400/141) = 10, ceil(1400/192) = 8, ceil(1400/288) = 5."""
+    accelerator = reference.accelerator(slug)
+    assert accelerator.hbm_gb == SEED_SKUS[slug]
     raw = weights_bytes(KIMI_K3, weight_format="mxfp4", include_scale_overhead=False)
     assert raw == 1_400_000_000_000
     assert min_gpus_for_weights(raw, accelerator) == floor
+
+
+@pytest.mark.parametrize(
+    ("slug", "floor"),
+    [("h100-sxm-80gb", 21), ("h200-141gb", 12), ("b200-192gb", 9), ("gb300-288gb", 6)],
+)
+def test_k3_published_checkpoint_floor(slug, floor):
+    """The published config's checkpoint (MXFP4 experts with scales, bf16 for the rest: 1,600,974,405,632 B)
+    needs more than the seeds' floor: ceil(1600.97/80) = 21, ceil(1600.97/141) = 12, ceil(1600.97/192) = 9,
+    ceil(1600.97/288) = 6."""
+    assert min_gpus_for_weights(weights_bytes(KIMI_K3), reference.accelerator(slug)) == floor
 
 
 def test_floor_edge_cases():
@@ -30,20 +48,13 @@ def test_floor_edge_cases():
     assert set(exc.value.errors) == {"hbm_gb"}
 
 
-def _dense(name, params, layers, kv_heads, max_context=131_072):
-    return ModelArch(
-        name=name,
-        total_params=params,
-        active_params=params,
-        layer_groups=(LayerGroup(kind="full", count=layers, kv_heads=kv_heads, head_dim=128),),
-        max_context_tokens=max_context,
-    )
-
-
-# Published configs (config.json of each): layers, KV heads, head_dim 128; model-card parameter counts.
-QWEN25_7B = _dense("Qwen2.5-7B", 7_610_000_000, 28, 4)
-QWEN25_14B = _dense("Qwen2.5-14B", 14_700_000_000, 48, 8)
-QWEN25_32B = _dense("Qwen2.5-32B", 32_800_000_000, 64, 8)
+# The catalogue's dense models of the seeds' sizes (7B, 14B, 32B, 70B).
+QWEN25_7B = reference.model("qwen2.5-7b")
+QWEN3_14B = reference.model("qwen3-14b")
+QWEN3_32B = reference.model("qwen3-32b")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
+# The catalogue has no 30B-class MoE: Qwen3-30B-A3B's shape (config.json: 48 layers, 4 KV heads of 128,
+# 128 experts top-8; model card 30.5B total / 3.3B active).
 QWEN3_30B_A3B = ModelArch(
     name="Qwen3-30B-A3B",
     total_params=30_500_000_000,
@@ -55,8 +66,14 @@ QWEN3_30B_A3B = ModelArch(
 )
 
 
+#: The seeds' tier-2 card sizes (decimal GB) and the catalogue's cards of those sizes.
+CARDS = {16: "rtx-4080-16gb", 24: "rtx-4090-24gb", 48: "l40s-48gb", 80: "h100-sxm-80gb"}
+
+
 def _card(gb):
-    return Accelerator(name=f"{gb} GB card", hbm_gb=gb)
+    card = reference.accelerator(CARDS[gb])
+    assert card.hbm_gb == gb
+    return card
 
 
 @pytest.mark.parametrize("scales", [True, False])
@@ -64,8 +81,8 @@ def _card(gb):
     ("gb", "model", "fmt", "context"),
     [
         (16, QWEN25_7B, "int4", 32_768),  # "7B at 4 bits, with room for a long context"
-        (24, QWEN25_14B, "int4", 8192),
-        (48, QWEN25_32B, "int4", 8192),
+        (24, QWEN3_14B, "int4", 8192),
+        (48, QWEN3_32B, "int4", 8192),
         (80, LLAMA_31_70B, "int4", 8192),
         (80, QWEN3_30B_A3B, "fp8", 8192),  # "a 30B-class MoE at 8 bits"
     ],
@@ -80,7 +97,7 @@ def test_seed_tier2_pairings_fit(gb, model, fmt, context, scales):
 
 @pytest.mark.parametrize(
     ("gb", "model"),
-    [(16, QWEN25_7B), (24, QWEN25_14B), (48, QWEN25_32B), (80, LLAMA_31_70B)],
+    [(16, QWEN25_7B), (24, QWEN3_14B), (48, QWEN3_32B), (80, LLAMA_31_70B)],
 )
 def test_same_models_in_bf16_do_not_fit(gb, model):
     """Why the seeds quantise: in bf16 each pairing overflows its card."""
@@ -101,6 +118,7 @@ def test_default_context_and_assumptions():
 
 
 def test_context_beyond_model_maximum_is_a_field_error():
+    """Qwen2.5-7B-Instruct's config allows 32,768 tokens."""
     with pytest.raises(EngineInputError) as exc:
-        single_gpu_fit(QWEN25_7B, _card(16), 200_000)
+        single_gpu_fit(QWEN25_7B, _card(16), 40_000)
     assert set(exc.value.errors) == {"context_tokens"}

@@ -3,8 +3,8 @@
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from planner.engine.cache import kv_bytes_per_token
 from planner.engine.sizing import size
+from planner.engine.sizing.kv_cache import kv_bytes_per_token
 from planner.engine.spec import Accelerator, LayerGroup, Layout, ModelArch
 
 POW2 = st.sampled_from([1, 2, 4, 8, 16, 32])

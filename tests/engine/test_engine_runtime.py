@@ -2,13 +2,17 @@
 
 import pytest
 
+from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.presets import H100_80GB, KIMI_K3, LLAMA_31_70B
-from planner.engine.runtime import activation_bytes, default_batch_tokens, nccl_bytes, runtime_reserve
-from planner.engine.spec import Accelerator, LayerGroup, Layout, ModelArch
+from planner.engine.sizing.runtime import activation_bytes, default_batch_tokens, nccl_bytes, runtime_reserve
+from planner.engine.spec import LayerGroup, Layout, ModelArch
 from planner.engine.units import GIB, MIB
 
-L40S = Accelerator(name="L40S 48GB", hbm_gb=48)
+H100_80GB = reference.accelerator("h100-sxm-80gb")
+KIMI_K3 = reference.model("kimi-k3")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
+
+L40S = reference.accelerator("l40s-48gb")  # 48 GB: below vLLM's 70 GiB threshold
 
 
 def test_k3_on_h100_at_tp32():

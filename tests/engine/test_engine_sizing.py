@@ -2,17 +2,17 @@
 
 import json
 
-from planner.engine.presets import (
-    B200_192GB,
-    GPT_OSS_120B,
-    H100_80GB,
-    H200_141GB,
-    KIMI_K3,
-    LLAMA_31_70B,
-    QWEN3_NEXT_80B,
-)
+from fleet.catalog import reference
 from planner.engine.sizing import capacity_curve, size
 from planner.engine.spec import LayerGroup, Layout, ModelArch
+
+B200_192GB = reference.accelerator("b200-192gb")
+GPT_OSS_120B = reference.model("gpt-oss-120b")
+H100_80GB = reference.accelerator("h100-sxm-80gb")
+H200_141GB = reference.accelerator("h200-141gb")
+KIMI_K3 = reference.model("kimi-k3")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
+QWEN3_NEXT_80B = reference.model("qwen3-next-80b-a3b")
 
 API_FIELDS = {
     "weights_bytes",

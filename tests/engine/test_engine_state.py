@@ -6,10 +6,19 @@ plus convolution ``(kernel - 1) x (2 x key_heads x key_dim + value_heads x value
 (``SGLANG_MAMBA_CONV_DTYPE`` default bfloat16).
 """
 
-from planner.engine.cache import kv_bytes_per_token
-from planner.engine.presets import KIMI_K3, KIMI_LINEAR_48B, QWEN3_NEXT_80B
+from fleet.catalog import reference
+from planner.engine.sizing.kv_cache import kv_bytes_per_token
+from planner.engine.sizing.state import (
+    conv_state_bytes,
+    layer_state_bytes,
+    recurrent_state_bytes,
+    state_bytes_per_sequence,
+)
 from planner.engine.spec import parse_layer_groups
-from planner.engine.state import conv_state_bytes, layer_state_bytes, recurrent_state_bytes, state_bytes_per_sequence
+
+KIMI_K3 = reference.model("kimi-k3")
+KIMI_LINEAR_48B = reference.model("kimi-linear-48b-a3b")
+QWEN3_NEXT_80B = reference.model("qwen3-next-80b-a3b")
 
 
 def test_kimi_k3_state_by_hand():
@@ -104,6 +113,4 @@ def test_state_dtype_is_configurable():
 
 
 def test_models_without_linear_layers_have_no_state():
-    from planner.engine.presets import DEEPSEEK_V3
-
-    assert state_bytes_per_sequence(DEEPSEEK_V3) == 0
+    assert state_bytes_per_sequence(reference.model("deepseek-v3")) == 0

@@ -2,17 +2,23 @@
 
 import pytest
 
+from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.presets import GPT_OSS_120B, KIMI_K3
-from planner.engine.spec import LayerGroup, Layout, ModelArch
-from planner.engine.units import GB, TB
-from planner.engine.weights import (
+from planner.engine.sizing.weights import (
     params_bytes,
     weight_breakdown,
     weight_components,
     weights_bytes,
     weights_per_gpu_bytes,
 )
+from planner.engine.spec import LayerGroup, Layout, ModelArch
+from planner.engine.units import GB, TB
+
+KIMI_K3 = reference.model("kimi-k3")
+GPT_OSS_120B = reference.model("gpt-oss-120b")
+#: Kimi K3's routed experts from its published config (DESIGN.md): 92 MoE layers x 896 experts x 3 matrices
+#: x 3584 (latent width) x 3072 (expert intermediate).
+K3_EXPERT_PARAMS = 92 * 896 * 3 * 3584 * 3072  # 2,722,740,830,208
 
 DENSE = ModelArch(
     name="dense-10B",
@@ -39,37 +45,53 @@ def test_k3_mxfp4_with_block_scales_is_about_1_49_tb():
     assert round(got / TB, 2) == 1.49
 
 
+def test_k3_catalogue_row_is_the_published_config():
+    """DESIGN.md, "Kimi K3's published config.json": MXFP4 on the routed experts; attention, the shared
+    experts, the dense first-layer MLP, embeddings and lm_head stay bf16."""
+    assert (KIMI_K3.expert_weight_format, KIMI_K3.weight_format) == ("mxfp4", "bf16")
+    assert KIMI_K3.expert_params == K3_EXPERT_PARAMS
+    assert (KIMI_K3.total_params, KIMI_K3.active_params) == (2_800_000_000_000, 104_000_000_000)  # the seeds
+
+
 def test_components_keep_their_own_formats():
     """K3 ships MXFP4 routed experts and bf16 for the rest (DESIGN.md), so it weighs more than 1.4 TB.
 
     experts: 92 x 896 x 3 x 3584 x 3072 = 2,722,740,830,208 params x 0.5 B; the other
-    77,259,169,792 params x 2 B.
+    2.8T - that = 77,259,169,792 params x 2 B.
     """
     expert, other = weight_components(KIMI_K3, include_scale_overhead=False)
-    assert expert == 2_722_740_830_208 // 2
-    assert other == (2_800_000_000_000 - 2_722_740_830_208) * 2
+    assert expert == K3_EXPERT_PARAMS // 2 == 1_361_370_415_104
+    assert other == (2_800_000_000_000 - K3_EXPERT_PARAMS) * 2 == 154_518_339_584
     assert weights_bytes(KIMI_K3, include_scale_overhead=False) == expert + other
+
+
+def test_k3_published_checkpoint_is_about_1_60_tb():
+    """The published config's formats with MXFP4's scales: 2,722,740,830,208 x 4.25 / 8 = 1,446,456,066,048 B
+    of experts + 77,259,169,792 x 2 = 154,518,339,584 B of bf16 = 1,600,974,405,632 B, against the seeds'
+    one-format 1.4 TB (1.49 TB with scales)."""
+    assert weights_bytes(KIMI_K3) == 1_600_974_405_632
+    assert round(weights_bytes(KIMI_K3) / TB, 2) == 1.60
 
 
 def test_gpt_oss_120b_checkpoint_fits_one_80gb_gpu():
     """gpt-oss-120b: MXFP4 experts (4.25 bits) + bf16 attention/embeddings, about 65 GB.
 
-    experts 36 x 128 x 3 x 2880 x 2880 = 114,661,785,600 params x 4.25 / 8 = 60,914,073,600 B;
-    the other 2,168,214,400 params x 2 B = 4,336,428,800 B. The model card says it runs on a
-    single 80 GB GPU.
+    The catalogue's parameter counts (computed from config.json): routed experts (gate_up, down and their
+    biases) x 4.25 / 8, the other parameters x 2 B. The model card says it runs on a single 80 GB GPU.
     """
+    experts, total = GPT_OSS_120B.expert_params, GPT_OSS_120B.total_params
     b = weight_breakdown(GPT_OSS_120B)
-    assert b.expert_bytes == 60_914_073_600
-    assert b.other_bytes == 4_336_428_800
-    assert b.total_bytes == 65_250_502_400
-    assert b.total_bytes < 80 * GB
+    assert b.expert_bytes == round(experts * 4.25 / 8)
+    assert b.other_bytes == (total - experts) * 2
+    assert b.total_bytes == b.expert_bytes + b.other_bytes
+    assert 60 * GB < b.total_bytes < 80 * GB
     assert (b.expert_format, b.other_format) == ("mxfp4", "bf16")
 
 
 def test_override_applies_to_every_component():
     expert, other = weight_components(GPT_OSS_120B, weight_format="fp8", include_scale_overhead=False)
-    assert expert == 114_661_785_600
-    assert other == 2_168_214_400
+    assert expert == GPT_OSS_120B.expert_params
+    assert other == GPT_OSS_120B.total_params - GPT_OSS_120B.expert_params
 
 
 def test_unknown_expert_params_means_one_dense_component():

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from planner.engine.costs.quotes import Quote, quote_in_force, quotes_in_force, rate_from_quotes
 from planner.engine.errors import EngineInputError
-from planner.engine.quotes import Quote, quote_in_force, quotes_in_force, rate_from_quotes
 
 D = Decimal
 

@@ -7,17 +7,18 @@ from decimal import Decimal
 
 import pytest
 
+from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.pareto import pareto_front
-from planner.engine.presets import B200_192GB, H100_80GB, H200_141GB, KIMI_K3, LLAMA_31_70B
 from planner.engine.search import REASONS, SkuOffer, Workload, design_concurrency, search
-from planner.engine.search_space import gpu_counts, replica_layouts
-from planner.engine.spec import Accelerator
+from planner.engine.search.report import pareto_front
+from planner.engine.search.space import gpu_counts, replica_layouts
 
-H100 = dataclasses.replace(H100_80GB, interconnect_gbps=900)
-H200 = dataclasses.replace(H200_141GB, interconnect_gbps=900)
-B200 = dataclasses.replace(B200_192GB, interconnect_gbps=1800, fp4_tflops=9000)
-RTX4080 = Accelerator("RTX 4080 16GB", 16, 0.7168, 97.5, 194.9, None, 64, 1)
+KIMI_K3 = reference.model("kimi-k3")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
+H100 = reference.accelerator("h100-sxm-80gb")
+H200 = reference.accelerator("h200-141gb")
+B200 = reference.accelerator("b200-192gb")
+RTX4080 = reference.accelerator("rtx-4080-16gb")
 
 CHAT = Workload(
     requests_per_day=100_000,
@@ -99,8 +100,9 @@ def test_disaggregated_candidates_have_their_own_prefill_pool():
     assert all(m == "disaggregated" for m in r.modes)
 
 
-def test_k3_full_preset_search_finds_multi_node_configurations():
-    """Kimi K3 (1.49 TB of weights) on the preset SKUs: never fewer GPUs than the seeds' weights floor."""
+def test_k3_full_search_finds_multi_node_configurations():
+    """Kimi K3 (1.60 TB as published: bf16 + MXFP4 experts) on the seeds' SKUs: never fewer GPUs than the
+    seeds' weights-only floor (18 H100, 10 H200, 8 B200)."""
     w = Workload(50_000, 4000, 500, 32_768, 0.5, 256, 3000, 80)
     r = search(KIMI_K3, w, [SkuOffer(H100, "2.50"), SkuOffer(H200, "3.50"), SkuOffer(B200, "5.00")])
     assert r.best is not None

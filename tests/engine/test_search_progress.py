@@ -1,14 +1,13 @@
 """Progress reporting and cancellation of the layout search (what a Celery task relies on)."""
 
-import dataclasses
-
 import pytest
 
-from planner.engine.presets import H100_80GB, H200_141GB, LLAMA_31_70B
+from fleet.catalog import reference
 from planner.engine.search import SearchCancelled, SkuOffer, Workload, search
 
-H100 = dataclasses.replace(H100_80GB, interconnect_gbps=900)
-H200 = dataclasses.replace(H200_141GB, interconnect_gbps=900)
+LLAMA_31_70B = reference.model("llama-3.1-70b")
+H100 = reference.accelerator("h100-sxm-80gb")
+H200 = reference.accelerator("h200-141gb")
 W = Workload(20_000, 1000, 200, 4096, 0.0, 16, 2000, 80)
 OFFERS = [SkuOffer(H100, "2.50"), SkuOffer(H200, "3.00")]
 

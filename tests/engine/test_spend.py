@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from planner.engine.costs.quotes import Quote, rate_from_quotes
+from planner.engine.costs.spend import ClusterState, monthly_spend
 from planner.engine.errors import EngineInputError
-from planner.engine.quotes import Quote, rate_from_quotes
-from planner.engine.spend import ClusterState, monthly_spend
 
 D = Decimal
 RATES = {"h100": D("2.50"), "h200": D("3.50")}

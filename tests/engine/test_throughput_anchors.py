@@ -11,19 +11,23 @@ import dataclasses
 
 import pytest
 
-from planner.engine.decode import decode_step
-from planner.engine.prefill import prefill
-from planner.engine.presets import DEEPSEEK_V3, KIMI_K3, LLAMA_31_70B
+from fleet.catalog import reference
 from planner.engine.sizing import size
-from planner.engine.spec import Accelerator, Layout, ModelArch
-from planner.engine.throughput_model import model_perf
-from planner.engine.throughput_options import ThroughputOptions
+from planner.engine.spec import Layout, ModelArch
+from planner.engine.throughput.decode import decode_step
+from planner.engine.throughput.options import ThroughputOptions
+from planner.engine.throughput.perf import model_perf
+from planner.engine.throughput.prefill import prefill
 
-# fleet/catalog/skus.json figures (dense TFLOPS, GB/s bidirectional scale-up link, GPUs per node)
-H100 = Accelerator("H100 SXM 80GB", 80, 3.35, 989.4, 1978.9, None, 900, 8)
-H200 = Accelerator("H200 SXM 141GB", 141, 4.8, 989.4, 1978.9, None, 900, 8)
-B200 = Accelerator("B200 192GB", 192, 8.0, 2250, 4500, 9000, 1800, 8)
-GB300 = Accelerator("GB300 288GB NVL72", 288, 8.0, 2500, 5000, 15000, 1800, 4)
+DEEPSEEK_V3 = reference.model("deepseek-v3")
+KIMI_K3 = reference.model("kimi-k3")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
+
+# The catalogue's datasheet figures (fleet/catalog/skus.json), not tuned for these tests.
+H100 = reference.accelerator("h100-sxm-80gb")
+H200 = reference.accelerator("h200-141gb")
+B200 = reference.accelerator("b200-192gb")
+GB300 = reference.accelerator("gb300-288gb")
 FACTOR = 1.5
 
 
@@ -75,7 +79,7 @@ def test_nim_llama_70b_fp8_tp2_on_2_h100_at_concurrency_1():
     concurrency 1: TTFT 406.77 ms, ITL 18.58 ms.
 
     Llama-3.3-70B has Llama-3.1-70B's architecture (80 layers, 64 heads, 8 KV heads, hidden 8192), so the
-    preset is used with fp8 weights (KV cache left in bf16). Model: ITL ~15.8 ms (35.3 GB of weights per
+    catalogue row is used with fp8 weights (KV cache left in bf16). Model: ITL ~15.8 ms (35.3 GB of weights per
     GPU at 3.35 TB/s x 0.8, plus two all-reduces per layer), TTFT ~369 ms (7.4e14 FLOPs at 0.6 of
     2 x 1,979 fp8 TFLOPS). Allowed: a factor of 1.5 either way.
     """
@@ -89,7 +93,7 @@ def test_nim_llama_70b_fp8_tp2_on_2_h100_at_concurrency_1():
 def test_vllm_ci_llama_70b_tp4_latency_on_h200():
     """vLLM performance benchmark CI (buildkite.com/vllm/performance-benchmark, build 9515), latency test
     'latency_llama70B_tp4' on H200: 32 input tokens, 128 output tokens, batch 8, mean latency 2,077.53 ms
-    (bf16 Llama-3-70B, the same architecture as the preset). That is ~16.2 ms per output token.
+    (bf16 Llama-3-70B, the same architecture as the catalogue row). That is ~16.2 ms per output token.
 
     Model: one 256-token prefill plus 128 decode steps at batch 8: ~1.50 s (9.2 ms of weight reads per
     step at 4.8 TB/s x 0.8, 1.3 ms of all-reduces, 1 ms overhead). The 2024 vLLM build adds per-step
@@ -137,7 +141,9 @@ def test_k3_disaggregated_decode_in_the_seeds_class():
     assert within(2808, step.tokens_per_s / layout.gpus, 2.0)
 
 
-def test_anchor_skus_mirror_the_catalogue():
-    """The SKUs above are the catalogue's figures (fleet/catalog/skus.json), not tuned for these tests."""
+def test_anchor_skus_are_the_datasheets():
+    """The catalogue rows the anchors use state the datasheets' figures: H100 SXM 3.35 TB/s and NVLink 900 GB/s
+    (H100 datasheet, 2023); HGX B200 per GPU 192 GB, 8 TB/s, dense BF16/FP8/FP4 2,250/4,500/9,000 TFLOPS,
+    NVLink 5 1.8 TB/s (HGX/DGX B200 datasheet, platform figures / 8, sparse halved)."""
     assert (H100.hbm_bandwidth_tbps, H100.interconnect_gbps) == (3.35, 900)
     assert dataclasses.astuple(B200)[1:] == (192, 8.0, 2250, 4500, 9000, 1800, 8)

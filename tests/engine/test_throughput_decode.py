@@ -6,25 +6,29 @@ import math
 
 import pytest
 
-from planner.engine.decode import decode_step
+from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.presets import B200_192GB, H100_80GB, KIMI_K3, LLAMA_31_70B
-from planner.engine.spec import Accelerator, LayerGroup, Layout, ModelArch
-from planner.engine.throughput_model import distinct_experts, model_perf
-from planner.engine.throughput_options import ThroughputOptions, compute_rate_format
+from planner.engine.spec import LayerGroup, Layout, ModelArch
+from planner.engine.throughput.decode import decode_step
+from planner.engine.throughput.options import ThroughputOptions, compute_rate_format
+from planner.engine.throughput.perf import distinct_experts, model_perf
 
-# Catalogue figures (fleet/catalog/skus.json): the presets state no interconnect or FP4 rate.
-H100 = dataclasses.replace(H100_80GB, interconnect_gbps=900)
-B200 = dataclasses.replace(B200_192GB, interconnect_gbps=1800, fp4_tflops=9000)
-A100 = Accelerator("A100 80GB", 80, 2.039, 312, None, None, 600, 8)
+KIMI_K3 = reference.model("kimi-k3")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
+H100 = reference.accelerator("h100-sxm-80gb")
+B200 = reference.accelerator("b200-192gb")
+A100 = reference.accelerator("a100-sxm-80gb")
+#: A what-if SKU: H100 with no scale-up link stated (``interconnect_gbps`` 0).
+H100_NO_LINK = dataclasses.replace(H100, interconnect_gbps=0)
 
 LLAMA_BF16_BYTES = 70_553_706_496 * 2  # 141,107,412,992 B
 
 
 def test_dense_model_at_batch_1_is_bandwidth_bound():
     """Llama-3.1-70B bf16 on one B200, batch 1: TPOT ~ weight bytes / (8 TB/s x 0.8) = 22.05 ms."""
+    assert B200.hbm_bandwidth_tbps == 8.0  # the HGX B200 datasheet: 64 TB/s per 8 GPUs
     s = decode_step(LLAMA_31_70B, B200, Layout(), batch=1, context_tokens=1)
-    bw = 8.0e12 * 0.8
+    bw = B200.hbm_bandwidth_tbps * 1e12 * 0.8
     assert s.bound == "memory"
     assert s.memory_time_s == pytest.approx((LLAMA_BF16_BYTES + 327_680) / bw, rel=1e-12)  # weights + 1 token of KV
     assert s.communication_time_s == 0  # tp = 1
@@ -65,8 +69,11 @@ def test_adding_tp_lowers_memory_time_and_raises_communication():
     comm = [s.communication_time_s for s in steps]
     assert memory == sorted(memory, reverse=True) and len(set(memory)) == 4
     assert comm == sorted(comm) and comm[0] == 0 and len(set(comm)) == 4
-    # tp 2 by hand: 2 all-reduces x 80 layers x (8 us + 2 (tp-1)/tp x 8 seq x 8192 x 2 B / (450 GB/s x 0.7))
-    expected = 2 * 80 * (8e-6 + 1.0 * 8 * 8192 * 2 / (450e9 * 0.7))
+    # tp 2 by hand: 2 all-reduces x 80 layers x (8 us + 2 (tp-1)/tp x 8 seq x 8192 x 2 B / (450 GB/s x 0.7)),
+    # 450 GB/s being one direction of the datasheet's 900 GB/s NVLink
+    one_way = H100.interconnect_gbps / 2 * 1e9
+    assert one_way == 450e9
+    expected = 2 * 80 * (8e-6 + 1.0 * 8 * 8192 * 2 / (one_way * 0.7))
     assert steps[1].communication_time_s == pytest.approx(expected, rel=1e-9)
     # the weights split by tp: tp 8 reads an eighth of what tp 1 reads
     assert steps[3].dense_weight_bytes_per_gpu == pytest.approx(steps[0].dense_weight_bytes_per_gpu / 8)
@@ -158,8 +165,8 @@ def test_validation_and_json():
 
 
 def test_unknown_interconnect_falls_back_to_pcie():
-    """The presets state no interconnect: the fabric assumes PCIe Gen4 x16 and says so."""
-    s = decode_step(LLAMA_31_70B, H100_80GB, Layout(tp=8), 8, 1000)
+    """A SKU that states no interconnect: the fabric assumes PCIe Gen4 x16 and says so."""
+    s = decode_step(LLAMA_31_70B, H100_NO_LINK, Layout(tp=8), 8, 1000)
     fast = decode_step(LLAMA_31_70B, H100, Layout(tp=8), 8, 1000)
     assert s.communication_time_s > fast.communication_time_s
     assert any("PCIe" in a for a in s.assumptions)

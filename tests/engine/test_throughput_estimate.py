@@ -1,15 +1,12 @@
 """Serving estimate: outputs, concurrency limit, money, and disaggregated vs aggregated TTFT."""
 
-import dataclasses
 import json
 from decimal import Decimal
 
 import pytest
 
-from planner.engine.decode import DecodeModel
+from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.prefill import PrefillModel, prefill
-from planner.engine.presets import B200_192GB, DEEPSEEK_V3, H100_80GB, KIMI_K3, LLAMA_31_70B
 from planner.engine.sizing import size
 from planner.engine.spec import Layout
 from planner.engine.throughput import (
@@ -19,9 +16,14 @@ from planner.engine.throughput import (
     parse_usd,
     queue_wait_s,
 )
+from planner.engine.throughput.decode import DecodeModel
+from planner.engine.throughput.prefill import PrefillModel, prefill
 
-H100 = dataclasses.replace(H100_80GB, interconnect_gbps=900)
-B200 = dataclasses.replace(B200_192GB, interconnect_gbps=1800, fp4_tflops=9000)
+DEEPSEEK_V3 = reference.model("deepseek-v3")
+KIMI_K3 = reference.model("kimi-k3")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
+H100 = reference.accelerator("h100-sxm-80gb")
+B200 = reference.accelerator("b200-192gb")
 
 
 def test_outputs_are_consistent():

@@ -1,19 +1,20 @@
 """Prefill: compute-bound FLOPs by hand, quadratic vs linear attention, chunks, prefix cache, KV transfer."""
 
-import dataclasses
 import json
 
 import pytest
 
+from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.prefill import prefill
-from planner.engine.presets import B200_192GB, H100_80GB, KIMI_K3, LLAMA_31_70B
 from planner.engine.spec import LayerGroup, Layout, ModelArch
-from planner.engine.throughput_options import ThroughputOptions
+from planner.engine.throughput.options import ThroughputOptions
+from planner.engine.throughput.prefill import prefill
 
-H100 = dataclasses.replace(H100_80GB, interconnect_gbps=900)
-B200 = dataclasses.replace(B200_192GB, interconnect_gbps=1800, fp4_tflops=9000)
-LLAMA_PARAMS = 70_553_706_496
+KIMI_K3 = reference.model("kimi-k3")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
+H100 = reference.accelerator("h100-sxm-80gb")
+B200 = reference.accelerator("b200-192gb")
+LLAMA_PARAMS = 70_553_706_496  # Llama-3.1-70B, computed from config.json
 
 
 def _toy(kind: str) -> ModelArch:
@@ -35,7 +36,7 @@ def test_prefill_flops_by_hand_and_compute_bound():
     assert p.chunks == 1
     assert p.flops_per_gpu == pytest.approx(dense + attention, rel=1e-12)
     assert p.bound == "compute"
-    assert p.compute_time_s == pytest.approx((dense + attention) / (2250e12 * 0.6), rel=1e-12)
+    assert p.compute_time_s == pytest.approx((dense + attention) / (B200.bf16_tflops * 1e12 * 0.6), rel=1e-12)
     assert p.time_s == pytest.approx(p.compute_time_s + 0.001, rel=1e-12)  # one chunk + one step overhead
 
 

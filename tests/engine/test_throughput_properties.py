@@ -6,29 +6,23 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.engine.decode import DecodeModel
-from planner.engine.prefill import PrefillModel, prefill
-from planner.engine.presets import (
-    B200_192GB,
-    DEEPSEEK_V3,
-    GPT_OSS_120B,
-    H100_80GB,
-    H200_141GB,
-    KIMI_K3,
-    KIMI_LINEAR_48B,
-    LLAMA_31_70B,
-    QWEN3_NEXT_80B,
-)
+from fleet.catalog import reference
 from planner.engine.sizing import size
-from planner.engine.spec import Accelerator, Layout
+from planner.engine.spec import Layout
 from planner.engine.throughput import aggregated_latency, disaggregated_ttft
+from planner.engine.throughput.decode import DecodeModel
+from planner.engine.throughput.prefill import PrefillModel, prefill
+
+DEEPSEEK_V3 = reference.model("deepseek-v3")
+GPT_OSS_120B = reference.model("gpt-oss-120b")
+KIMI_K3 = reference.model("kimi-k3")
+KIMI_LINEAR_48B = reference.model("kimi-linear-48b-a3b")
+LLAMA_31_70B = reference.model("llama-3.1-70b")
+QWEN3_NEXT_80B = reference.model("qwen3-next-80b-a3b")
 
 SKUS = (
-    dataclasses.replace(H100_80GB, interconnect_gbps=900),
-    dataclasses.replace(H200_141GB, interconnect_gbps=900),
-    dataclasses.replace(B200_192GB, interconnect_gbps=1800, fp4_tflops=9000),
-    Accelerator("L40S 48GB", 48, 0.864, 362.05, 733, None, 64, 8),
-    H100_80GB,  # no interconnect stated: PCIe fallback
+    *(reference.accelerator(slug) for slug in ("h100-sxm-80gb", "h200-141gb", "b200-192gb", "l40s-48gb")),
+    dataclasses.replace(reference.accelerator("h100-sxm-80gb"), interconnect_gbps=0),  # no link stated: PCIe fallback
 )
 # (model, layouts valid for it)
 CASES = (

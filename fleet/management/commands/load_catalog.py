@@ -8,7 +8,7 @@ from fleet.catalog_loader import CATALOG_DIR, CatalogError, load_catalog
 
 
 class Command(BaseCommand):
-    help = "Load the reference catalogue (SKUs, model presets, quotes, API prices). Idempotent."
+    help = "Load the reference catalogue (SKUs, models, GPU quotes, API prices). Idempotent."
 
     def add_arguments(self, parser):
         parser.add_argument("--dir", type=Path, default=CATALOG_DIR, help="Folder with the catalogue JSON files.")

@@ -7,9 +7,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.errors import FIELD_ERRORS, describe
+from planner.engine import GIB
 from planner.sizing import SizingRequest, size_layout
-
-GIB = 1024**3
 
 
 def _gib(n: int) -> str:

@@ -1,0 +1,79 @@
+"""The reference catalogue read without a database: SKU and model rows, and the engine's inputs built from them.
+
+Pure Python: no Django imports here (tests/engine and the benchmarks use it without a database; it may
+import ``planner.engine``). ``skus.json`` and ``models.json`` are the one home of every SKU and model
+figure; ``accelerator(slug)`` and ``model(slug)`` build ``planner.engine.Accelerator`` / ``ModelArch``
+through their ``from_record`` constructors, the same validation the Django records go through.
+
+    from fleet.catalog import reference
+    k3 = reference.model("kimi-k3")               # ModelArch, bf16 + MXFP4 routed experts
+    h100 = reference.accelerator("h100-sxm-80gb")  # Accelerator, hbm_gb 80 (decimal GB)
+
+Built objects are cached per slug and shared (they are frozen), so the engine's per-model memo hits
+across callers. Rows are returned as fresh copies: mutating one does not change the catalogue.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from planner.engine import Accelerator, ModelArch
+
+CATALOG_DIR: Path = Path(__file__).resolve().parent
+SKUS_FILE: Path = CATALOG_DIR / "skus.json"
+MODELS_FILE: Path = CATALOG_DIR / "models.json"
+
+
+@cache
+def _rows(path: Path) -> tuple[dict[str, Any], ...]:
+    with path.open(encoding="utf-8") as fh:
+        rows = json.load(fh)
+    slugs = [row["slug"] for row in rows]
+    duplicates = sorted({s for s in slugs if slugs.count(s) > 1})
+    if duplicates:
+        raise ValueError(f"{path.name}: duplicate slugs {duplicates}")
+    return tuple(rows)
+
+
+def _row(path: Path, slug: str) -> dict[str, Any]:
+    for row in _rows(path):
+        if row["slug"] == slug:
+            return row
+    known = ", ".join(row["slug"] for row in _rows(path))
+    raise KeyError(f"{path.name} has no {slug!r}; known slugs: {known}")
+
+
+def sku_records() -> list[dict[str, Any]]:
+    """Every row of ``skus.json`` (``slug``, ``name``, ``vendor``, ``hbm_gb`` decimal GB, ...), in file order."""
+    return copy.deepcopy(list(_rows(SKUS_FILE)))
+
+
+def model_records() -> list[dict[str, Any]]:
+    """Every row of ``models.json`` (``slug``, ``name``, parameter counts, formats, ``layer_groups``, ...)."""
+    return copy.deepcopy(list(_rows(MODELS_FILE)))
+
+
+def sku_record(slug: str) -> dict[str, Any]:
+    """One row of ``skus.json`` by slug (``KeyError`` listing the known slugs when absent)."""
+    return copy.deepcopy(_row(SKUS_FILE, slug))
+
+
+def model_record(slug: str) -> dict[str, Any]:
+    """One row of ``models.json`` by slug (``KeyError`` listing the known slugs when absent)."""
+    return copy.deepcopy(_row(MODELS_FILE, slug))
+
+
+@cache
+def accelerator(slug: str) -> Accelerator:
+    """The catalogue SKU ``slug`` as an engine ``Accelerator`` (``Accelerator.from_record``)."""
+    return Accelerator.from_record(_row(SKUS_FILE, slug))
+
+
+@cache
+def model(slug: str) -> ModelArch:
+    """The catalogue model ``slug`` as an engine ``ModelArch`` (``ModelArch.from_record``)."""
+    return ModelArch.from_record(_row(MODELS_FILE, slug))

@@ -1,0 +1,82 @@
+"""Money: rent or API, unit economics, one-time costs, GPU quotes in force and monthly spend.
+
+Pure functions over ``Decimal``. Formulas, units and sources: docs/costs.md. Money is USD ``Decimal``;
+token counts are ``int``; prices are per million tokens (``_per_mtok``). Primitive functions return
+exact Decimals; the result dataclasses round (USD to the cent, per-Mtok rates to 4 decimals) and their
+``to_dict()`` renders Decimals as strings (see ``money``).
+
+The seeds' numbers (30-day month, 2.50 USD per GPU-hour): 1 GPU always on = 720 GPU-hours =
+1,800 USD; 8 GPUs 4 h a day = 960 h = 2,400 USD; 8 always on = 5,760 h = 14,400 USD; 32 always on
+= 23,040 h = 57,600 USD. 14,400 USD buys 960M output tokens at 15 USD/Mtok (32M a day).
+Downloading 1.5 TB at 1 GB/s takes 25 minutes of billed cluster time.
+
+Modules, one concept each:
+
+- ``money``: Decimal rounding and rendering, field-level validation (``Fields``), the seeds' month;
+- ``formulas``: the primitives (GPU-hours, rent, API cost, breakeven volumes, capacity, idle cost,
+  download time) and the exact forms and checks the results share;
+- ``economics``: one cluster's results (``monthly_rent``, ``unit_economics``, ``weights_download``,
+  ``weights_storage``);
+- ``breakeven``: the rent-versus-API comparison (``breakeven``);
+- ``quotes``: GPU quotes in force on a date;
+- ``spend``: monthly spend from a dated cluster history.
+"""
+
+from .breakeven import BreakevenResult, Cheaper, breakeven
+from .economics import (
+    DownloadResult,
+    RentResult,
+    StorageResult,
+    UnitEconomics,
+    monthly_rent,
+    unit_economics,
+    weights_download,
+    weights_storage,
+)
+from .formulas import (
+    api_cost_usd,
+    blended_input_usd_per_mtok,
+    breakeven_output_tokens,
+    breakeven_output_tokens_mix,
+    capacity_output_tokens,
+    download_seconds,
+    gpu_hours,
+    idle_cost_usd,
+    rent_usd,
+)
+from .quotes import PRICING_KINDS, Quote, quote_in_force, quotes_in_force, rate_from_quotes
+from .spend import STATUSES, ClusterSpend, ClusterState, SpendResult, SpendSubtotal, monthly_spend
+
+__all__ = [
+    "PRICING_KINDS",
+    "STATUSES",
+    "BreakevenResult",
+    "Cheaper",
+    "ClusterSpend",
+    "ClusterState",
+    "DownloadResult",
+    "Quote",
+    "RentResult",
+    "SpendResult",
+    "SpendSubtotal",
+    "StorageResult",
+    "UnitEconomics",
+    "api_cost_usd",
+    "blended_input_usd_per_mtok",
+    "breakeven",
+    "breakeven_output_tokens",
+    "breakeven_output_tokens_mix",
+    "capacity_output_tokens",
+    "download_seconds",
+    "gpu_hours",
+    "idle_cost_usd",
+    "monthly_rent",
+    "monthly_spend",
+    "quote_in_force",
+    "quotes_in_force",
+    "rate_from_quotes",
+    "rent_usd",
+    "unit_economics",
+    "weights_download",
+    "weights_storage",
+]

@@ -1,0 +1,256 @@
+"""Data types of the layout search: the workload, SKU offers, candidates and the result.
+
+Pure Python, no Django. Units: tokens, milliseconds (``_ms``), USD (``usd_*``: float estimates; the
+quoted price per GPU-hour is echoed as a string). See ``search.run`` and docs/throughput.md, "Search".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from ..spec import Accelerator, Layout
+from ..throughput.options import ThroughputOptions
+from ..units import SECONDS_PER_DAY
+
+MODES: tuple[str, ...] = ("aggregated", "disaggregated")
+REASONS: tuple[str, ...] = ("does_not_fit", "misses_ttft", "misses_tpot", "costs_more")
+ProgressCallback = Callable[[int, int], "bool | None"]
+
+
+class SearchCancelled(Exception):
+    """Raised by ``search()`` when the progress callback returns ``False``."""
+
+    def __init__(self, done: int, total: int):
+        self.done, self.total = done, total
+        super().__init__(f"Search cancelled after {done} of {total} units of work.")
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What the fleet must serve. Tokens per request are means; the p95 context sizes memory.
+
+    ``peak_concurrency`` is the number of sequences decoding at once at peak; ``requests_per_day``
+    sets the daily output volume the cost per million tokens is computed over. SLOs in milliseconds.
+    """
+
+    requests_per_day: float
+    mean_prompt_tokens: int
+    mean_output_tokens: int
+    p95_context_tokens: int
+    prefix_cache_hit_rate: float = 0.0
+    peak_concurrency: int = 1
+    ttft_slo_ms: float = 2000.0
+    tpot_slo_ms: float = 50.0
+
+    def errors(self) -> dict[str, list[str]]:
+        """Field errors (empty when the workload is usable)."""
+        errors: dict[str, list[str]] = {}
+        rpd = self.requests_per_day
+        if isinstance(rpd, bool) or not isinstance(rpd, int | float) or not math.isfinite(rpd) or rpd <= 0:
+            errors["requests_per_day"] = ["Must be a positive number of requests."]
+        for name in ("mean_prompt_tokens", "mean_output_tokens", "p95_context_tokens", "peak_concurrency"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                errors[name] = ["Must be a positive whole number."]
+        hit = self.prefix_cache_hit_rate
+        if isinstance(hit, bool) or not isinstance(hit, int | float) or not 0 <= hit < 1:
+            errors["prefix_cache_hit_rate"] = ["Must be a fraction from 0 up to (not including) 1."]
+        for name in ("ttft_slo_ms", "tpot_slo_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                errors[name] = ["Must be a positive number of milliseconds."]
+        return errors
+
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens served from the prefix cache (the last one is always computed)."""
+        return min(self.mean_prompt_tokens - 1, int(self.mean_prompt_tokens * self.prefix_cache_hit_rate))
+
+    @property
+    def mean_context_tokens(self) -> int:
+        """Mean context of a running sequence: prompt + half the output (where TPOT is evaluated)."""
+        return self.mean_prompt_tokens + self.mean_output_tokens // 2
+
+    @property
+    def output_tokens_per_day(self) -> float:
+        return self.requests_per_day * self.mean_output_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requests_per_day": self.requests_per_day,
+            "mean_prompt_tokens": self.mean_prompt_tokens,
+            "mean_output_tokens": self.mean_output_tokens,
+            "p95_context_tokens": self.p95_context_tokens,
+            "prefix_cache_hit_rate": self.prefix_cache_hit_rate,
+            "peak_concurrency": self.peak_concurrency,
+            "ttft_slo_ms": self.ttft_slo_ms,
+            "tpot_slo_ms": self.tpot_slo_ms,
+        }
+
+
+def design_concurrency(workload: Workload) -> int:
+    """Sequences the fleet must run at once: the peak, or more if the daily volume needs it.
+
+    Little's law at the SLOs: ``requests_per_day / 86400 x (output x TPOT SLO + TTFT SLO)``, an upper
+    bound on the average concurrency (a faster configuration needs fewer slots).
+    """
+    rate = workload.requests_per_day / SECONDS_PER_DAY
+    slots = rate * (workload.mean_output_tokens * workload.tpot_slo_ms + workload.ttft_slo_ms) / 1e3
+    return max(workload.peak_concurrency, math.ceil(slots))
+
+
+@dataclass(frozen=True, slots=True)
+class SkuOffer:
+    """A SKU at a price. ``scaleup_domain_gpus`` (e.g. 72 for a GB300 NVL72 rack) and ``network_gbps``
+    (per GPU, one way) override ``ThroughputOptions`` for this SKU; ``name`` defaults to the SKU's."""
+
+    accelerator: Accelerator
+    usd_per_gpu_hour: Decimal | float | int | str
+    scaleup_domain_gpus: int | None = None
+    network_gbps: float | None = None
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.accelerator.name
+
+
+@dataclass(frozen=True, slots=True)
+class PoolPlan:
+    """One pool of identical replicas: a layout, how many, and the work each one does.
+
+    ``batch_per_replica`` is the sequences each decoding replica runs (``None`` for a prefill pool);
+    ``memory_limit_per_replica`` what memory admits at the p95 context; ``latency_ms`` one decode step
+    alone (decode and aggregated pools) or the prefill of one mean prompt (prefill pools).
+    """
+
+    layout: Layout
+    replicas: int
+    gpus: int
+    batch_per_replica: int | None
+    memory_limit_per_replica: int
+    latency_ms: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layout": self.layout.as_dict(),
+            "replicas": self.replicas,
+            "gpus": self.gpus,
+            "batch_per_replica": self.batch_per_replica,
+            "memory_limit_per_replica": self.memory_limit_per_replica,
+            "latency_ms": self.latency_ms,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One serving configuration and how it fared. ``status`` is ``feasible`` or a rejection reason;
+    ``reason`` is why it is not the pick (``None`` for the best; ``costs_more`` for other feasible ones)."""
+
+    sku: str
+    mode: str
+    kv_cache_dtype: str
+    gpus: int
+    nodes: int
+    usd_per_gpu_hour: str
+    usd_per_hour: float
+    usd_per_mtok: float
+    usd_per_mtok_at_capacity: float | None
+    tpot_ms: float | None
+    ttft_ms: float | None
+    output_tokens_per_s: float | None
+    tokens_per_s_per_gpu: float | None
+    prefill_share: float | None
+    kv_transfer_ms: float | None
+    decode: PoolPlan
+    prefill: PoolPlan | None
+    status: str
+    reason: str | None
+    detail: str
+    assumptions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sku": self.sku,
+            "mode": self.mode,
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "gpus": self.gpus,
+            "nodes": self.nodes,
+            "usd_per_gpu_hour": self.usd_per_gpu_hour,
+            "usd_per_hour": self.usd_per_hour,
+            "usd_per_mtok": self.usd_per_mtok,
+            "usd_per_mtok_at_capacity": self.usd_per_mtok_at_capacity,
+            "tpot_ms": self.tpot_ms,
+            "ttft_ms": self.ttft_ms,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "prefill_share": self.prefill_share,
+            "kv_transfer_ms": self.kv_transfer_ms,
+            "decode": self.decode.to_dict(),
+            "prefill": None if self.prefill is None else self.prefill.to_dict(),
+            "status": self.status,
+            "reason": self.reason,
+            "detail": self.detail,
+            "assumptions": list(self.assumptions),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Everything ``search()`` found. ``rejected`` maps a reason to ``(count, examples)``."""
+
+    model: str
+    workload: Workload
+    design_concurrency: int
+    skus: tuple[str, ...]
+    modes: tuple[str, ...]
+    kv_cache_dtypes: tuple[str, ...]
+    max_gpus: dict[str, int]
+    candidates_enumerated: int
+    candidates_evaluated: int
+    pruned_by_weights: int
+    disaggregated_pairs_covered: int
+    decode_evaluations: int
+    prefill_evaluations: int
+    feasible: int
+    best: Candidate | None
+    frontier: tuple[Candidate, ...]
+    top: tuple[Candidate, ...]
+    near_misses: tuple[Candidate, ...]
+    rejected: dict[str, tuple[int, tuple[Candidate, ...]]]
+    options: ThroughputOptions
+    assumptions: tuple[str, ...]
+    wall_time_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "workload": self.workload.to_dict(),
+            "design_concurrency": self.design_concurrency,
+            "skus": list(self.skus),
+            "modes": list(self.modes),
+            "kv_cache_dtypes": list(self.kv_cache_dtypes),
+            "max_gpus": dict(self.max_gpus),
+            "candidates_enumerated": self.candidates_enumerated,
+            "candidates_evaluated": self.candidates_evaluated,
+            "pruned_by_weights": self.pruned_by_weights,
+            "disaggregated_pairs_covered": self.disaggregated_pairs_covered,
+            "decode_evaluations": self.decode_evaluations,
+            "prefill_evaluations": self.prefill_evaluations,
+            "feasible": self.feasible,
+            "best": None if self.best is None else self.best.to_dict(),
+            "frontier": [c.to_dict() for c in self.frontier],
+            "top": [c.to_dict() for c in self.top],
+            "near_misses": [c.to_dict() for c in self.near_misses],
+            "rejected": {
+                reason: {"count": count, "examples": [c.to_dict() for c in examples]}
+                for reason, (count, examples) in self.rejected.items()
+            },
+            "options": self.options.to_dict(),
+            "assumptions": list(self.assumptions),
+            "wall_time_s": self.wall_time_s,
+        }

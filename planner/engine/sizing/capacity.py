@@ -1,0 +1,421 @@
+"""``size()``: weights, runtime, state and KV cache per GPU, and the sequences that fit.
+
+The entry point the REST API, the pages, Celery tasks and the ``size`` management command
+call. Pure Python over the dataclasses of ``spec.py``; units are bytes (``int``) unless a
+name says otherwise. Formulas and sources: docs/sizing.md.
+
+Defaults: one replica. With only ``gpus`` given the layout is ``tp = gpus``; with only a
+``layout`` given, ``gpus = tp x pp x dp``; with both, ``gpus`` must be a whole number of
+replicas of the layout. ``context_tokens`` defaults to the model's maximum context, or
+8192 tokens when the model does not state one.
+
+Input validation (``check_inputs``) reports every problem at once in one ``EngineInputError``,
+keyed by the REST API's field names: ``gpu_memory_utilization``, ``pool``, ``state_pool_ratio``,
+``include_scale_overhead``, ``state_slots_per_sequence``, ``kv_cache_dtype``, ``weight_format``,
+``runtime_reserve_gib``, ``batch_tokens``, ``hbm_gb``, ``gpus``, ``tp``/``pp``/``dp``/``ep`` and
+``context_tokens``, plus the model's own (``total_params``, ``expert_params``, ``layer_groups``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import EngineInputError, is_int, is_number
+from ..formats import DTYPE_BYTES, RAW_BITS, WEIGHT_FORMATS
+from ..spec import Accelerator, Layout, ModelArch
+from ..units import GB, ceil_div, gib_to_bytes
+from .admission import (
+    DEFAULT_STATE_POOL_RATIO,
+    POOLS,
+    pool_capacities,
+    usable_bytes,
+)
+from .memo import ModelConstants, model_constants
+from .result import CapacityPoint, SizingResult
+from .runtime import (
+    CUDA_GRAPH_GIB,
+    FRAMEWORK_GIB,
+    activation_bytes,
+    default_batch_tokens,
+    nccl_bytes,
+    runtime_assumptions,
+    runtime_errors,
+)
+from .weights import per_gpu_shares
+
+DEFAULT_CONTEXT_TOKENS: int = 8192
+DEFAULT_GPU_MEMORY_UTILIZATION: float = 0.9
+_ONE = Layout()
+
+
+def check_inputs(
+    c: ModelConstants,
+    accelerator: Accelerator,
+    gpus: int | None,
+    layout: Layout | None,
+    weight_format: str | None,
+    include_scale_overhead: bool,
+    kv_cache_dtype: str,
+    gpu_memory_utilization: float,
+    runtime_reserve_gib: float | None,
+    pool: str,
+    state_pool_ratio: float,
+    batch_tokens: int | None,
+    state_slots_per_sequence: int,
+    contexts: Iterable[int | None],
+) -> tuple[Layout, int, bool, bool]:
+    """Validate; return ``(layout, gpus, gpus_defaulted, context_defaulted)`` after defaults.
+
+    Defaults: only ``gpus`` -> ``Layout(tp=gpus)``; only ``layout`` -> ``gpus = tp x pp x dp``;
+    neither -> one GPU. A ``None`` context means "the model's maximum".
+    """
+    errors: dict[str, list[str]] = dict(c.errors)
+    u = gpu_memory_utilization
+    if not is_number(u) or not 0 < u <= 1:
+        errors["gpu_memory_utilization"] = ["Must be a fraction above 0 and at most 1."]
+    if pool not in POOLS:
+        errors["pool"] = [f"Unknown pool {pool!r}; use one of {', '.join(POOLS)}."]
+    if not is_number(state_pool_ratio) or state_pool_ratio <= 0:
+        errors["state_pool_ratio"] = ["Must be a positive number (state pool : KV pool)."]
+    if not isinstance(include_scale_overhead, bool):
+        errors["include_scale_overhead"] = ["Must be true or false."]
+    if not is_int(state_slots_per_sequence) or state_slots_per_sequence < 1:
+        errors["state_slots_per_sequence"] = ["Must be a positive whole number."]
+    if kv_cache_dtype not in DTYPE_BYTES:
+        errors["kv_cache_dtype"] = [f"Unknown KV cache dtype {kv_cache_dtype!r}; use one of {', '.join(DTYPE_BYTES)}."]
+    if weight_format is not None and weight_format not in RAW_BITS:
+        errors["weight_format"] = [f"Unknown weight format {weight_format!r}; use one of {', '.join(WEIGHT_FORMATS)}."]
+    if runtime_reserve_gib is not None or batch_tokens is not None:
+        errors.update(runtime_errors(runtime_reserve_gib, batch_tokens))
+    if not is_number(accelerator.hbm_gb) or accelerator.hbm_gb <= 0:
+        errors["hbm_gb"] = ["The accelerator's memory must be a positive number of GB."]
+
+    gpus_default = False
+    if gpus is not None and (not is_int(gpus) or gpus < 1):
+        errors["gpus"] = ["Must be a positive whole number."]
+        layout = layout or _ONE
+    elif layout is None:
+        gpus_default = gpus is not None
+        layout = Layout(tp=gpus) if gpus is not None else _ONE
+    errors.update(c.layout_errors(layout))
+    if "gpus" not in errors and not any(k in errors for k in ("tp", "pp", "dp", "ep")):
+        per_replica = layout.tp * layout.pp * layout.dp
+        if gpus is None:
+            gpus = per_replica
+        elif gpus % per_replica:
+            errors["gpus"] = [f"{gpus} GPUs is not a whole number of replicas of {per_replica} GPUs (tp x pp x dp)."]
+    context_default = False
+    limit = c.model.max_context_tokens
+    for context in contexts:
+        if context is None:
+            context_default = True
+        elif not is_int(context) or context < 1:
+            errors["context_tokens"] = ["Must be a positive whole number of tokens."]
+        elif limit and context > limit:
+            errors["context_tokens"] = [f"The model's maximum context is {limit} tokens."]
+    if errors:
+        raise EngineInputError(errors)
+    return layout, gpus, gpus_default, context_default
+
+
+class _Plan:
+    """Everything ``size()`` knows before the context length is applied."""
+
+    __slots__ = (
+        "accelerator",
+        "batch_tokens",
+        "c",
+        "cache",
+        "cache_notes",
+        "context_default",
+        "expert_b",
+        "expert_fmt",
+        "geometry",
+        "gpus",
+        "gpus_default",
+        "hbm",
+        "include_scale_overhead",
+        "kv_cache_dtype",
+        "layout",
+        "model",
+        "need_state",
+        "other_b",
+        "other_fmt",
+        "pool",
+        "ranks",
+        "ratio",
+        "replicas",
+        "rt",
+        "runtime",
+        "runtime_reserve_gib",
+        "slots",
+        "state",
+        "state_gpu",
+        "usable",
+        "utilization",
+        "w_gpu",
+        "weight_notes",
+    )
+
+
+def _runtime_parts(c: ModelConstants, tp: int, tokens: int) -> tuple[int, int, int, int, tuple[str, ...]]:
+    key = ("runtime", tp, tokens)
+    return c.text(
+        key,
+        lambda: (
+            gib_to_bytes(FRAMEWORK_GIB),
+            gib_to_bytes(CUDA_GRAPH_GIB),
+            nccl_bytes(tp),
+            activation_bytes(c.model, tp, tokens),
+            runtime_assumptions(c.model, tp, tokens, FRAMEWORK_GIB, CUDA_GRAPH_GIB),
+        ),
+    )
+
+
+def _prepare(
+    model: ModelArch,
+    accelerator: Accelerator,
+    gpus: int | None,
+    layout: Layout | None,
+    weight_format: str | None,
+    include_scale_overhead: bool,
+    kv_cache_dtype: str,
+    gpu_memory_utilization: float,
+    runtime_reserve_gib: float | None,
+    pool: str,
+    state_pool_ratio: float,
+    batch_tokens: int | None,
+    state_slots_per_sequence: int,
+    contexts: Iterable[int | None],
+) -> _Plan:
+    c = model_constants(model)
+    layout, gpus, gpus_default, context_default = check_inputs(
+        c,
+        accelerator,
+        gpus,
+        layout,
+        weight_format,
+        include_scale_overhead,
+        kv_cache_dtype,
+        gpu_memory_utilization,
+        runtime_reserve_gib,
+        pool,
+        state_pool_ratio,
+        batch_tokens,
+        state_slots_per_sequence,
+        contexts,
+    )
+    u = gpu_memory_utilization
+
+    p = _Plan()
+    p.c, p.model, p.accelerator, p.layout = c, model, accelerator, layout
+    p.gpus, p.gpus_default, p.context_default = gpus, gpus_default, context_default
+    p.replicas = gpus // (layout.tp * layout.pp * layout.dp)
+    p.ranks = p.replicas * layout.dp
+    p.include_scale_overhead, p.kv_cache_dtype = include_scale_overhead, kv_cache_dtype
+    p.utilization, p.pool, p.ratio, p.slots = u, pool, state_pool_ratio, state_slots_per_sequence
+    p.runtime_reserve_gib = runtime_reserve_gib
+    p.expert_b, p.other_b, p.other_fmt, p.expert_fmt, p.weight_notes = c.weights(weight_format, include_scale_overhead)
+    tp, pp = layout.tp, layout.pp
+    expert_gpu, other_gpu = per_gpu_shares(p.expert_b, p.other_b, layout)
+    p.w_gpu = expert_gpu + other_gpu
+    p.geometry, p.state, p.state_gpu, p.cache_notes = c.geometry(kv_cache_dtype, tp, pp)
+    p.need_state = p.state_gpu * state_slots_per_sequence  # per sequence, with its state slots
+    p.hbm = accelerator.hbm_bytes
+    p.batch_tokens = batch_tokens if batch_tokens is not None else default_batch_tokens(accelerator)
+    if runtime_reserve_gib is None:
+        p.rt = _runtime_parts(c, tp, p.batch_tokens)
+        p.runtime = p.rt[0] + p.rt[1] + p.rt[2] + p.rt[3]
+    else:
+        p.runtime = gib_to_bytes(runtime_reserve_gib)
+        p.rt = (p.runtime, 0, 0, 0, (f"Runtime reserve overridden: {runtime_reserve_gib:g} GiB per GPU.",))
+    p.usable = usable_bytes(p.hbm, u)
+    p.cache = p.usable - p.w_gpu - p.runtime
+    return p
+
+
+def _assumptions(p: _Plan, context: int) -> tuple[str, ...]:
+    c = p.c
+    budget = c.text(
+        ("budget", p.hbm, p.utilization, p.pool, p.ratio, p.slots),
+        lambda: _budget_notes(p),
+    )
+    notes = (*p.weight_notes, *p.cache_notes, *p.rt[4], *budget)
+    if p.ranks > 1:
+        notes += (
+            f"{p.replicas} replica(s) x {p.layout.dp} data-parallel attention rank(s); each rank holds only "
+            f"its own sequences, so capacity = per-rank capacity x {p.ranks}.",
+        )
+    if p.gpus_default:
+        notes += (f"Defaults: one replica, tp = gpus = {p.gpus}.",)
+    if p.context_default:
+        source = "the model's maximum context" if p.model.max_context_tokens else "the engine's default"
+        notes += (f"Context length {context} tokens ({source}).",)
+    return notes
+
+
+def _budget_notes(p: _Plan) -> tuple[str, ...]:
+    usable = (
+        f"Usable memory per GPU = {p.hbm / GB:g} GB nominal x {p.utilization:g} (gpu_memory_utilization); "
+        "cache budget = usable - weights - runtime reserve."
+    )
+    slots = f" x {p.slots} state slots per sequence" if p.slots > 1 else ""
+    if not p.c.has_linear:
+        pool = "Single KV pool (no linear-attention state), so unified and split capacities agree."
+    elif p.pool == "split":
+        pool = (
+            f"Split pool (SGLang): state pool = budget x {p.ratio:g} / (1 + {p.ratio:g}) "
+            f"(mamba_full_memory_ratio), KV pool = the rest{slots}; idle bytes of the non-bottleneck "
+            "pool are reported as stranded."
+        )
+    else:
+        pool = f"Unified pool: state and KV share one budget{slots} (vLLM hybrid allocator)."
+    return usable, pool
+
+
+def _evaluate(p: _Plan, context: int) -> SizingResult:
+    geometry = p.geometry
+    kv_gpu = geometry.bytes_per_sequence_per_gpu(context)
+    chosen, unified, split, stranded, deficit = pool_capacities(p.cache, p.need_state, kv_gpu, p.pool, p.ratio)
+    weights = p.expert_b + p.other_b
+    layout = p.layout
+    return SizingResult(
+        model=p.model.name,
+        accelerator=p.accelerator.name,
+        layout=layout,
+        gpus=p.gpus,
+        replicas=p.replicas,
+        weight_format=p.other_fmt,
+        expert_weight_format=p.expert_fmt,
+        include_scale_overhead=p.include_scale_overhead,
+        kv_cache_dtype=p.kv_cache_dtype,
+        context_tokens=context,
+        gpu_memory_utilization=p.utilization,
+        runtime_reserve_gib=p.runtime_reserve_gib,
+        pool=p.pool,
+        state_pool_ratio=p.ratio,
+        state_slots_per_sequence=p.slots,
+        batch_tokens=p.batch_tokens,
+        weights_bytes=weights,
+        weights_expert_bytes=p.expert_b,
+        weights_other_bytes=p.other_b,
+        weights_bytes_per_gpu=p.w_gpu,
+        min_gpus_for_weights=ceil_div(weights, p.hbm) if weights else 0,
+        kv_bytes_per_token=geometry.bytes_per_token,
+        kv_bytes_per_token_per_gpu=geometry.bytes_per_token_per_gpu,
+        kv_bytes_per_sequence=geometry.bytes_per_sequence(context),
+        kv_bytes_per_sequence_per_gpu=kv_gpu,
+        state_bytes_per_sequence=p.state,
+        state_bytes_per_sequence_per_gpu=p.state_gpu,
+        hbm_bytes=p.hbm,
+        usable_bytes=p.usable,
+        runtime_bytes=p.runtime,
+        runtime_framework_bytes=p.rt[0],
+        runtime_cuda_graph_bytes=p.rt[1],
+        runtime_nccl_bytes=p.rt[2],
+        runtime_activation_bytes=p.rt[3],
+        cache_bytes=p.cache,
+        max_concurrent_sequences=chosen * p.ranks,
+        max_concurrent_sequences_unified=unified * p.ranks,
+        max_concurrent_sequences_split=split * p.ranks,
+        max_concurrent_sequences_per_replica=chosen * layout.dp,
+        stranded_bytes=stranded,
+        fits=chosen >= 1,
+        deficit_bytes=deficit,
+        aggregate_hbm_bytes=p.hbm * p.gpus,
+        assumptions=_assumptions(p, context),
+    )
+
+
+def size(
+    model: ModelArch,
+    accelerator: Accelerator,
+    *,
+    gpus: int | None = None,
+    layout: Layout | None = None,
+    weight_format: str | None = None,
+    include_scale_overhead: bool = True,
+    kv_cache_dtype: str = "bf16",
+    context_tokens: int | None = None,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
+    runtime_reserve_gib: float | None = None,
+    pool: str = "unified",
+    state_pool_ratio: float = DEFAULT_STATE_POOL_RATIO,
+    batch_tokens: int | None = None,
+    state_slots_per_sequence: int = 1,
+) -> SizingResult:
+    """Size ``model`` on ``gpus`` GPUs of ``accelerator`` laid out as ``layout``.
+
+    Raises ``EngineInputError`` whose ``errors`` keys are the API field names (``tp``, ``pp``,
+    ``dp``, ``ep``, ``gpus``, ``context_tokens``, ``gpu_memory_utilization``, ``weight_format``,
+    ``kv_cache_dtype``, ``pool``, ``state_pool_ratio``, ``runtime_reserve_gib``, ...).
+    """
+    p = _prepare(
+        model,
+        accelerator,
+        gpus,
+        layout,
+        weight_format,
+        include_scale_overhead,
+        kv_cache_dtype,
+        gpu_memory_utilization,
+        runtime_reserve_gib,
+        pool,
+        state_pool_ratio,
+        batch_tokens,
+        state_slots_per_sequence,
+        (context_tokens,),
+    )
+    if context_tokens is None:
+        context_tokens = model.max_context_tokens or DEFAULT_CONTEXT_TOKENS
+    return _evaluate(p, context_tokens)
+
+
+def capacity_curve(
+    model: ModelArch, accelerator: Accelerator, contexts: Iterable[int], **kwargs: Any
+) -> list[CapacityPoint]:
+    """Concurrent sequences (whole cluster) at each context length in ``contexts``.
+
+    Takes the same keyword arguments as ``size()`` (except ``context_tokens``); the dashboard
+    charts the result. Validation errors are reported under ``context_tokens``.
+    """
+    contexts = list(contexts)
+    if not contexts:
+        raise EngineInputError.single("context_tokens", "Give at least one context length.")
+    if "context_tokens" in kwargs:
+        raise TypeError("capacity_curve() takes contexts, not context_tokens")
+    options = {
+        "gpus": None,
+        "layout": None,
+        "weight_format": None,
+        "include_scale_overhead": True,
+        "kv_cache_dtype": "bf16",
+        "gpu_memory_utilization": DEFAULT_GPU_MEMORY_UTILIZATION,
+        "runtime_reserve_gib": None,
+        "pool": "unified",
+        "state_pool_ratio": DEFAULT_STATE_POOL_RATIO,
+        "batch_tokens": None,
+        "state_slots_per_sequence": 1,
+    }
+    unknown = set(kwargs) - set(options)
+    if unknown:
+        raise TypeError(f"capacity_curve() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    options.update(kwargs)
+    p = _prepare(model, accelerator, contexts=contexts, **options)
+    points = []
+    for context in contexts:
+        kv_gpu = p.geometry.bytes_per_sequence_per_gpu(context)
+        chosen, unified, split, stranded, _ = pool_capacities(p.cache, p.need_state, kv_gpu, p.pool, p.ratio)
+        points.append(
+            CapacityPoint(
+                context_tokens=context,
+                kv_bytes_per_sequence=p.geometry.bytes_per_sequence(context),
+                kv_bytes_per_sequence_per_gpu=kv_gpu,
+                max_concurrent_sequences=chosen * p.ranks,
+                max_concurrent_sequences_unified=unified * p.ranks,
+                max_concurrent_sequences_split=split * p.ranks,
+                stranded_bytes=stranded,
+            )
+        )
+    return points

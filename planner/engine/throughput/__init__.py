@@ -1,0 +1,38 @@
+"""Speed: how fast a model serves on a parallel layout. Units: seconds inside, ms in ``to_dict()``.
+
+Modules, one concept each (formulas and sources: docs/throughput.md):
+
+- ``options``: the efficiency factors and fabric figures (``ThroughputOptions``), tensor-core rates;
+- ``perf``: what a forward pass reads and computes per model (active/dense/expert parameters,
+  attention FLOP coefficients, distinct experts);
+- ``decode``: one decode step of a batch on one replica;
+- ``prefill``: one prompt's prefill, and the KV transfer of disaggregated serving;
+- ``estimate``: the serving estimate of one replica (``estimate()``), queueing and money.
+"""
+
+from .decode import DecodeStep, decode_step
+from .estimate import (
+    ThroughputResult,
+    aggregated_latency,
+    disaggregated_ttft,
+    estimate,
+    parse_usd,
+    queue_wait_s,
+)
+from .options import DEFAULT_OPTIONS, ThroughputOptions
+from .prefill import PrefillEstimate, prefill
+
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "DecodeStep",
+    "PrefillEstimate",
+    "ThroughputOptions",
+    "ThroughputResult",
+    "aggregated_latency",
+    "decode_step",
+    "disaggregated_ttft",
+    "estimate",
+    "parse_usd",
+    "prefill",
+    "queue_wait_s",
+]

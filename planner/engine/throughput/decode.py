@@ -1,0 +1,389 @@
+"""One decode step of a batch on one replica: memory, compute, communication, overhead.
+
+Pure Python, no Django. Units: seconds, bytes, FLOPs; ``*_per_gpu`` figures are one GPU's share per
+token cycle (all pipeline stages a token passes through). Formulas: docs/throughput.md, "Decode".
+
+A replica is ``tp x pp x dp`` GPUs (``spec.Layout``). With ``B`` sequences at context ``L``:
+
+* each data-parallel attention rank holds ``b = max(1, B / dp)`` sequences; the pipeline keeps
+  ``m = min(pp, b)`` micro-batches in flight (``1 - m / pp`` of the stages idle: the bubble), so a
+  stage processes ``b / m`` sequences per rank and ``B / m`` tokens across the replica's experts;
+* per stage and GPU, memory bytes = dense active weights / (tp x pp) + the experts the micro-batch
+  touches (``E x (1 - (1 - k/E)^tokens)`` of ``E`` per MoE layer) / (tp x dp x pp) + KV read
+  (``b/m x kv bytes of one sequence at L``, MLA not split by tp) + state read and written
+  (``2 x b/m x state``);
+* FLOPs per stage and GPU = 2 x dense active x (b/m) / (tp x pp) + 2 x routed active x (B/m) /
+  (tp x dp x pp) + attention (per cached token for full/MLA layers, window-capped for sliding, fixed
+  for linear), each at the tensor-core rate its weights allow;
+* communication per stage: two tp all-reduces per layer, the MoE all-to-all (dispatch + combine) over
+  ``ep`` ranks, or an all-gather + reduce-scatter over the ``tp x dp`` expert group when ``ep = 1``
+  and ``dp > 1``; ``pp - 1`` activation hops between stages;
+* stage time = max(memory / (HBM bandwidth x efficiency), compute) + communication; TPOT = ``pp x``
+  stage time + the hops + one step overhead. Tokens/s of the replica = ``B / TPOT``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import EngineInputError
+from ..formats import DTYPE_BYTES
+from ..sizing.kv_cache import KvGeometry
+from ..sizing.memo import check_model, model_constants
+from ..spec import Accelerator, Layout, ModelArch
+from ..units import TB, ceil_div
+from .options import DEFAULT_OPTIONS, Fabric, ThroughputOptions, compute_rate_format, peak_flops
+from .perf import ModelPerf, cached_model_perf, distinct_experts
+
+#: Bytes per element of activations on the wire: bf16 for all-reduces and MoE combine; MoE dispatch
+#: goes in fp8 when the experts compute in fp8/fp4 (DeepEP's fp8 dispatch), else bf16.
+ACTIVATION_BYTES: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeStep:
+    """One decode step (one output token for each of ``batch`` sequences) on one replica.
+
+    ``time_s`` is the TPOT with no prefill sharing the GPUs; the parts are per token cycle:
+    ``time_s = max-of(memory, compute) per stage, summed + communication_time_s + overhead_s``.
+    """
+
+    model: str
+    accelerator: str
+    layout: Layout
+    batch: int
+    context_tokens: int
+    kv_cache_dtype: str
+    time_s: float
+    memory_time_s: float
+    compute_time_s: float
+    communication_time_s: float
+    overhead_s: float
+    bound: str
+    micro_batches: float
+    pipeline_bubble_fraction: float
+    distinct_experts: float
+    dense_weight_bytes_per_gpu: float
+    expert_bytes_per_gpu: float
+    kv_bytes_per_gpu: float
+    state_bytes_per_gpu: float
+    flops_per_gpu: float
+    dense_compute_format: str
+    expert_compute_format: str
+    tokens_per_s: float
+    assumptions: tuple[str, ...]
+
+    @property
+    def bytes_per_gpu(self) -> float:
+        """All bytes one GPU reads or writes in the step (weights, experts, KV, state)."""
+        return (
+            self.dense_weight_bytes_per_gpu
+            + self.expert_bytes_per_gpu
+            + self.kv_bytes_per_gpu
+            + self.state_bytes_per_gpu
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "accelerator": self.accelerator,
+            "layout": self.layout.as_dict(),
+            "batch": self.batch,
+            "context_tokens": self.context_tokens,
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "time_ms": self.time_s * 1e3,
+            "memory_time_ms": self.memory_time_s * 1e3,
+            "compute_time_ms": self.compute_time_s * 1e3,
+            "communication_time_ms": self.communication_time_s * 1e3,
+            "overhead_ms": self.overhead_s * 1e3,
+            "bound": self.bound,
+            "micro_batches": self.micro_batches,
+            "pipeline_bubble_fraction": self.pipeline_bubble_fraction,
+            "distinct_experts": self.distinct_experts,
+            "bytes_per_gpu": {
+                "dense_weights": self.dense_weight_bytes_per_gpu,
+                "experts": self.expert_bytes_per_gpu,
+                "kv": self.kv_bytes_per_gpu,
+                "state": self.state_bytes_per_gpu,
+                "total": self.bytes_per_gpu,
+            },
+            "flops_per_gpu": self.flops_per_gpu,
+            "compute_formats": {"dense": self.dense_compute_format, "experts": self.expert_compute_format},
+            "tokens_per_s": self.tokens_per_s,
+            "assumptions": list(self.assumptions),
+        }
+
+
+def check_layout(model: ModelArch, layout: Layout) -> None:
+    """Raise ``EngineInputError`` for a model-level problem or a layout the engines refuse."""
+    c = model_constants(model)
+    check_model(c)
+    errors = c.layout_errors(layout)
+    if errors:
+        raise EngineInputError(errors)
+
+
+class DecodeModel:
+    """Everything a decode step depends on besides batch and context, for fast repeated evaluation.
+
+    Built once per (model, accelerator, layout, KV dtype, options); ``parts(batch, context)`` is
+    plain arithmetic. ``decode_step()`` wraps it in a ``DecodeStep`` with assumptions.
+    """
+
+    __slots__ = (
+        "a2a_fixed_s",
+        "a2a_s_per_token",
+        "accelerator",
+        "attn_ctx",
+        "attn_fixed",
+        "bw",
+        "dense_fmt",
+        "dense_read",
+        "dp",
+        "e",
+        "expert_fmt",
+        "expert_read",
+        "f_dense",
+        "f_exp",
+        "fabric",
+        "gather_fixed_s",
+        "gather_s_per_token",
+        "geometry",
+        "hop_fixed_s",
+        "hop_s_per_seq",
+        "k",
+        "kv_dtype",
+        "layout",
+        "model",
+        "options",
+        "overhead",
+        "perf",
+        "pp",
+        "r_attn",
+        "r_dense",
+        "r_exp",
+        "sliding",
+        "state_gpu",
+        "tp",
+        "tp_ar_fixed_s",
+        "tp_ar_s_per_seq",
+    )
+
+    def __init__(
+        self,
+        model: ModelArch,
+        accelerator: Accelerator,
+        layout: Layout,
+        kv_cache_dtype: str = "bf16",
+        options: ThroughputOptions = DEFAULT_OPTIONS,
+        weight_format: str | None = None,
+        include_scale_overhead: bool = True,
+        perf: ModelPerf | None = None,
+        geometry: tuple[KvGeometry, int, int, tuple[str, ...]] | None = None,
+    ):
+        perf = perf or cached_model_perf(model, weight_format, include_scale_overhead)
+        tp, pp, dp, ep = layout.tp, layout.pp, layout.dp, layout.ep
+        self.model, self.accelerator, self.layout, self.options, self.perf = model, accelerator, layout, options, perf
+        self.kv_dtype, self.tp, self.pp, self.dp = kv_cache_dtype, tp, pp, dp
+        geo = geometry or model_constants(model).geometry(kv_cache_dtype, tp, pp)
+        self.geometry, self.state_gpu = geo[0], geo[2]
+        self.bw = accelerator.hbm_bandwidth_tbps * TB * options.memory_bandwidth_efficiency
+        self.dense_read = perf.dense_bytes / (tp * pp)
+        self.expert_read = perf.expert_bytes / (tp * dp * pp)
+        self.e, self.k = perf.n_experts, perf.top_k
+        self.f_dense = 2.0 * perf.dense_active_params / (tp * pp)
+        self.f_exp = 2.0 * perf.routed_active_params / (tp * dp * pp)
+        eff = options.compute_efficiency
+        self.dense_fmt = compute_rate_format(accelerator, perf.dense_format, options.compute_format)
+        self.expert_fmt = compute_rate_format(accelerator, perf.expert_format, options.compute_format)
+        self.r_dense = peak_flops(accelerator, self.dense_fmt) * eff
+        self.r_exp = peak_flops(accelerator, self.expert_fmt) * eff
+        self.r_attn = peak_flops(accelerator, "bf16") * eff
+        # attention FLOPs per sequence on one GPU of a stage: per context token, fixed, sliding (coef, window)
+        attn_ctx = attn_fixed = 0.0
+        sliding: list[tuple[float, int]] = []
+        for g in perf.groups:
+            per = ceil_div(g.count, pp) * max(1.0, g.heads / tp) * g.decode
+            if g.kind == "linear":
+                attn_fixed += per
+            elif g.kind == "sliding":
+                sliding.append((per, g.window))
+            else:
+                attn_ctx += per
+        self.attn_ctx, self.attn_fixed, self.sliding = attn_ctx, attn_fixed, tuple(sliding)
+        # communication, per stage and micro-batch (seconds = fixed + per-sequence/per-token terms)
+        fabric = self.fabric = Fabric(accelerator, options)
+        layers_stage = ceil_div(perf.layers, pp)
+        moe_stage = ceil_div(perf.moe_layers, pp) if perf.moe_layers else 0
+        msg_per_seq = perf.hidden * ACTIVATION_BYTES
+        if tp > 1:
+            bw, lat = fabric.group(tp)
+            self.tp_ar_fixed_s = 2 * layers_stage * lat
+            self.tp_ar_s_per_seq = 2 * layers_stage * 2 * (tp - 1) / tp * msg_per_seq / bw
+        else:
+            self.tp_ar_fixed_s = self.tp_ar_s_per_seq = 0.0
+        self.a2a_fixed_s = self.a2a_s_per_token = self.gather_fixed_s = self.gather_s_per_token = 0.0
+        if perf.is_moe and ep > 1:
+            dispatch = 1 if self.expert_fmt in ("fp8", "fp4") else ACTIVATION_BYTES
+            fanout = min(self.k, ep) * (ep - 1) / ep
+            per_token = fanout * perf.hidden * (dispatch + ACTIVATION_BYTES) / tp  # a rank's tokens split over tp
+            lat = fabric.group(ep)[1]
+            self.a2a_fixed_s = moe_stage * 2 * lat
+            self.a2a_s_per_token = moe_stage * per_token * fabric.all_to_all_s_per_byte(ep)
+        elif perf.is_moe and dp > 1:
+            group = tp * dp
+            bw, lat = fabric.group(group)
+            self.gather_fixed_s = moe_stage * 2 * lat
+            self.gather_s_per_token = moe_stage * 2 * (group - 1) / group * msg_per_seq / bw
+        if pp > 1:
+            bw, lat = fabric.group(tp * dp * pp)
+            self.hop_fixed_s = (pp - 1) * lat
+            self.hop_s_per_seq = (pp - 1) * msg_per_seq / bw
+        else:
+            self.hop_fixed_s = self.hop_s_per_seq = 0.0
+        self.overhead = options.step_overhead_s
+
+    def attn_flops(self, context: float) -> float:
+        """Attention FLOPs of one sequence at ``context`` tokens on one GPU of a stage."""
+        flops = self.attn_ctx * context + self.attn_fixed
+        for per, window in self.sliding:
+            flops += per * min(context, window)
+        return flops
+
+    def parts(self, batch: float, context: int) -> tuple[float, ...]:
+        """``(time, memory, compute, communication, overhead, m, D, dense, experts, kv, state, flops)``.
+
+        Times in seconds per token cycle; bytes and FLOPs per GPU per token cycle.
+        """
+        pp = self.pp
+        b = batch / self.dp if batch > self.dp else 1.0
+        m = pp if b >= pp else b
+        rank_mb = b / m
+        tokens_mb = batch / m if batch > self.dp else batch
+        d = distinct_experts(self.e, self.k, tokens_mb) if self.e else 0.0
+        experts = self.expert_read * d / self.e if self.e else 0.0
+        kv = rank_mb * self.geometry.bytes_per_sequence_per_gpu(context)
+        state = rank_mb * 2 * self.state_gpu
+        mem_bytes = self.dense_read + experts + kv + state
+        t_mem = mem_bytes / self.bw
+        fd = self.f_dense * rank_mb
+        fe = self.f_exp * tokens_mb
+        fa = self.attn_flops(context) * rank_mb
+        t_comp = fd / self.r_dense + fe / self.r_exp + fa / self.r_attn
+        comm = (
+            self.tp_ar_fixed_s
+            + self.tp_ar_s_per_seq * rank_mb
+            + (self.a2a_fixed_s + self.a2a_s_per_token * rank_mb if self.a2a_s_per_token else 0.0)
+            + (self.gather_fixed_s + self.gather_s_per_token * tokens_mb if self.gather_s_per_token else 0.0)
+        )
+        hops = self.hop_fixed_s + self.hop_s_per_seq * rank_mb if pp > 1 else 0.0
+        time = pp * (max(t_mem, t_comp) + comm) + hops + self.overhead
+        return (
+            time,
+            pp * t_mem,
+            pp * t_comp,
+            pp * comm + hops,
+            self.overhead,
+            m,
+            d,
+            pp * self.dense_read,
+            pp * experts,
+            pp * kv,
+            pp * state,
+            pp * (fd + fe + fa),
+        )
+
+    def time(self, batch: float, context: int) -> float:
+        """TPOT in seconds at ``batch`` sequences and ``context`` tokens (no prefill sharing the GPUs)."""
+        return self.parts(batch, context)[0]
+
+    def assumptions(self) -> tuple[str, ...]:
+        o, acc, perf = self.options, self.accelerator, self.perf
+        notes = [
+            f"Decode step = max(memory time, compute time) + communication + {o.step_overhead_s * 1e3:g} ms overhead; "
+            f"memory at {acc.hbm_bandwidth_tbps:g} TB/s x {o.memory_bandwidth_efficiency:g}, compute at "
+            f"{o.compute_efficiency:g} of dense peak (dense weights at the {self.dense_fmt} rate, experts at "
+            f"{self.expert_fmt}, attention at bf16).",
+            *perf.notes,
+        ]
+        if perf.is_moe:
+            notes.append(
+                "Experts read per step: E x (1 - (1 - k/E)^tokens) distinct experts per MoE layer (uniform routing, "
+                "no EPLB); all layers counted as MoE layers for communication."
+            )
+        notes.extend(self.fabric.notes(acc, o))
+        if self.pp > 1:
+            notes.append(
+                f"Pipeline: {self.pp} stages, min(pp, sequences per rank) micro-batches in flight; a token crosses "
+                "every stage, so TPOT = pp x stage time (idle stages are the bubble)."
+            )
+        if self.dp > 1:
+            notes.append(
+                f"Data-parallel attention: {self.dp} ranks each hold batch / dp sequences and a full copy of the "
+                "dense weights (split by tp); experts are shared by all ranks."
+            )
+        return tuple(notes)
+
+
+def check_step(batch: Any, context: Any, kv_cache_dtype: str, options: ThroughputOptions) -> None:
+    """Raise ``EngineInputError`` for a bad batch, context, KV dtype or option (all problems at once)."""
+    errors = options.errors()
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        errors["batch"] = ["Must be a positive whole number of sequences."]
+    if isinstance(context, bool) or not isinstance(context, int) or context < 1:
+        errors["context_tokens"] = ["Must be a positive whole number of tokens."]
+    if kv_cache_dtype not in DTYPE_BYTES:
+        errors["kv_cache_dtype"] = [f"Unknown KV cache dtype {kv_cache_dtype!r}."]
+    if errors:
+        raise EngineInputError(errors)
+
+
+def decode_step(
+    model: ModelArch,
+    accelerator: Accelerator,
+    layout: Layout | None = None,
+    batch: int = 1,
+    context_tokens: int = 2048,
+    *,
+    kv_cache_dtype: str = "bf16",
+    options: ThroughputOptions = DEFAULT_OPTIONS,
+    weight_format: str | None = None,
+    include_scale_overhead: bool = True,
+) -> DecodeStep:
+    """Time of one decode step for ``batch`` sequences at ``context_tokens`` on one replica.
+
+    Raises ``EngineInputError`` for a bad batch, context, KV dtype, option or layout (the same layout
+    rules as ``size()``). Memory admission is not checked here: see ``throughput.estimate``.
+    """
+    layout = layout or Layout()
+    check_step(batch, context_tokens, kv_cache_dtype, options)
+    check_layout(model, layout)
+    dm = DecodeModel(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
+    t, mem, comp, comm, over, m, d, dense, experts, kv, state, flops = dm.parts(batch, context_tokens)
+    return DecodeStep(
+        model=model.name,
+        accelerator=accelerator.name,
+        layout=layout,
+        batch=batch,
+        context_tokens=context_tokens,
+        kv_cache_dtype=kv_cache_dtype,
+        time_s=t,
+        memory_time_s=mem,
+        compute_time_s=comp,
+        communication_time_s=comm,
+        overhead_s=over,
+        bound="memory" if mem >= comp else "compute",
+        micro_batches=m,
+        pipeline_bubble_fraction=1 - m / layout.pp,
+        distinct_experts=d,
+        dense_weight_bytes_per_gpu=dense,
+        expert_bytes_per_gpu=experts,
+        kv_bytes_per_gpu=kv,
+        state_bytes_per_gpu=state,
+        flops_per_gpu=flops,
+        dense_compute_format=dm.dense_fmt,
+        expert_compute_format=dm.expert_fmt,
+        tokens_per_s=batch / t,
+        assumptions=dm.assumptions(),
+    )

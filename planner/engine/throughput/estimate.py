@@ -1,0 +1,318 @@
+"""Serving estimate of one replica: TPOT, TTFT, tokens/s per replica, GPU, user and dollar.
+
+Pure Python, no Django. Units: seconds internally, milliseconds in ``to_dict()`` (``_ms``), tokens/s,
+USD. Formulas and defaults: docs/throughput.md. Building blocks: ``decode.decode_step`` (one decode
+step), ``prefill.prefill`` (one prompt), ``sizing.size`` (memory admission).
+
+Aggregated serving (prefill and decode on the same GPUs, chunked prefill): a replica running ``B``
+sequences that each produce ``out`` tokens admits new requests at ``lambda = B / (out x TPOT)``; each
+request keeps it busy ``w`` seconds prefilling (``PrefillEstimate.busy_s_per_request``), so with
+``x = B x w / (out x T_decode)`` the prefill share of the replica's time is ``rho = x / (1 + x)`` and
+
+    TPOT = T_decode(B) / (1 - rho) = T_decode(B) + B x w / out
+    TTFT = queueing + prefill = rho / (1 - rho) x w  +  prefill time + chunks x T_decode(B)
+
+(M/M/1 queueing on the prefill work; each prefill chunk shares its step with the running decode
+batch). Disaggregated serving: decode runs alone (TPOT = T_decode), the prefill pool queues on its
+own and adds the exposed KV transfer: TTFT = rho_p / (1 - rho_p) x w + prefill time + exposed transfer.
+
+Money: ``usd_per_gpu_hour`` may be a ``Decimal``, ``int``, ``float`` or numeric ``str``; it is echoed
+exactly (as a string) and converted to ``float`` for the derived figures, which are estimates
+(``tokens_per_usd``, ``usd_per_mtok``), not invoices: exact money (rent, breakeven) lives in
+``planner.engine.costs``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ..errors import EngineInputError
+from ..sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, size
+from ..spec import Accelerator, Layout, ModelArch
+from ..units import SECONDS_PER_HOUR, TOKENS_PER_MTOK
+from .decode import DecodeModel, DecodeStep, check_layout, check_step, decode_step
+from .options import DEFAULT_OPTIONS, ThroughputOptions
+from .prefill import PrefillEstimate, PrefillModel, PrefillParts, prefill
+
+
+def parse_usd(value: Any, field: str = "usd_per_gpu_hour") -> Decimal:
+    """A non-negative, finite USD amount as ``Decimal`` (floats via their shortest repr)."""
+    if isinstance(value, bool):
+        raise EngineInputError.single(field, "Must be a number of USD.")
+    try:
+        amount = value if isinstance(value, Decimal) else Decimal(str(value))
+    except (InvalidOperation, ValueError, TypeError):
+        raise EngineInputError.single(field, "Must be a number of USD.") from None
+    if not amount.is_finite() or amount < 0:
+        raise EngineInputError.single(field, "Must be a finite number of USD, zero or more.")
+    return amount
+
+
+def queue_wait_s(arrival_rate_per_s: float, busy_s_per_request: float) -> float:
+    """M/M/1 mean wait ``rho / (1 - rho) x service`` with ``rho = rate x service``; ``inf`` when ``rho >= 1``."""
+    rho = arrival_rate_per_s * busy_s_per_request
+    if rho >= 1:
+        return math.inf
+    return rho / (1 - rho) * busy_s_per_request
+
+
+def aggregated_latency(
+    decode_s: float, batch: float, output_tokens: int, prefill_s: float, busy_s: float, chunks: int
+) -> tuple[float, float, float, float]:
+    """``(tpot_s, ttft_s, queue_s, prefill_share)`` of an aggregated replica running ``batch`` sequences.
+
+    ``decode_s`` is the decode step alone at that batch; ``prefill_s``/``busy_s``/``chunks`` describe one
+    prompt (``PrefillEstimate.time_s``, ``busy_s_per_request``, ``chunks``). See the module docstring.
+    """
+    x = batch * busy_s / (output_tokens * decode_s)
+    queue = x * busy_s
+    return decode_s * (1 + x), queue + prefill_s + chunks * decode_s, queue, x / (1 + x)
+
+
+def disaggregated_ttft(arrival_rate_per_replica: float, prefill_est: PrefillEstimate) -> float:
+    """TTFT on a dedicated prefill replica: queueing + prefill + the KV transfer not hidden behind it."""
+    wait = queue_wait_s(arrival_rate_per_replica, prefill_est.busy_s_per_request)
+    return wait + prefill_est.time_s + prefill_est.kv_transfer_exposed_s
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputResult:
+    """Aggregated serving of one replica at ``batch`` sequences (see the module docstring).
+
+    ``concurrency_limit = min(memory_limit, slo_limit)``: sequences per replica that both fit in
+    memory at ``context_tokens`` (``size()``) and keep TPOT and TTFT within the SLOs given. ``fits`` is
+    false when ``batch`` exceeds what memory admits (the times are still computed).
+    """
+
+    model: str
+    accelerator: str
+    layout: Layout
+    gpus: int
+    kv_cache_dtype: str
+    prompt_tokens: int
+    output_tokens: int
+    context_tokens: int
+    prefix_cache_hit_rate: float
+    batch: int
+    tpot_s: float
+    ttft_s: float
+    queue_s: float
+    prefill_share: float
+    tokens_per_s_replica: float
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float
+    memory_limit: int
+    slo_limit: int | None
+    concurrency_limit: int
+    fits: bool
+    meets_tpot: bool | None
+    meets_ttft: bool | None
+    usd_per_gpu_hour: Decimal | None
+    usd_per_hour: float | None
+    tokens_per_usd: float | None
+    usd_per_mtok: float | None
+    decode: DecodeStep
+    prefill: PrefillEstimate
+    assumptions: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "accelerator": self.accelerator,
+            "layout": self.layout.as_dict(),
+            "gpus": self.gpus,
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "prompt_tokens": self.prompt_tokens,
+            "output_tokens": self.output_tokens,
+            "context_tokens": self.context_tokens,
+            "prefix_cache_hit_rate": self.prefix_cache_hit_rate,
+            "batch": self.batch,
+            "tpot_ms": self.tpot_s * 1e3,
+            "ttft_ms": _ms(self.ttft_s),
+            "queue_ms": _ms(self.queue_s),
+            "prefill_share": self.prefill_share,
+            "tokens_per_s_replica": self.tokens_per_s_replica,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "tokens_per_s_per_user": self.tokens_per_s_per_user,
+            "concurrency": {
+                "memory_limit": self.memory_limit,
+                "slo_limit": self.slo_limit,
+                "limit": self.concurrency_limit,
+            },
+            "fits": self.fits,
+            "meets_tpot": self.meets_tpot,
+            "meets_ttft": self.meets_ttft,
+            "usd_per_gpu_hour": None if self.usd_per_gpu_hour is None else str(self.usd_per_gpu_hour),
+            "usd_per_hour": self.usd_per_hour,
+            "tokens_per_usd": self.tokens_per_usd,
+            "usd_per_mtok": self.usd_per_mtok,
+            "decode": self.decode.to_dict(),
+            "prefill": self.prefill.to_dict(),
+            "assumptions": list(self.assumptions),
+        }
+
+
+def _ms(seconds: float) -> float | None:
+    """Milliseconds, or ``None`` for an unbounded time (JSON has no infinity)."""
+    return None if math.isinf(seconds) else seconds * 1e3
+
+
+def _slo_limit(
+    dm: DecodeModel, pre: PrefillParts, limit: int, context: int, out: int, tpot: float | None, ttft: float | None
+) -> int:
+    """Largest batch <= ``limit`` meeting both SLOs (0 if none); TPOT and TTFT only grow with batch."""
+
+    def ok(b: int) -> bool:
+        t_pot, t_tft, _, _ = aggregated_latency(dm.time(b, context), b, out, pre.time_s, pre.busy_s, pre.chunks)
+        return (tpot is None or t_pot <= tpot) and (ttft is None or t_tft <= ttft)
+
+    if limit < 1 or not ok(1):
+        return 0
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def estimate(
+    model: ModelArch,
+    accelerator: Accelerator,
+    layout: Layout | None = None,
+    *,
+    prompt_tokens: int = 2048,
+    output_tokens: int = 256,
+    context_tokens: int | None = None,
+    batch: int | None = None,
+    prefix_cache_hit_rate: float = 0.0,
+    ttft_slo_ms: float | None = None,
+    tpot_slo_ms: float | None = None,
+    usd_per_gpu_hour: Decimal | float | int | str | None = None,
+    kv_cache_dtype: str = "bf16",
+    weight_format: str | None = None,
+    include_scale_overhead: bool = True,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
+    options: ThroughputOptions = DEFAULT_OPTIONS,
+) -> ThroughputResult:
+    """Aggregated serving estimate of one replica of ``model`` on ``accelerator`` laid out as ``layout``.
+
+    ``context_tokens`` (default prompt + output) sizes memory admission; TPOT is evaluated at the mean
+    context of a running sequence, ``prompt + output / 2``. ``batch`` defaults to the concurrency
+    limit (at least 1, so a configuration that admits nothing still gets timed). ``usd_per_gpu_hour``
+    (``Decimal``, ``float``, ``int`` or ``str``) adds the per-dollar figures. Raises ``EngineInputError``.
+    """
+    layout = layout or Layout()
+    errors = options.errors()
+    for name, value in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            errors[name] = ["Must be a positive whole number of tokens."]
+    hit = prefix_cache_hit_rate
+    if isinstance(hit, bool) or not isinstance(hit, int | float) or not 0 <= hit < 1:
+        errors["prefix_cache_hit_rate"] = ["Must be a fraction from 0 up to (not including) 1."]
+    for name, value in (("ttft_slo_ms", ttft_slo_ms), ("tpot_slo_ms", tpot_slo_ms)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not value > 0):
+            errors[name] = ["Must be a positive number of milliseconds."]
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+        errors["batch"] = ["Must be a positive whole number of sequences."]
+    if errors:
+        raise EngineInputError(errors)
+    price = None if usd_per_gpu_hour is None else parse_usd(usd_per_gpu_hour)
+    context = context_tokens if context_tokens is not None else prompt_tokens + output_tokens
+    mean_context = prompt_tokens + output_tokens // 2
+    check_step(1, context, kv_cache_dtype, options)
+    check_layout(model, layout)
+    formats = {"weight_format": weight_format, "include_scale_overhead": include_scale_overhead}
+    sized = size(
+        model,
+        accelerator,
+        layout=layout,
+        context_tokens=context,
+        kv_cache_dtype=kv_cache_dtype,
+        gpu_memory_utilization=gpu_memory_utilization,
+        **formats,
+    )
+    dm = DecodeModel(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
+    pm = PrefillModel(dm)
+    cached = min(prompt_tokens - 1, int(prompt_tokens * hit))
+    pre = pm.parts(prompt_tokens, cached)
+    memory_limit = sized.max_concurrent_sequences_per_replica
+    tpot_slo = None if tpot_slo_ms is None else tpot_slo_ms / 1e3
+    ttft_slo = None if ttft_slo_ms is None else ttft_slo_ms / 1e3
+    slo_limit = None
+    if tpot_slo is not None or ttft_slo is not None:
+        slo_limit = _slo_limit(dm, pre, memory_limit, mean_context, output_tokens, tpot_slo, ttft_slo)
+    limit = memory_limit if slo_limit is None else min(memory_limit, slo_limit)
+    b = batch if batch is not None else max(1, limit)
+    step = decode_step(
+        model, accelerator, layout, b, mean_context, kv_cache_dtype=kv_cache_dtype, options=options, **formats
+    )
+    tpot, ttft, queue, share = aggregated_latency(step.time_s, b, output_tokens, pre.time_s, pre.busy_s, pre.chunks)
+    pre_est = prefill(
+        model,
+        accelerator,
+        layout,
+        prompt_tokens,
+        cached_tokens=cached,
+        kv_cache_dtype=kv_cache_dtype,
+        options=options,
+        **formats,
+    )
+    gpus = layout.gpus
+    per_replica = b / tpot
+    usd_hour = tok_usd = usd_mtok = None
+    if price is not None:
+        usd_hour = float(price) * gpus
+        tok_usd = per_replica * SECONDS_PER_HOUR / usd_hour if usd_hour else None
+        usd_mtok = usd_hour / (per_replica * SECONDS_PER_HOUR) * TOKENS_PER_MTOK
+    notes = (
+        f"Aggregated serving on one replica of {gpus} GPU(s) at {b} sequences: TPOT = decode step / (1 - prefill "
+        "share); TTFT = M/M/1 queueing on prefill work + prefill + one decode step per prefill chunk.",
+        f"TPOT at the mean context of a running sequence (prompt + output / 2 = {mean_context} tokens); memory "
+        f"admission at {context} tokens (size()).",
+        *((f"Prefix cache: {cached} of {prompt_tokens} prompt tokens reused (hit rate {hit:g}).",) if cached else ()),
+        *(
+            (f"Money: {price} USD per GPU-hour x {gpus} GPUs; per-token figures are float estimates.",)
+            if price is not None
+            else ()
+        ),
+        *step.assumptions,
+        *pre_est.assumptions[:2],
+    )
+    return ThroughputResult(
+        model=model.name,
+        accelerator=accelerator.name,
+        layout=layout,
+        gpus=gpus,
+        kv_cache_dtype=kv_cache_dtype,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        context_tokens=context,
+        prefix_cache_hit_rate=float(hit),
+        batch=b,
+        tpot_s=tpot,
+        ttft_s=ttft,
+        queue_s=queue,
+        prefill_share=share,
+        tokens_per_s_replica=per_replica,
+        tokens_per_s_per_gpu=per_replica / gpus,
+        tokens_per_s_per_user=1 / tpot,
+        memory_limit=memory_limit,
+        slo_limit=slo_limit,
+        concurrency_limit=limit,
+        fits=b <= memory_limit,
+        meets_tpot=None if tpot_slo is None else tpot <= tpot_slo,
+        meets_ttft=None if ttft_slo is None else ttft <= ttft_slo,
+        usd_per_gpu_hour=price,
+        usd_per_hour=usd_hour,
+        tokens_per_usd=tok_usd,
+        usd_per_mtok=usd_mtok,
+        decode=step,
+        prefill=pre_est,
+        assumptions=notes,
+    )

@@ -1,0 +1,187 @@
+"""Tunable factors of the throughput model, their documented defaults, and the hardware rates they scale.
+
+Pure Python, no Django. Units: seconds (``_s``), bytes per second, FLOP/s, GB/s (decimal, 1e9 bytes)
+where a name ends in ``_gbps``. Sources for every default: docs/throughput.md, "Efficiency factors".
+
+* ``memory_bandwidth_efficiency`` 0.8: the fraction of peak HBM bandwidth that decode kernels
+  (GEMV-shaped weight reads, paged attention, state updates) sustain. MooreThreads SimuMax's
+  spec-based H100 config (``configs/system/h100_nvlink.json``) uses 0.85 for memory-bound
+  kernels; 0.8 leaves room for the small kernels between them.
+* ``compute_efficiency`` 0.6: model FLOPs utilisation of dense tensor-core peak. SimuMax's H100
+  config: matmul 0.70, fp8 matmul 0.65, grouped (MoE) matmul 0.60, attention forward 0.72.
+* ``link_efficiency`` 0.7: fraction of the per-direction link or NIC bandwidth a collective
+  achieves (SimuMax: inter-node 0.7; NCCL all-reduce 0.55 and all-to-all 0.5 of the 900 GB/s
+  bidirectional NVLink figure, i.e. about 0.7 of the 450 GB/s one direction).
+* ``network_gbps`` 50: scale-out bandwidth per GPU, one direction (one 400 Gb/s NDR InfiniBand
+  or 400 GbE NIC per GPU, as in DGX/HGX H100 and B200 systems; SimuMax inter-node 50 GB/s).
+* ``link_latency_s`` 8 us and ``network_latency_s`` 35 us per collective (SimuMax: NVLink
+  all-reduce 8 us, InfiniBand 35 us).
+* ``step_overhead_s`` 1 ms per forward step (scheduler, sampling, CUDA-graph launch, the small
+  kernels not modelled one by one).
+* ``scaleup_domain_gpus``: GPUs that share the scale-up link (NVLink/Infinity Fabric); defaults to
+  the SKU's ``gpus_per_node``. A GB300 NVL72 rack is one 72-GPU domain of 4-GPU trays.
+* ``prefill_chunk_tokens``: chunked-prefill size; defaults to the runtime's per-step token budget
+  (vLLM's ``max_num_batched_tokens``: 8192 on GPUs of 70 GiB and more, else 2048).
+* ``compute_format``: which tensor-core rate the weights run at (``bf16``, ``fp8``, ``fp4``); ``None``
+  picks it from the weight format (``compute_rate_format``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import EngineInputError
+from ..spec import Accelerator
+from ..units import GB
+
+COMPUTE_FORMATS: tuple[str, ...] = ("bf16", "fp8", "fp4")
+
+DEFAULT_MEMORY_BANDWIDTH_EFFICIENCY: float = 0.8
+DEFAULT_COMPUTE_EFFICIENCY: float = 0.6
+DEFAULT_LINK_EFFICIENCY: float = 0.7
+DEFAULT_NETWORK_GBPS: float = 50.0
+DEFAULT_LINK_LATENCY_S: float = 8e-6
+DEFAULT_NETWORK_LATENCY_S: float = 35e-6
+DEFAULT_STEP_OVERHEAD_S: float = 1e-3
+#: Scale-up bandwidth assumed when a SKU states none (``interconnect_gbps == 0``): PCIe Gen4 x16,
+#: 64 GB/s bidirectional, the slowest path any multi-GPU server has.
+FALLBACK_INTERCONNECT_GBPS: float = 64.0
+
+#: Weight formats whose matmuls run at each tensor-core rate when ``compute_format`` is ``None``.
+#: fp8/int8 checkpoints are W8A8; NVFP4 is W4A4; MXFP4 is W4A8 (Kimi K3 ships MXFP4 weights with
+#: MXFP8 activations; vLLM/FlashInfer's MXFP4 MoE kernels on Blackwell run mxfp4 x mxfp8);
+#: int4/int2 (GPTQ/AWQ-style) are weight-only and run at the bf16 rate.
+_WANTS: dict[str, str] = {
+    "bf16": "bf16",
+    "fp16": "bf16",
+    "fp8": "fp8",
+    "int8": "fp8",
+    "mxfp4": "fp8",
+    "nvfp4": "fp4",
+    "int4": "bf16",
+    "int2": "bf16",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputOptions:
+    """Efficiency factors and fabric figures of the throughput model (defaults documented above)."""
+
+    memory_bandwidth_efficiency: float = DEFAULT_MEMORY_BANDWIDTH_EFFICIENCY
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY
+    link_efficiency: float = DEFAULT_LINK_EFFICIENCY
+    network_gbps: float = DEFAULT_NETWORK_GBPS
+    scaleup_domain_gpus: int | None = None
+    link_latency_s: float = DEFAULT_LINK_LATENCY_S
+    network_latency_s: float = DEFAULT_NETWORK_LATENCY_S
+    step_overhead_s: float = DEFAULT_STEP_OVERHEAD_S
+    prefill_chunk_tokens: int | None = None
+    compute_format: str | None = None
+
+    def errors(self) -> dict[str, list[str]]:
+        """Field errors (empty when every option is usable)."""
+        errors: dict[str, list[str]] = {}
+        for name in ("memory_bandwidth_efficiency", "compute_efficiency", "link_efficiency"):
+            value = getattr(self, name)
+            if not _number(value) or not 0 < value <= 1:
+                errors[name] = ["Must be a fraction above 0 and at most 1."]
+        if not _number(self.network_gbps) or self.network_gbps <= 0:
+            errors["network_gbps"] = ["Must be a positive number of GB/s."]
+        for name in ("link_latency_s", "network_latency_s", "step_overhead_s"):
+            value = getattr(self, name)
+            if not _number(value) or value < 0:
+                errors[name] = ["Must be a number of seconds, zero or more."]
+        for name in ("scaleup_domain_gpus", "prefill_chunk_tokens"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                errors[name] = ["Must be a positive whole number."]
+        if self.compute_format is not None and self.compute_format not in COMPUTE_FORMATS:
+            errors["compute_format"] = [f"Unknown compute format; use one of {', '.join(COMPUTE_FORMATS)}."]
+        return errors
+
+    def check(self) -> None:
+        """Raise ``EngineInputError`` unless every option is usable."""
+        errors = self.errors()
+        if errors:
+            raise EngineInputError(errors)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+DEFAULT_OPTIONS = ThroughputOptions()
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def compute_rate_format(accelerator: Accelerator, weight_format: str, override: str | None = None) -> str:
+    """The tensor-core rate (``bf16``/``fp8``/``fp4``) matmuls on ``weight_format`` weights run at.
+
+    The wanted rate (``override``, else the table above) falls back to the next wider format the SKU
+    has: fp4 -> fp8 -> bf16 (an A100 has neither fp8 nor fp4 and dequantises to bf16).
+    """
+    wanted = override or _WANTS.get(weight_format, "bf16")
+    if wanted == "fp4" and accelerator.fp4_tflops:
+        return "fp4"
+    if wanted in ("fp4", "fp8") and accelerator.fp8_tflops:
+        return "fp8"
+    return "bf16"
+
+
+def peak_flops(accelerator: Accelerator, rate_format: str) -> float:
+    """Dense peak FLOP/s of ``accelerator`` at ``rate_format`` (TFLOPS x 1e12)."""
+    tflops = {"fp4": accelerator.fp4_tflops, "fp8": accelerator.fp8_tflops}.get(rate_format) or accelerator.bf16_tflops
+    return float(tflops) * 1e12
+
+
+class Fabric:
+    """Per-direction bandwidths (bytes/s, after ``link_efficiency``) and latencies of one SKU.
+
+    ``group(size)`` gives the bandwidth and latency of a collective over ``size`` GPUs: the scale-up
+    link inside the domain, the network (one NIC per GPU) when the group spans domains.
+    """
+
+    __slots__ = ("domain", "link_bw", "link_lat", "link_stated", "net_bw", "net_lat")
+
+    def __init__(self, accelerator: Accelerator, options: ThroughputOptions):
+        gbps = accelerator.interconnect_gbps
+        self.link_stated = bool(gbps and gbps > 0)
+        if not self.link_stated:
+            gbps = FALLBACK_INTERCONNECT_GBPS
+        self.link_bw = gbps / 2 * GB * options.link_efficiency
+        self.net_bw = options.network_gbps * GB * options.link_efficiency
+        self.link_lat = options.link_latency_s
+        self.net_lat = options.network_latency_s
+        self.domain = options.scaleup_domain_gpus or max(1, accelerator.gpus_per_node)
+
+    def group(self, size: int) -> tuple[float, float]:
+        """``(bytes_per_s, latency_s)`` of a collective over ``size`` GPUs (slowest link it crosses)."""
+        if size <= self.domain:
+            return self.link_bw, self.link_lat
+        return min(self.net_bw, self.link_bw), self.net_lat
+
+    def all_to_all_s_per_byte(self, size: int) -> float:
+        """Seconds per byte a GPU sends in an all-to-all over ``size`` ranks (intra and inter overlap)."""
+        if size <= 1:
+            return 0.0
+        if size <= self.domain:
+            return 1.0 / self.link_bw
+        intra = (self.domain - 1) / (size - 1)
+        return max(intra / self.link_bw, (1.0 - intra) / self.net_bw)
+
+    def notes(self, accelerator: Accelerator, options: ThroughputOptions) -> tuple[str, ...]:
+        link = (
+            f"scale-up link {accelerator.interconnect_gbps:g} GB/s bidirectional"
+            if self.link_stated
+            else f"scale-up link not stated: assumed {FALLBACK_INTERCONNECT_GBPS:g} GB/s bidirectional (PCIe Gen4 x16)"
+        )
+        return (
+            f"Fabric: {link}, half of it one way, x {options.link_efficiency:g} efficiency, across a "
+            f"{self.domain}-GPU scale-up domain; beyond it {options.network_gbps:g} GB/s per GPU one way "
+            f"(network). Collective latency {options.link_latency_s * 1e6:g} us in the domain, "
+            f"{options.network_latency_s * 1e6:g} us across it.",
+        )

@@ -1,0 +1,261 @@
+"""Prefill of one prompt on one replica (chunked), and the KV transfer of disaggregated serving.
+
+Pure Python, no Django. Units: seconds, bytes, FLOPs, tokens. Formulas: docs/throughput.md, "Prefill".
+
+The prompt's ``P`` tokens, of which ``P0`` come from the prefix cache, are processed in chunks of
+``c`` tokens (``ThroughputOptions.prefill_chunk_tokens``, default the runtime's per-step token
+budget). Under load every data-parallel rank prefills its own chunk in the same step, so a step
+handles ``dp x c`` tokens. Per step, stage and GPU:
+
+* FLOPs = 2 x dense active x c / (tp x pp) + 2 x routed active x c x dp / (tp x dp x pp) + the
+  chunk's share of the attention: per layer ``coef x heads / tp x pairs`` with
+  ``pairs = (P(P+1) - P0(P0+1)) / 2`` for full and MLA layers (quadratic), the window-capped sum for
+  sliding layers, and ``P - P0`` for linear layers (linear);
+* bytes = dense weights + the experts ``dp x c`` tokens touch + the prefix KV read + the chunk's KV
+  written + the state read and written;
+* time = max(bytes / bandwidth, FLOPs / rate) + tp all-reduces + MoE all-to-all + stage hops.
+
+Prefill time of one prompt (its first token): the first chunk crosses all ``pp`` stages, each later
+chunk follows one stage behind: ``pp x stage + hops + overhead + (chunks - 1) x (stage + overhead)``.
+The replica's prefill throughput is ``dp x c / (stage + overhead)`` tokens/s, and one request keeps
+the replica busy ``(P - P0) / throughput`` seconds (what queueing is computed from).
+
+KV transfer (disaggregated serving): the prompt's KV bytes (all layers, ``kv_cache_dtype``) plus the
+linear-attention state, sent over the network from the prefill rank's ``tp x pp`` GPUs (one NIC
+each). Layers are sent as soon as they are computed (Mooncake, NIXL), so only the part not hidden
+behind the prefill is exposed: ``max(transfer / layers, transfer - prefill x (layers - 1) / layers)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..errors import EngineInputError
+from ..formats import DTYPE_BYTES
+from ..sizing.memo import model_constants
+from ..sizing.runtime import default_batch_tokens
+from ..spec import Accelerator, Layout, ModelArch
+from ..units import ceil_div
+from .decode import DecodeModel, check_layout
+from .options import DEFAULT_OPTIONS, ThroughputOptions
+from .perf import distinct_experts, sliding_pairs
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillEstimate:
+    """Prefill of one prompt on one replica, with the KV transfer it would need if disaggregated."""
+
+    model: str
+    accelerator: str
+    layout: Layout
+    prompt_tokens: int
+    cached_tokens: int
+    chunk_tokens: int
+    chunks: int
+    time_s: float
+    step_time_s: float
+    compute_time_s: float
+    memory_time_s: float
+    communication_time_s: float
+    overhead_s: float
+    bound: str
+    flops_per_gpu: float
+    replica_tokens_per_s: float
+    busy_s_per_request: float
+    kv_transfer_bytes: int
+    kv_transfer_s: float
+    kv_transfer_exposed_s: float
+    assumptions: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "accelerator": self.accelerator,
+            "layout": self.layout.as_dict(),
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "chunk_tokens": self.chunk_tokens,
+            "chunks": self.chunks,
+            "time_ms": self.time_s * 1e3,
+            "step_time_ms": self.step_time_s * 1e3,
+            "compute_time_ms": self.compute_time_s * 1e3,
+            "memory_time_ms": self.memory_time_s * 1e3,
+            "communication_time_ms": self.communication_time_s * 1e3,
+            "overhead_ms": self.overhead_s * 1e3,
+            "bound": self.bound,
+            "flops_per_gpu": self.flops_per_gpu,
+            "replica_tokens_per_s": self.replica_tokens_per_s,
+            "busy_ms_per_request": self.busy_s_per_request * 1e3,
+            "kv_transfer_bytes": self.kv_transfer_bytes,
+            "kv_transfer_ms": self.kv_transfer_s * 1e3,
+            "kv_transfer_exposed_ms": self.kv_transfer_exposed_s * 1e3,
+            "assumptions": list(self.assumptions),
+        }
+
+
+class PrefillParts(NamedTuple):
+    """Raw figures of one prompt's prefill (seconds, FLOPs, tokens/s, bytes); see ``PrefillEstimate``."""
+
+    time_s: float
+    step_s: float
+    compute_s: float
+    memory_s: float
+    communication_s: float
+    overhead_s: float
+    chunks: int
+    chunk_tokens: float
+    flops_per_gpu: float
+    replica_tokens_per_s: float
+    busy_s: float
+    transfer_bytes: float
+    transfer_s: float
+    exposed_s: float
+
+
+class PrefillModel:
+    """Prefill constants of one (model, accelerator, layout, KV dtype, options), built on a ``DecodeModel``."""
+
+    __slots__ = ("attn", "chunk", "dm", "kv_token_gpu", "layers", "net_rate", "state_logical")
+
+    def __init__(self, dm: DecodeModel, chunk_tokens: int | None = None):
+        self.dm = dm
+        self.chunk = chunk_tokens or dm.options.prefill_chunk_tokens or default_batch_tokens(dm.accelerator)
+        tp, pp = dm.tp, dm.pp
+        self.attn = tuple(
+            (g.kind, ceil_div(g.count, pp) * max(1.0, g.heads / tp) * g.prefill, g.window) for g in dm.perf.groups
+        )
+        self.kv_token_gpu = dm.geometry.bytes_per_token_per_gpu
+        self.layers = max(1, dm.perf.layers)
+        self.net_rate = dm.fabric.net_bw * tp * pp
+        self.state_logical = model_constants(dm.model).geometry(dm.kv_dtype, 1, 1)[1]
+
+    def attn_flops(self, prompt: int, cached: int) -> float:
+        """Attention FLOPs of the prompt's uncached tokens on one GPU of a stage (all chunks)."""
+        full = (prompt * (prompt + 1) - cached * (cached + 1)) / 2
+        flops = 0.0
+        for kind, per, window in self.attn:
+            if kind == "linear":
+                flops += per * (prompt - cached)
+            elif kind == "sliding":
+                flops += per * (sliding_pairs(prompt, window) - sliding_pairs(cached, window))
+            else:
+                flops += per * full
+        return flops
+
+    def parts(self, prompt: int, cached: int) -> PrefillParts:
+        """Prefill of one ``prompt``-token prompt with ``cached`` tokens from the prefix cache."""
+        dm = self.dm
+        new = max(1, prompt - cached)
+        chunks = math.ceil(new / self.chunk)
+        c = new / chunks  # average chunk (the last one is usually shorter)
+        dp, pp = dm.dp, dm.pp
+        tokens = c * dp
+        d = (dm.expert_read * distinct_experts(dm.e, dm.k, tokens) / dm.e) if dm.e else 0.0
+        ctx = (cached + prompt) / 2
+        mem = (
+            dm.dense_read
+            + d
+            + dm.geometry.bytes_per_sequence_per_gpu(max(1, round(ctx)))
+            + c * self.kv_token_gpu
+            + 2 * dm.state_gpu
+        )
+        t_mem = mem / dm.bw
+        fa = self.attn_flops(prompt, cached) / chunks
+        fd, fe = dm.f_dense * c, dm.f_exp * tokens
+        t_comp = fd / dm.r_dense + fe / dm.r_exp + fa / dm.r_attn
+        comm = dm.tp_ar_fixed_s + dm.tp_ar_s_per_seq * c
+        if dm.a2a_s_per_token:
+            comm += dm.a2a_fixed_s + dm.a2a_s_per_token * c
+        if dm.gather_s_per_token:
+            comm += dm.gather_fixed_s + dm.gather_s_per_token * tokens
+        hops = dm.hop_fixed_s + dm.hop_s_per_seq * c if pp > 1 else 0.0
+        stage = max(t_mem, t_comp) + comm
+        over = dm.overhead
+        time = pp * stage + hops + over + (chunks - 1) * (stage + over)
+        cycles = pp + chunks - 1
+        tok_s = tokens / (stage + over)
+        busy = new / tok_s
+        xfer_bytes = dm.geometry.bytes_per_sequence(prompt) + self.state_logical
+        xfer = xfer_bytes / self.net_rate + dm.fabric.net_lat
+        exposed = max(xfer / self.layers, xfer - time * (self.layers - 1) / self.layers)
+        return PrefillParts(
+            time_s=time,
+            step_s=stage,
+            compute_s=cycles * t_comp,
+            memory_s=cycles * t_mem,
+            communication_s=cycles * comm + hops,
+            overhead_s=chunks * over,
+            chunks=chunks,
+            chunk_tokens=c,
+            flops_per_gpu=chunks * pp * (fd + fe + fa),
+            replica_tokens_per_s=tok_s,
+            busy_s=busy,
+            transfer_bytes=xfer_bytes,
+            transfer_s=xfer,
+            exposed_s=exposed,
+        )
+
+    def assumptions(self) -> tuple[str, ...]:
+        return (
+            f"Prefill in chunks of {self.chunk} tokens per data-parallel rank; every rank prefills in the same "
+            "step under load; prompt time = pp x stage + hops + overhead + (chunks - 1) x (stage + overhead).",
+            "Attention FLOPs: quadratic in the prompt for full and MLA layers (causal, cached prefix skipped), "
+            "window-capped for sliding layers, linear for linear-attention layers.",
+            f"KV transfer (disaggregated): prompt KV + state over {self.dm.options.network_gbps:g} GB/s per GPU one "
+            "way from the prefill rank's tp x pp GPUs, streamed layer by layer (only the unhidden part delays TTFT).",
+        )
+
+
+def prefill(
+    model: ModelArch,
+    accelerator: Accelerator,
+    layout: Layout | None = None,
+    prompt_tokens: int = 2048,
+    *,
+    cached_tokens: int = 0,
+    kv_cache_dtype: str = "bf16",
+    options: ThroughputOptions = DEFAULT_OPTIONS,
+    weight_format: str | None = None,
+    include_scale_overhead: bool = True,
+) -> PrefillEstimate:
+    """Prefill time of one ``prompt_tokens`` prompt (``cached_tokens`` from the prefix cache) on one replica."""
+    layout = layout or Layout()
+    errors = options.errors()
+    for name, value, low in (("prompt_tokens", prompt_tokens, 1), ("cached_tokens", cached_tokens, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            errors[name] = ["Must be a whole number of tokens" + (", at least 1." if low else ", zero or more.")]
+    if "prompt_tokens" not in errors and "cached_tokens" not in errors and cached_tokens >= prompt_tokens:
+        errors["cached_tokens"] = ["Must be below prompt_tokens (the last token is always computed)."]
+    if kv_cache_dtype not in DTYPE_BYTES:
+        errors["kv_cache_dtype"] = [f"Unknown KV cache dtype {kv_cache_dtype!r}."]
+    if errors:
+        raise EngineInputError(errors)
+    check_layout(model, layout)
+    dm = DecodeModel(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
+    pm = PrefillModel(dm)
+    p = pm.parts(prompt_tokens, cached_tokens)
+    return PrefillEstimate(
+        model=model.name,
+        accelerator=accelerator.name,
+        layout=layout,
+        prompt_tokens=prompt_tokens,
+        cached_tokens=cached_tokens,
+        chunk_tokens=pm.chunk,
+        chunks=p.chunks,
+        time_s=p.time_s,
+        step_time_s=p.step_s,
+        compute_time_s=p.compute_s,
+        memory_time_s=p.memory_s,
+        communication_time_s=p.communication_s,
+        overhead_s=p.overhead_s,
+        bound="compute" if p.compute_s >= p.memory_s else "memory",
+        flops_per_gpu=p.flops_per_gpu,
+        replica_tokens_per_s=p.replica_tokens_per_s,
+        busy_s_per_request=p.busy_s,
+        kv_transfer_bytes=int(p.transfer_bytes),
+        kv_transfer_s=p.transfer_s,
+        kv_transfer_exposed_s=p.exposed_s,
+        assumptions=pm.assumptions() + dm.assumptions()[1:],
+    )
