@@ -1,9 +1,12 @@
-"""Page forms for the inventory. Validation is the models' own (``full_clean``)."""
+"""Page forms for the inventory. Validation is the models' own (``full_clean``), and for a
+deployment the registration checks too (``fleet.registration``)."""
 
 from __future__ import annotations
 
 from django import forms
 
+from fleet import registration
+from fleet.errors import InputError
 from fleet.models import Cluster, Deployment
 
 
@@ -41,6 +44,17 @@ class DeploymentForm(forms.ModelForm):
         fields = ["slug", "cluster", "model", "workload", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url",
                   "served_model_id", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "poll_interval_s",
                   "enabled"]  # fmt: skip
+
+    def _post_clean(self) -> None:
+        # After ModelForm has built the instance and run full_clean(): the registration checks
+        # (endpoint guard, sizing) on that instance, their messages beside the fields.
+        super()._post_clean()
+        try:
+            registration.check_deployment(self.instance, valid=not self.errors)
+        except InputError as exc:
+            for name, messages in exc.errors.items():
+                for message in messages:
+                    self.add_error(name if name in self.fields else None, message)
 
     def save(self, commit: bool = True) -> Deployment:
         deployment = super().save(commit=False)
