@@ -40,7 +40,7 @@ def compute(inputs: dict[str, str]) -> dict:
         return {"errors": exc.errors}
     context = {"result": result, "envelope": envelope(result)}
     if result.fits:
-        quote = GpuQuote.in_force(data["sku"], timezone.now().date())
+        quote = GpuQuote.objects.in_force(data["sku"], timezone.now().date()).cheapest()
         try:
             speed = run_speed(data, result, quote.usd_per_gpu_hour if quote else None)
         except EngineInputError:
