@@ -74,7 +74,8 @@ def broker_down(monkeypatch):
         app._pool = None
         app.amqp._producer_pool = None
 
-    monkeypatch.setitem(app.conf, "broker_url", "redis://127.0.0.1:9/0")
+    # broker_write_url: what publishing uses (CELERY_BROKER_URL in the environment would win over broker_url).
+    monkeypatch.setitem(app.conf, "broker_write_url", "redis://127.0.0.1:9/0")
     reset_pools()
     yield
     monkeypatch.undo()
