@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DEMO_PORT ?= 8100
 
-.PHONY: install run test lint format browser-deps migrate bench clean
+.PHONY: install init run test lint format browser-deps migrate bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,11 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 install: $(VENV)/.installed  ## create .venv and install everything (idempotent)
 
-migrate: install
+# var/ (SQLite, static files, the filesystem broker) and var/secret_key: made here, never on import.
+init: install  ## create var/ and generate var/secret_key once (idempotent)
+	$(PY) manage.py init_local
+
+migrate: init
 	$(PY) manage.py migrate --noinput
 
 run: migrate  ## install, migrate, load the catalogue, demo logins and fleet, start web + worker + beat + fake endpoint
@@ -32,7 +36,7 @@ browser-deps:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); } \
 	  || echo "warning: could not install Debian's chromium; the browser tests will fail"
 
-test: install browser-deps  ## the whole suite (SQLite and a filesystem broker unless DATABASE_URL / CELERY_BROKER_URL are set)
+test: init browser-deps  ## the whole suite (SQLite and a filesystem broker unless DATABASE_URL / CELERY_BROKER_URL are set)
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: install  ## ruff, and the import contracts in pyproject.toml (layers point one way)

@@ -49,7 +49,8 @@ class ClusterAdmin(admin.ModelAdmin):
 
 
 class DeploymentAdminForm(DeploymentForm):
-    """The page form, so the admin keeps the key write-only the same way."""
+    """The page form, so the admin keeps the key write-only and runs the registration checks
+    (``fleet.registration``: endpoint guard, sizing) the same way."""
 
 
 @admin.register(Deployment)

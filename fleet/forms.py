@@ -1,5 +1,6 @@
 """Page forms for fleet's records, and ``add_service_errors`` (a service's domain errors beside
-the fields). Validation is the models' own (``full_clean``) and the services'."""
+the fields). Validation is the models' own (``full_clean``) and, for a deployment, the
+registration checks too (``fleet.registration``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 
 from django import forms
 
+from fleet import registration
 from fleet.errors import InputError
 from fleet.models import Cluster, Deployment, ModelSpec
 from planner.engine import EngineInputError
@@ -46,6 +48,17 @@ class DeploymentForm(forms.ModelForm):
         fields = ["slug", "cluster", "model", "workload", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url",
                   "served_model_id", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "poll_interval_s",
                   "enabled"]  # fmt: skip
+
+    def _post_clean(self) -> None:
+        # After ModelForm has built the instance and run full_clean(): the registration checks
+        # (endpoint guard, sizing) on that instance, their messages beside the fields.
+        super()._post_clean()
+        try:
+            registration.check_deployment(self.instance, valid=not self.errors)
+        except InputError as exc:
+            for name, messages in exc.errors.items():
+                for message in messages:
+                    self.add_error(name if name in self.fields else None, message)
 
     def save(self, commit: bool = True) -> Deployment:
         deployment = super().save(commit=False)

@@ -24,6 +24,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from fleet.crypto import UndecryptableSecret
 from fleet.models import Deployment, EndpointPoll
 from fleet.poll_store import (
     Polled,
@@ -34,7 +35,7 @@ from fleet.poll_store import (
     store_polls,
     take_leases,
 )
-from fleet.polling import MetricsSnapshot, PollOutcome, poll_endpoint, poll_endpoint_async
+from fleet.polling import MetricsSnapshot, PollOutcome, PollStatus, poll_endpoint, poll_endpoint_async
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +49,24 @@ def _poll_kwargs() -> dict[str, Any]:
     }
 
 
-def _endpoint(deployment: Deployment) -> tuple[str, str, str, str | None]:
-    """``poll_endpoint()``'s positional arguments for a deployment (the API key decrypted)."""
+Endpoint = tuple[str, str, str, str | None]
+
+
+def _endpoint(deployment: Deployment) -> Endpoint:
+    """``poll_endpoint()``'s positional arguments for a deployment (the API key decrypted).
+
+    Raises ``UndecryptableSecret`` when the stored key cannot be decrypted: polling without it would
+    report a misleading ``unauthorized`` (or poll unauthenticated), so the caller records that instead."""
     return deployment.base_url, deployment.engine, deployment.served_model_id, deployment.api_key() or None
+
+
+def undecryptable_key_outcome(deployment: Deployment, exc: UndecryptableSecret) -> PollOutcome:
+    """The poll recorded, without any request, for a deployment whose stored API key no configured
+    key decrypts: ``misconfigured``, saying to re-enter the key (never the key or its token)."""
+    return PollOutcome(
+        status=PollStatus.MISCONFIGURED, reason=str(exc), base_url=deployment.base_url, engine=deployment.engine,
+        served_model_id=deployment.served_model_id, polled_at=time.time(),
+    )  # fmt: skip
 
 
 def poll_deployment(deployment: Deployment, now: datetime | None = None) -> EndpointPoll | None:
@@ -63,8 +79,13 @@ def poll_deployment(deployment: Deployment, now: datetime | None = None) -> Endp
     if not leased:
         return None
     try:
-        previous = previous_snapshots([deployment.pk]).get(deployment.pk)
-        outcome = poll_endpoint(*_endpoint(deployment), prev_snapshot=previous, **_poll_kwargs())
+        try:
+            endpoint = _endpoint(deployment)
+        except UndecryptableSecret as exc:
+            outcome = undecryptable_key_outcome(deployment, exc)
+        else:
+            previous = previous_snapshots([deployment.pk]).get(deployment.pk)
+            outcome = poll_endpoint(*endpoint, prev_snapshot=previous, **_poll_kwargs())
         stored = store_polls([Polled(deployment, outcome, timezone.now())])
     except Exception:
         release_leases(owner)
@@ -109,7 +130,7 @@ class CycleReport:
 
 
 def _fetch_all(
-    deployments: list[Deployment],
+    deployments: list[tuple[Deployment, Endpoint]],
     previous: dict[int, MetricsSnapshot],
     kwargs: dict[str, Any],
     concurrency: int,
@@ -119,11 +140,11 @@ def _fetch_all(
     ``concurrency`` at once. Each deployment yields exactly one ``(deployment, outcome or exception,
     finished_at)`` on ``done``; ``None`` follows the last one."""
 
-    async def one(deployment: Deployment, gate: asyncio.Semaphore) -> None:
+    async def one(deployment: Deployment, endpoint: Endpoint, gate: asyncio.Semaphore) -> None:
         async with gate:
             try:
                 result: PollOutcome | BaseException = await poll_endpoint_async(
-                    *_endpoint(deployment), prev_snapshot=previous.get(deployment.pk), **kwargs
+                    *endpoint, prev_snapshot=previous.get(deployment.pk), **kwargs
                 )
             except Exception as exc:  # one broken deployment must not stop the cycle
                 result = exc
@@ -131,7 +152,7 @@ def _fetch_all(
 
     async def every() -> None:
         gate = asyncio.Semaphore(concurrency)
-        await asyncio.gather(*(one(d, gate) for d in deployments))
+        await asyncio.gather(*(one(d, endpoint, gate) for d, endpoint in deployments))
 
     try:
         asyncio.run(every())
@@ -153,11 +174,26 @@ def run_poll_cycle(deployments: Iterable[Deployment] | None = None, concurrency:
     mine = [d for d in due if d.pk in leased]
     polled = 0
     try:
-        if mine:
+        # API keys are decrypted here, before the loop: one that cannot be is recorded at once as a
+        # misconfigured poll, and the others go out.
+        fetch, unreadable = [], []
+        for d in mine:
+            try:
+                fetch.append((d, _endpoint(d)))
+            except UndecryptableSecret as exc:
+                unreadable.append(Polled(d, undecryptable_key_outcome(d, exc), timezone.now()))
+        polled += len(store_polls(unreadable))
+        if fetch:
             done: queue.SimpleQueue = queue.SimpleQueue()
             fetcher = threading.Thread(
                 target=_fetch_all,
-                args=(mine, previous_snapshots(leased), _poll_kwargs(), concurrency or settings.POLL_CONCURRENCY, done),
+                args=(
+                    fetch,
+                    previous_snapshots(leased),
+                    _poll_kwargs(),
+                    concurrency or settings.POLL_CONCURRENCY,
+                    done,
+                ),
                 name="poll-fetch",
                 daemon=True,
             )

@@ -149,7 +149,7 @@ class Breakeven:
 
 
 def _quote_in_force(sku: HardwareSku, on: date, kind: str) -> Quote:
-    quote = GpuQuote.in_force(sku, on, kind)
+    quote = GpuQuote.objects.in_force(sku, on).cheapest(kind)
     if quote is None:
         raise InputError.single(
             "sku", f"No {kind} quote for {sku.slug} is in force on {on.isoformat()}; add one or give a rate."

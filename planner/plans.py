@@ -67,7 +67,7 @@ def price_offers(skus: list[HardwareSku], on: date) -> tuple[list[HardwareSku], 
     """The on-demand quote in force for each SKU on ``on``; SKUs without one are returned apart."""
     priced, prices, missing = [], {}, []
     for sku in skus:
-        quote = GpuQuote.in_force(sku, on)
+        quote = GpuQuote.objects.in_force(sku, on).cheapest()
         if quote is None:
             missing.append(sku.slug)
             continue

@@ -24,20 +24,31 @@ def database_url() -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+def worker_env(**extra: str) -> dict[str, str]:
+    """The environment of a worker process: this test's database, broker and secret key (the
+    worker decrypts what this process encrypted), plus ``extra``."""
+    return {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "FLEETCAP_SECRET_KEY": settings.SECRET_KEY, **extra}  # fmt: skip
+
+
 def isolated_broker(tmp: Path) -> dict[str, str]:
-    """A broker no other process uses: Redis database 15, or a private filesystem broker."""
+    """A broker for a worker that takes the default queue (beat's tasks): Redis, the configured
+    database (every other test's worker takes its own queue only; a fixed other database could be
+    another checkout's), or a private filesystem broker under ``tmp`` (its folders made by
+    ``manage.py init_local``, as for ``make run``)."""
     url = settings.CELERY_BROKER_URL
     if url.startswith("redis://"):
-        base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
-        return {"CELERY_BROKER_URL": f"{base}/15"}
-    return {"CELERY_BROKER_URL": "filesystem://", "FLEETCAP_VAR_DIR": str(tmp)}
+        return {"CELERY_BROKER_URL": url}
+    env = {"CELERY_BROKER_URL": "filesystem://", "FLEETCAP_VAR_DIR": str(tmp)}
+    subprocess.run([sys.executable, "manage.py", "init_local"], cwd=ROOT, env=worker_env(**env), check=True,
+                   capture_output=True)  # fmt: skip
+    return env
 
 
-def start_worker(queue: str) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL}
+def start_worker(queue: str, **extra_env: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "celery", "-A", "fleet.project", "worker", "--pool", "solo", "--queues", queue,
            "--hostname", f"{queue}@test", "--loglevel", "WARNING", "--without-gossip", "--without-mingle"]  # fmt: skip
-    return spawn(cmd, env)
+    return spawn(cmd, worker_env(**extra_env))
 
 
 def spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:

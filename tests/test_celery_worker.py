@@ -7,37 +7,73 @@ test processes never take each other's messages.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import uuid
 
 import pytest
-from celery_workers import database_url, isolated_broker, spawn, start_worker, stop_worker
+from celery_workers import isolated_broker, spawn, start_worker, stop_worker, worker_env
 
 from fleet.models import WorkerHeartbeat
-from fleet.tasks import heartbeat
+
+
+def wait_for(predicate, proc, timeout_s: float = 60):
+    """Poll ``predicate()`` until it is truthy, the process exits, or the timeout; its last value."""
+    deadline = time.monotonic() + timeout_s
+    value = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        value = predicate()
+        if value:
+            break
+        time.sleep(0.2)
+    return value
 
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_real_worker_runs_a_task_that_writes_to_the_database():
-    queue = f"test-{uuid.uuid4().hex[:10]}"
-    worker = start_worker(queue)
+def test_each_real_worker_beats_itself_and_removes_its_row_when_it_stops():
+    """No task, no beat schedule: the worker's own thread writes its row every
+    WORKER_HEARTBEAT_S seconds (1 s here), one row per worker, deleted on a clean stop."""
+    queues = [f"hb-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    workers = [start_worker(q, FLEETCAP_WORKER_HEARTBEAT_S="1") for q in queues]
     try:
-        heartbeat.apply_async(kwargs={"worker": queue}, queue=queue)
-        heartbeat.apply_async(kwargs={"worker": queue}, queue=queue)
-        deadline = time.monotonic() + 60
-        row = None
-        while time.monotonic() < deadline and worker.poll() is None:
-            row = WorkerHeartbeat.objects.filter(worker=queue, beats=2).first()
-            if row:
-                break
-            time.sleep(0.2)
+        beats = [wait_for(lambda q=q, w=w: WorkerHeartbeat.objects.filter(worker=f"{q}@test", beats__gte=3).first(), w)
+                 for q, w in zip(queues, workers, strict=True)]  # fmt: skip
     finally:
-        log = stop_worker(worker)
-    assert row is not None, f"the worker did not record two beats; its log:\n{log}"
-    assert WorkerHeartbeat.objects.filter(worker=queue).count() == 1  # an upsert, not a new row per beat
+        logs = [stop_worker(w) for w in workers]
+    for row, log in zip(beats, logs, strict=True):
+        assert row is not None, f"the worker did not beat three times; its log:\n{log}"
+    assert not WorkerHeartbeat.objects.filter(worker__in=[f"{q}@test" for q in queues]).exists(), logs
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_poll_now_is_queued_and_a_real_worker_stores_the_poll(platform_api, cluster, llama70b, monkeypatch):
+    """POST .../poll/ answers 202 at once; the worker runs fleet.poll_one; the poll appears at the
+    URL of the answer."""
+    from fleet.models import Deployment
+    from fleet.polling.fakeserver import FakeEngineServer
+    from fleet.project.celery import app
+
+    queue = f"poll-now-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setitem(app.conf, "task_default_queue", queue)
+    with FakeEngineServer("vllm") as server:
+        d = Deployment(slug="now", cluster=cluster, model=llama70b, tp=4, engine="vllm", base_url=server.url,
+                       served_model_id=server.model_id)  # fmt: skip
+        d.set_api_key("sk-now")
+        d.save()
+        r = platform_api.post("/api/v1/deployments/now/poll/")
+        assert r.status_code == 202, r.content
+        url = r.json()["polls"]
+        assert r.json()["status"] == "queued" and r["Location"] == url
+        assert platform_api.get(url).json()["count"] == 0  # no worker yet: queued, not lost
+        worker = start_worker(queue)
+        try:
+            body = wait_for(lambda: (b := platform_api.get(url).json())["count"] and b, worker)
+        finally:
+            log = stop_worker(worker)
+    assert body, f"the worker stored no poll; its log:\n{log}"
+    assert body["results"][0]["status"] == "up"
 
 
 @pytest.mark.integration
@@ -56,8 +92,7 @@ def test_beat_and_a_real_worker_poll_a_fake_endpoint(tmp_path, cluster, llama70b
                 slug=slug, cluster=cluster, model=llama70b, tp=4, engine="vllm", base_url=server.url,
                 served_model_id=server.model_id, poll_interval_s=5,
             )  # fmt: skip
-        env = {**os.environ, "DATABASE_URL": database_url(), **isolated_broker(tmp_path),
-               "FLEETCAP_POLL_CONCURRENCY": "1"}  # fmt: skip
+        env = worker_env(**isolated_broker(tmp_path), FLEETCAP_POLL_CONCURRENCY="1")
         cmd = [sys.executable, "-m", "celery", "-A", "fleet.project", "worker", "--beat", "--pool", "threads",
                "--concurrency", "2", "--hostname", f"beat-{uuid.uuid4().hex[:6]}@test", "--loglevel", "INFO",
                "--schedule", str(tmp_path / "beat-schedule"), "--without-gossip", "--without-mingle"]  # fmt: skip
@@ -77,7 +112,7 @@ def test_beat_and_a_real_worker_poll_a_fake_endpoint(tmp_path, cluster, llama70b
         assert all(p.status == "up" for p in polls)
         assert polls[-1].generation_tokens_per_s is not None  # the second poll has rates
         assert Deployment.objects.get(slug=slug).last_status == "up"
-    assert "Task fleet.tasks.poll_batch[" in log and "succeeded" in log, log
+    assert "Task fleet.poll_batch[" in log and "succeeded" in log, log
 
 
 @pytest.mark.integration

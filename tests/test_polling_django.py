@@ -1,4 +1,5 @@
-"""Polling from Django: the API's poll-now and poll list, live state, lease, guard at registration,
+"""Polling from Django: the API's poll-now (queued; run eagerly here, by a real worker in
+tests/test_celery_worker.py) and poll list, live state, lease, guard at registration,
 bounded cycles, pruning into hourly rollups, calibration, and secrets kept out of everything."""
 
 from __future__ import annotations
@@ -25,6 +26,24 @@ def llama(llama70b, cluster):
     return llama70b
 
 
+@pytest.fixture
+def eager(monkeypatch):
+    """Tasks run inside apply_async (no broker, no worker): what the worker would do, at once."""
+    from fleet.project.celery import app
+
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+
+
+def poll_now(api, slug: str = "live") -> dict:
+    """POST poll-now (202), then the newest poll at the URL it answers with."""
+    r = api.post(f"/api/v1/deployments/{slug}/poll/")
+    assert r.status_code == 202, r.content
+    assert r["Location"] == r.json()["polls"]
+    polls = api.get(r.json()["polls"]).json()
+    assert polls["count"] >= 1, polls
+    return polls["results"][0]
+
+
 def make_deployment(cluster, model, server, slug="live", **extra) -> Deployment:
     d = Deployment(slug=slug, cluster=cluster, model=model, tp=4, replicas=1, engine="vllm", base_url=server.url,
                    served_model_id=server.model_id, **extra)  # fmt: skip
@@ -34,14 +53,13 @@ def make_deployment(cluster, model, server, slug="live", **extra) -> Deployment:
 
 
 @pytest.mark.django_db
-def test_poll_now_stores_a_poll_and_live_state(platform_api, cluster, llama):
+def test_poll_now_stores_a_poll_and_live_state(platform_api, cluster, llama, eager):
     with FakeEngineServer("vllm") as server:
         make_deployment(cluster, llama, server)
-        first = platform_api.post("/api/v1/deployments/live/poll/")
-        assert first.status_code == 201, first.content
-        assert first.json()["status"] == "up" and first.json()["latency_ms"] > 0
+        first = poll_now(platform_api)
+        assert first["status"] == "up" and first["latency_ms"] > 0
         time.sleep(0.2)
-        second = platform_api.post("/api/v1/deployments/live/poll/").json()
+        second = poll_now(platform_api)
     assert second["generation_tokens_per_s"] is not None and second["generation_tokens_per_s"] >= 0
     detail = platform_api.get("/api/v1/deployments/live/").json()
     assert detail["last_status"] == "up" and detail["last_polled"]
@@ -80,17 +98,18 @@ def test_viewer_cannot_trigger_a_poll(viewer_api, cluster, llama):
 
 
 @pytest.mark.django_db
-def test_the_api_key_is_sent_and_never_stored_or_shown(platform_api, cluster, llama, caplog):
+def test_the_api_key_is_sent_and_never_stored_or_shown(platform_api, cluster, llama, caplog, eager):
     with FakeEngineServer("vllm", api_key=SECRET) as server:
         d = make_deployment(cluster, llama, server)
-        assert platform_api.post("/api/v1/deployments/live/poll/").json()["status"] == "unauthorized"
+        assert poll_now(platform_api)["status"] == "unauthorized"
         d.set_api_key(SECRET)
         d.save()
-        ok = platform_api.post("/api/v1/deployments/live/poll/")
-        assert ok.json()["status"] == "up"
+        time.sleep(0.01)  # each poll-now's URL lists the polls since it was asked
+        assert poll_now(platform_api)["status"] == "up"
         d.set_api_key("sk-wrong-key-99")
         d.save()
-        bad = platform_api.post("/api/v1/deployments/live/poll/").json()
+        time.sleep(0.01)
+        bad = poll_now(platform_api)
     assert bad["status"] == "unauthorized"
     stored = json.dumps(list(EndpointPoll.objects.values("reason", "outcome")))
     listed = platform_api.get("/api/v1/deployments/live/polls/").content.decode()

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,24 +21,65 @@ def test_env_helpers(monkeypatch):
     assert envlist("X_LIST", "") == ["a.example", "b.example"]
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _clean_env(env: dict[str, str]) -> dict[str, str]:
+    drop = {"DATABASE_URL", "CELERY_BROKER_URL", "FLEETCAP_SECRET_KEY", "FLEETCAP_SECRET_KEY_FILE"}
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, **env}
+
+
+def _run(env: dict[str, str], code: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], env=_clean_env(env), capture_output=True, text=True,
+                          check=check, cwd=ROOT)  # fmt: skip
+
+
 def _settings_in_subprocess(env: dict[str, str], expr: str) -> str:
     code = (
         "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'fleet.project.settings'; django.setup(); "
         f"from django.conf import settings as s; print({expr})"
     )
-    clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
-    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, check=True)
-    return out.stdout.strip()
+    return _run(env, code).stdout.strip()
 
 
-def test_defaults_need_no_services(tmp_path):
-    env = {"FLEETCAP_VAR_DIR": str(tmp_path)}
-    expr = "s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL, s.DEBUG, len(s.SECRET_KEY) > 40"
-    assert _settings_in_subprocess(env, expr) == "django.db.backends.sqlite3 filesystem:// False True"
-    key_file = tmp_path / "secret_key"
-    assert key_file.exists() and oct(key_file.stat().st_mode & 0o777) == "0o600"
-    # The generated key is stable across restarts.
-    assert _settings_in_subprocess(env, "s.SECRET_KEY") == key_file.read_text().strip()
+def _init_local(env: dict[str, str]) -> str:
+    out = subprocess.run([sys.executable, "manage.py", "init_local"], env=_clean_env(env), capture_output=True,
+                         text=True, check=True, cwd=ROOT)  # fmt: skip
+    return out.stdout
+
+
+def test_importing_the_settings_writes_nothing_and_a_missing_secret_says_what_to_do(tmp_path):
+    var = tmp_path / "var"
+    env = {"FLEETCAP_VAR_DIR": str(var)}
+    failed = _run(env, "import fleet.project.settings", check=False)
+    assert failed.returncode != 0 and "manage.py init_local" in failed.stderr and "FLEETCAP_SECRET_KEY" in failed.stderr
+    assert not var.exists()  # no folder, no key: importing settings has no side effect
+    # With the secret given, importing (and setting Django up) still creates nothing.
+    assert _settings_in_subprocess({**env, "FLEETCAP_SECRET_KEY": "k" * 50}, "s.DEBUG") == "False"
+    assert not var.exists()
+
+
+def test_init_local_makes_the_folders_and_a_stable_secret(tmp_path):
+    var = tmp_path / "var"
+    env = {"FLEETCAP_VAR_DIR": str(var)}
+    out = _init_local(env)
+    assert "generated" in out
+    for folder in ("staticfiles", "broker/queue", "broker/processed", "broker/control"):
+        assert (var / folder).is_dir(), folder
+    key_file = var / "secret_key"
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    key = key_file.read_text().strip()
+    assert len(key) > 40
+    assert "generated" not in _init_local(env)  # idempotent: the key is kept
+    assert key_file.read_text().strip() == key
+    expr = "s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL, s.DEBUG, s.SECRET_KEY"
+    assert _settings_in_subprocess(env, expr) == f"django.db.backends.sqlite3 filesystem:// False {key}"
+
+
+def test_init_local_generates_no_secret_when_one_is_given(tmp_path):
+    var = tmp_path / "var"
+    _init_local({"FLEETCAP_VAR_DIR": str(var), "FLEETCAP_SECRET_KEY": "k" * 50})
+    assert var.is_dir() and not (var / "secret_key").exists()
 
 
 def test_urls_switch_to_postgres_and_redis(tmp_path):
@@ -55,7 +97,8 @@ def test_urls_switch_to_postgres_and_redis(tmp_path):
 
 
 def test_a_sqlite_url_gets_wal_and_a_busy_timeout(tmp_path):
-    env = {"FLEETCAP_VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3"}
+    env = {"FLEETCAP_VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3",
+           "FLEETCAP_SECRET_KEY": "k" * 50}  # fmt: skip
     out = _settings_in_subprocess(env, "s.DATABASES['default']['OPTIONS']")
     assert "'timeout': 20" in out and "journal_mode=WAL" in out
 

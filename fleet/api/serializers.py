@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from rest_framework import serializers
 
+from fleet import registration
+from fleet.errors import InputError
 from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
 
 from .cleaning import ModelCleanMixin
@@ -91,7 +94,22 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         api_key = attrs.pop("api_key", None)
-        attrs = super().validate(attrs)
+        errors: dict[str, Any] = {}
+        try:
+            attrs = super().validate(attrs)
+        except serializers.ValidationError as exc:
+            errors = dict(exc.detail) if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        # The registration checks (endpoint guard, sizing) on the deployment as it would be saved.
+        instance = copy.copy(self.instance) if self.instance is not None else Deployment()
+        for name, value in attrs.items():
+            setattr(instance, name, value)
+        try:
+            registration.check_deployment(instance, valid=not errors)
+        except InputError as exc:
+            for name, messages in exc.errors.items():  # "__all__" as full_clean() reports it too
+                errors[name] = [*errors.get(name, []), *messages]
+        if errors:
+            raise serializers.ValidationError(errors)
         if api_key is not None:
             attrs["api_key"] = api_key
         return attrs

@@ -1,8 +1,15 @@
 """Declarative API viewsets for the inventory, models, workloads and prices: queryset,
 serializer, filterset."""
 
+import logging
+from urllib.parse import urlencode
+
+from django.urls import reverse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from kombu.exceptions import ChannelError, OperationalError
+from rest_framework import serializers as drf_serializers
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -10,10 +17,28 @@ from rest_framework.response import Response
 
 from fleet import filters
 from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
-from fleet.poller import poll_deployment
+from fleet.poll_store import lease_is_free
+from fleet.tasks import poll_one_task
 
 from . import serializers
 from .routing import SLUG_IN_URL
+
+log = logging.getLogger(__name__)
+
+#: What publishing a task raises when the broker cannot be reached (Redis down: OperationalError
+#: after the publish retries; the filesystem broker's folder missing or unwritable: ChannelError).
+BROKER_ERRORS = (OperationalError, ChannelError)
+
+POLL_QUEUED = inline_serializer(
+    "PollQueued",
+    {
+        "status": drf_serializers.ChoiceField(
+            choices=["queued", "running"], help_text="running: a poll was already in flight; it is the answer."
+        ),
+        "requested_at": drf_serializers.DateTimeField(),
+        "polls": drf_serializers.URLField(help_text="The deployment's polls since the request: the new one appears."),
+    },
+)
 
 
 class HardwareSkuViewSet(viewsets.ModelViewSet):
@@ -45,19 +70,39 @@ class DeploymentViewSet(viewsets.ModelViewSet):
     write_area = "inventory"
     ordering_fields = ["slug", "replicas"]
 
-    @extend_schema(request=None, responses={201: serializers.EndpointPollSerializer})
+    @extend_schema(
+        request=None,
+        responses={
+            202: POLL_QUEUED,
+            400: OpenApiResponse(description="The deployment has no endpoint."),
+            503: OpenApiResponse(description="The task queue is unreachable; nothing was queued."),
+        },
+    )
     @action(detail=True, methods=["post"])
     def poll(self, request: Request, slug: str | None = None) -> Response:
-        """Poll the endpoint now and return the new poll (409 while another poll is running)."""
+        """Queue a poll of the endpoint now (202). A worker runs it (``fleet.poll_one``) within a few
+        seconds (up to three poll timeouts on a hanging endpoint); the poll then appears at the
+        ``polls`` URL of the answer (also its ``Location``). When a poll is already in flight nothing
+        more is queued: that poll is the answer. 503 when the task queue cannot be reached."""
         deployment = self.get_object()
         if not deployment.base_url:
             return Response({"base_url": ["This deployment has no endpoint to poll."]}, status=400)
-        poll = poll_deployment(deployment)
-        if poll is None and not Deployment.objects.filter(pk=deployment.pk).exists():
-            return Response({"detail": "This deployment was deleted while it was being polled."}, status=404)
-        if poll is None:
-            return Response({"detail": "Another worker is polling this deployment right now."}, status=409)
-        return Response(serializers.EndpointPollSerializer(poll).data, status=status.HTTP_201_CREATED)
+        requested_at = timezone.now()
+        running = not Deployment.objects.filter(pk=deployment.pk).filter(lease_is_free(requested_at)).exists()
+        if not running:
+            try:
+                poll_one_task.apply_async(args=[deployment.pk])
+            except BROKER_ERRORS as exc:
+                log.error("poll-now of %s not queued: broker unreachable (%s)", deployment.slug, type(exc).__name__)
+                return Response(
+                    {"detail": "The task queue is unreachable, so no poll was queued. Try again shortly."},
+                    status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                    headers={"Retry-After": "10"},
+                )
+        polls = reverse("api:deployment-polls", kwargs={"slug": deployment.slug})
+        url = request.build_absolute_uri(f"{polls}?{urlencode({'since': requested_at.isoformat()})}")
+        body = {"status": "running" if running else "queued", "requested_at": requested_at, "polls": url}
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
     @extend_schema(
         responses={200: serializers.EndpointPollSerializer(many=True)},

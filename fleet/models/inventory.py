@@ -16,7 +16,6 @@ from fleet.validators import hours_per_day, non_negative, positive, utilisation
 from planner.engine import (
     KV_CACHE_DTYPES,
     Accelerator,
-    EngineInputError,
     Layout,
     ModelArch,
     SizingResult,
@@ -183,6 +182,8 @@ class Deployment(TimeStamped):
         self.api_key_encrypted = crypto.encrypt(plaintext)
 
     def api_key(self) -> str:
+        """The decrypted key (``""`` when none is set); raises ``crypto.UndecryptableSecret`` when
+        the stored key cannot be decrypted with any configured key."""
         return crypto.decrypt(self.api_key_encrypted)
 
     @property
@@ -244,11 +245,11 @@ class Deployment(TimeStamped):
         )
 
     def clean(self) -> None:
-        """Check the layout against the cluster and the model (rules in docs/layouts.md)."""
-        if self.base_url:
-            refused = _refused_url(self.base_url)
-            if refused:
-                raise ValidationError({"base_url": refused})
+        """Check the layout against the cluster and the model (rules in docs/layouts.md).
+
+        Plain validation only: no network, no sizing engine. Registration (API, pages, admin) also
+        runs ``fleet.registration.check_deployment``: the endpoint guard (resolves DNS) and the
+        engine's own rules."""
         if not (self.cluster_id and self.model_id):
             return
         values = [self.tp, self.pp, self.dp, self.ep, self.replicas]
@@ -264,27 +265,5 @@ class Deployment(TimeStamped):
             errors.setdefault("max_model_len", []).append(
                 f"The model's maximum context is {self.model.max_context_tokens} tokens."
             )
-        if not errors:
-            # The engine's own rules (e.g. tp against KV heads) apply too: a saved deployment must size.
-            try:
-                self.sizing()
-            except EngineInputError as exc:
-                field_names = {"tp", "pp", "dp", "ep", "replicas", "kv_cache_dtype", "gpu_memory_utilization"}
-                for name, messages in exc.errors.items():
-                    key = name if name in field_names else ("max_model_len" if name == "context_tokens" else "__all__")
-                    errors.setdefault(key, []).extend(messages)
         if errors:
             raise ValidationError(errors)
-
-
-def _refused_url(url: str) -> str:
-    """Why the poller would refuse to fetch ``url`` (empty when it may), via the one guard."""
-    from django.conf import settings
-
-    from fleet.polling import UrlRefused, check_url
-
-    try:
-        check_url(url, settings.POLL_ALLOWED_NETWORKS, timeout_s=min(settings.POLL_TIMEOUT_S, 5.0))
-    except UrlRefused as exc:
-        return f"The poller may not reach this address: {exc.reason}"
-    return ""

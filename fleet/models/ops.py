@@ -1,18 +1,26 @@
 """Operational records written by the Celery workers themselves."""
 
+from __future__ import annotations
+
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import models
+from django.db.models import F
 from django.utils import timezone
 
-#: A worker whose heartbeat is older than this is reported as silent.
-HEARTBEAT_STALE_AFTER = timedelta(minutes=3)
+
+def heartbeat_stale_after() -> timedelta:
+    """A worker whose last beat is older than three beat intervals is reported as silent."""
+    return timedelta(seconds=3 * settings.WORKER_HEARTBEAT_S)
 
 
 class WorkerHeartbeat(models.Model):
-    """The last time each Celery worker ran the periodic heartbeat task.
+    """The last beat of each Celery worker (one row per worker hostname, e.g. ``worker@host``).
 
-    Lets the dashboard and ``/healthz`` tell whether background work (polling, plans) runs.
+    Written by a thread in each worker's main process every ``WORKER_HEARTBEAT_S`` seconds
+    (``fleet.tasks``), removed when the worker stops cleanly. Lets the fleet page and ``/healthz``
+    tell whether background work (polling, plans) runs.
     """
 
     worker = models.CharField(max_length=200, unique=True)
@@ -27,8 +35,15 @@ class WorkerHeartbeat(models.Model):
 
     @property
     def is_alive(self) -> bool:
-        return timezone.now() - self.last_seen < HEARTBEAT_STALE_AFTER
+        return timezone.now() - self.last_seen < heartbeat_stale_after()
 
     @classmethod
     def alive(cls) -> models.QuerySet:
-        return cls.objects.filter(last_seen__gte=timezone.now() - HEARTBEAT_STALE_AFTER)
+        return cls.objects.filter(last_seen__gte=timezone.now() - heartbeat_stale_after())
+
+    @classmethod
+    def beat(cls, worker: str) -> None:
+        """Record one beat of ``worker`` (an upsert: one UPDATE, an INSERT the first time)."""
+        now = timezone.now()
+        if not cls.objects.filter(worker=worker).update(last_seen=now, beats=F("beats") + 1):
+            cls.objects.get_or_create(worker=worker, defaults={"last_seen": now, "beats": 1})

@@ -6,13 +6,59 @@ from datetime import date
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import Exists, OuterRef, Q
 from django.urls import reverse
 
 from fleet.validators import non_negative, positive
-from planner.engine import Quote, quotes_in_force
+from planner.engine import Quote
 
 from .base import SlugField, TimeStamped
 from .inventory import HardwareSku
+
+
+class GpuQuoteQuerySet(models.QuerySet):
+    """Quotes in force, filtered in SQL with the rules of ``planner.engine.costs.quotes``.
+
+    A quote is in force on a day when it was quoted on or before it and its ``valid_until``
+    (inclusive) has not passed. Per SKU, provider and pricing kind the latest such quote wins (same
+    day: the cheaper, then the larger id); across providers the cheapest (then the latest quote,
+    then the provider name). ``tests/test_quotes_in_force.py`` checks it against the engine.
+    """
+
+    def valid_on(self, on: date) -> GpuQuoteQuerySet:
+        """Quotes quoted on or before ``on`` that have not expired by then."""
+        return self.filter(Q(valid_until__isnull=True) | Q(valid_until__gte=on), quoted_on__lte=on)
+
+    def in_force(self, sku: HardwareSku, on: date) -> GpuQuoteQuerySet:
+        """The quotes of ``sku`` in force on ``on``: one per provider and pricing kind (the latest)."""
+        mine = self.filter(sku=sku).valid_on(on)
+        superseding = (
+            GpuQuote.objects.filter(
+                sku=OuterRef("sku"), provider=OuterRef("provider"), pricing_kind=OuterRef("pricing_kind")
+            )
+            .valid_on(on)
+            .filter(
+                Q(quoted_on__gt=OuterRef("quoted_on"))
+                | Q(quoted_on=OuterRef("quoted_on"), usd_per_gpu_hour__lt=OuterRef("usd_per_gpu_hour"))
+                | Q(
+                    quoted_on=OuterRef("quoted_on"),
+                    usd_per_gpu_hour=OuterRef("usd_per_gpu_hour"),
+                    pk__gt=OuterRef("pk"),
+                )
+            )
+        )
+        return mine.exclude(Exists(superseding))
+
+    def cheapest(self, kind: str = "on-demand") -> Quote | None:
+        """The cheapest quote of ``kind`` among these (after ``in_force``: the price in force), as
+        the engine's ``Quote`` (what pricing, plans and decision snapshots use); None when none."""
+        row = (
+            self.filter(pricing_kind=kind)
+            .select_related("sku")
+            .order_by("usd_per_gpu_hour", "-quoted_on", "provider")
+            .first()
+        )
+        return None if row is None else Quote.from_record(row, sku=row.sku.slug)
 
 
 class GpuQuote(TimeStamped):
@@ -31,6 +77,8 @@ class GpuQuote(TimeStamped):
     valid_until = models.DateField(null=True, blank=True)
     source = models.TextField(blank=True)
 
+    objects = GpuQuoteQuerySet.as_manager()
+
     class Meta:
         ordering = ["sku", "-quoted_on", "usd_per_gpu_hour"]
         indexes = [models.Index(fields=["sku", "quoted_on"])]
@@ -41,13 +89,6 @@ class GpuQuote(TimeStamped):
 
     def get_absolute_url(self) -> str:
         return reverse("api:gpuquote-detail", kwargs={"pk": self.pk})
-
-    @classmethod
-    def in_force(cls, sku: HardwareSku, on: date, kind: str = "on-demand") -> Quote | None:
-        """The quote of ``kind`` in force for ``sku`` on ``on``: the latest quoted on or before it that
-        has not expired, the cheapest across providers (``planner.engine.costs.quotes``)."""
-        quotes = [Quote.from_record(q, sku=sku.slug) for q in cls.objects.filter(sku=sku, quoted_on__lte=on)]
-        return quotes_in_force(quotes, on, sku=sku.slug).get(kind)
 
     def clean(self) -> None:
         if self.valid_until and self.quoted_on and self.valid_until < self.quoted_on:

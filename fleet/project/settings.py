@@ -6,10 +6,14 @@ Every setting a deployment may change is read from the environment:
   under ``var/``.
 * ``CELERY_BROKER_URL``: e.g. ``redis://127.0.0.1:6379/0``; default a filesystem broker under
   ``var/broker/`` that needs no server, so ``make run`` works anywhere.
-* ``FLEETCAP_SECRET_KEY`` (or ``FLEETCAP_SECRET_KEY_FILE``): default generated once into
-  ``var/secret_key``.
+* ``FLEETCAP_SECRET_KEY`` (or ``FLEETCAP_SECRET_KEY_FILE``): default ``var/secret_key``, which
+  ``manage.py init_local`` generates (``make run`` and ``make test`` run it). Importing these
+  settings never writes anything: a missing secret fails with a message saying how to make one.
+* ``FLEETCAP_FIELD_ENCRYPTION_KEYS`` (or ``..._FILE``): keys for stored endpoint API keys, comma
+  separated, newest first (``fleet/crypto.py``; ``manage.py rotate_endpoint_keys`` re-encrypts).
 * ``FLEETCAP_DEBUG`` (default off), ``FLEETCAP_ALLOWED_HOSTS`` (comma separated).
-* ``FLEETCAP_VAR_DIR``: where the SQLite file, broker folders and generated secret live.
+* ``FLEETCAP_VAR_DIR``: where the SQLite file, broker folders and generated secret live
+  (``manage.py init_local`` creates them).
 * ``FLEETCAP_REQUIRE_SERVICES``: tests fail (instead of falling back) when the configured
   PostgreSQL or Redis is unreachable.
 """
@@ -17,7 +21,7 @@ Every setting a deployment may change is read from the environment:
 from __future__ import annotations
 
 import os
-import secrets
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -68,22 +72,31 @@ def envsecret(name: str) -> str | None:
 
 
 VAR_DIR = Path(os.environ.get("FLEETCAP_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+#: Where ``manage.py init_local`` writes the generated secret key (mode 600).
+LOCAL_SECRET_KEY_FILE = VAR_DIR / "secret_key"
+#: The one command that may run without a secret key: the one that generates it.
+_INITIALISING = sys.argv[1:2] == ["init_local"]
 
 
-def _generated_secret_key() -> str:
-    """Read ``var/secret_key``, creating it (mode 600) on first use."""
-    path = VAR_DIR / "secret_key"
-    if not path.exists():
-        key = secrets.token_urlsafe(50)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(key)
-    return path.read_text().strip()
+def _local_secret_key() -> str:
+    """The generated ``var/secret_key``; a clear error when there is none (nothing is written here)."""
+    if LOCAL_SECRET_KEY_FILE.exists():
+        return LOCAL_SECRET_KEY_FILE.read_text().strip()
+    if _INITIALISING:
+        return ""
+    raise ImproperlyConfigured(
+        f"No secret key: set FLEETCAP_SECRET_KEY (or FLEETCAP_SECRET_KEY_FILE), or run "
+        f"`python manage.py init_local` to generate {LOCAL_SECRET_KEY_FILE} (make run and make test do)."
+    )
 
 
-SECRET_KEY = envsecret("FLEETCAP_SECRET_KEY") or _generated_secret_key()
-#: Key for encrypting stored endpoint API keys; defaults to one derived from SECRET_KEY.
+SECRET_KEY = envsecret("FLEETCAP_SECRET_KEY") or _local_secret_key()
+#: Keys for the stored endpoint API keys, newest first: the first encrypts, any decrypts, and a key
+#: derived from SECRET_KEY is always tried last (data stored before any key was set). The single
+#: ``FLEETCAP_FIELD_ENCRYPTION_KEY`` of older set-ups is still read, after the list.
+FIELD_ENCRYPTION_KEYS = [
+    key.strip() for key in (envsecret("FLEETCAP_FIELD_ENCRYPTION_KEYS") or "").split(",") if key.strip()
+]
 FIELD_ENCRYPTION_KEY = envsecret("FLEETCAP_FIELD_ENCRYPTION_KEY") or ""
 DEBUG = envbool("FLEETCAP_DEBUG", False)
 ALLOWED_HOSTS = envlist("FLEETCAP_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
@@ -182,8 +195,7 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)
+STATIC_ROOT = VAR_DIR / "staticfiles"  # created by `manage.py init_local`
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -219,12 +231,11 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: Redis (or any broker) when CELERY_BROKER_URL is set; else a filesystem broker that
-# needs no server, shared by every process of `make run` through var/broker/.
+# needs no server, shared by every process of `make run` through var/broker/ (its folders are made
+# by `manage.py init_local`: kombu makes none of them but the control folder).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "processed", "control"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
@@ -242,10 +253,15 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
-    "worker-heartbeat": {"task": "fleet.tasks.heartbeat", "schedule": 60.0},
-    "poll-cycle": {"task": "fleet.tasks.poll_cycle", "schedule": 5.0, "options": {"expires": 30}},
-    "prune-polls": {"task": "fleet.tasks.prune_polls", "schedule": 3600.0},
+    "poll-cycle": {"task": "fleet.poll_cycle", "schedule": 5.0, "options": {"expires": 30}},
+    "prune-polls": {"task": "fleet.prune_polls", "schedule": 3600.0},
 }
+#: Each worker's main process records a beat this often (seconds); three missed beats = silent.
+WORKER_HEARTBEAT_S = float(os.environ.get("FLEETCAP_WORKER_HEARTBEAT_S", "30"))
+#: Enqueueing gives up after this many seconds when the broker is unreachable (the API answers 503):
+#: connect attempts and publish retries together, so a request never hangs on a dead broker.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 
 # Endpoint polling (fleet/polling, docs/polling.md). Every outbound request goes through the
 # guard: only these networks (CIDR, comma separated) may be reached; link-local and cloud

@@ -39,7 +39,7 @@ def compute(form: WhatIfForm) -> dict:
     result = sizing.result
     context = {"result": result, "envelope": envelope(result)}
     if result.fits:
-        quote = GpuQuote.in_force(sizing.sku, timezone.now().date())
+        quote = GpuQuote.objects.in_force(sizing.sku, timezone.now().date()).cheapest()
         try:
             speed = speed_of(sizing, quote.usd_per_gpu_hour if quote else None)
         except FIELD_ERRORS:
