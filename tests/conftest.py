@@ -103,12 +103,11 @@ def finance_api(client_for) -> APIClient:
 
 @pytest.fixture
 def sku(db):
+    """The catalogue's H100 SXM 80GB (the one home of its figures)."""
+    from fleet.catalog.reference import sku_record
     from fleet.models import HardwareSku
 
-    return HardwareSku.objects.create(
-        slug="h100-sxm-80gb", name="H100 SXM 80GB", vendor="NVIDIA", hbm_gb=80, hbm_bandwidth_tbps=3.35,
-        bf16_tflops=989, fp8_tflops=1979, interconnect_gbps=900, gpus_per_node=8,
-    )  # fmt: skip
+    return HardwareSku.objects.create(**sku_record("h100-sxm-80gb"))
 
 
 @pytest.fixture
@@ -122,13 +121,11 @@ def cluster(sku):
 
 @pytest.fixture
 def kimi_k3(db):
+    """The catalogue's Kimi K3 (its published config: bf16 with MXFP4 routed experts)."""
+    from fleet.catalog.reference import model_record
     from fleet.models import ModelSpec
 
-    return ModelSpec.objects.create(
-        slug="kimi-k3", name="Kimi K3", total_params=2_800_000_000_000, active_params=104_000_000_000,
-        n_routed_experts=896, n_active_experts=16, n_shared_experts=2, hidden_size=7168, vocab_size=163840,
-        max_context_tokens=1_048_576, attention_heads=96, weight_format="mxfp4", layer_groups=KIMI_K3_GROUPS,
-    )  # fmt: skip
+    return ModelSpec.objects.create(**model_record("kimi-k3"))
 
 
 @pytest.fixture
