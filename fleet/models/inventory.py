@@ -179,6 +179,7 @@ class Deployment(TimeStamped):
 
     class Meta:
         ordering = ["slug"]
+        permissions = [("poll_deployment", "Can poll a deployment's endpoint now")]
 
     def __str__(self) -> str:
         return self.slug
