@@ -1,10 +1,11 @@
 """Declarative API viewsets for the inventory, models, workloads and prices: queryset,
-serializer, filterset."""
+serializer, filterset. Permissions are Django's model permissions (settings' default classes)."""
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -13,6 +14,7 @@ from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, 
 from fleet.poller import poll_deployment
 
 from . import serializers
+from .permissions import require
 from .routing import SLUG_IN_URL
 
 
@@ -22,7 +24,6 @@ class HardwareSkuViewSet(viewsets.ModelViewSet):
     filterset_class = filters.HardwareSkuFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "inventory"
     ordering_fields = ["name", "hbm_gb", "hbm_bandwidth_tbps", "bf16_tflops"]
 
 
@@ -32,7 +33,6 @@ class ClusterViewSet(viewsets.ModelViewSet):
     filterset_class = filters.ClusterFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "inventory"
     ordering_fields = ["name", "nodes", "team", "provider"]
 
 
@@ -42,11 +42,10 @@ class DeploymentViewSet(viewsets.ModelViewSet):
     filterset_class = filters.DeploymentFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "inventory"
     ordering_fields = ["slug", "replicas"]
 
     @extend_schema(request=None, responses={201: serializers.EndpointPollSerializer})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, require("fleet.poll_deployment")])
     def poll(self, request: Request, slug: str | None = None) -> Response:
         """Poll the endpoint now and return the new poll (409 while another poll is running)."""
         deployment = self.get_object()
@@ -84,7 +83,6 @@ class GpuQuoteViewSet(viewsets.ModelViewSet):
     queryset = GpuQuote.objects.select_related("sku")
     serializer_class = serializers.GpuQuoteSerializer
     filterset_class = filters.GpuQuoteFilter
-    write_area = "pricing"
     ordering_fields = ["quoted_on", "usd_per_gpu_hour"]
 
 
@@ -94,7 +92,6 @@ class ApiPriceViewSet(viewsets.ModelViewSet):
     filterset_class = filters.ApiPriceFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "pricing"
     ordering_fields = ["quoted_on", "output_usd_per_mtok"]
 
 
@@ -104,7 +101,6 @@ class ModelSpecViewSet(viewsets.ModelViewSet):
     filterset_class = filters.ModelSpecFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "inventory"
     ordering_fields = ["name", "total_params", "active_params"]
 
 
@@ -114,5 +110,4 @@ class WorkloadViewSet(viewsets.ModelViewSet):
     filterset_class = filters.WorkloadFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "inventory"
     ordering_fields = ["name", "requests_per_day"]

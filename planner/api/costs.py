@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fleet.api.permissions import require
 from fleet.models import Workload
 from planner.breakeven import BreakevenRequestSerializer, run_breakeven
 from planner.models import Decision
@@ -24,7 +25,8 @@ from planner.spend import parse_month, spend_csv, spend_for_month
 class BreakevenView(APIView):
     """Monthly rent of a cluster against the hosted API's bill for the same tokens."""
 
-    permission_classes = [IsAuthenticated]
+    # A computation (POST for its body): whoever may read the prices may compare them.
+    permission_classes = [IsAuthenticated, require("fleet.view_gpuquote", "fleet.view_apiprice")]
 
     @extend_schema(request=BreakevenRequestSerializer, responses={200: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
@@ -82,7 +84,6 @@ class DecisionViewSet(
 
     queryset = Decision.objects.select_related("workload", "superseded_by")
     serializer_class = DecisionSerializer
-    write_area = "decisions"
     filterset_fields = ["tier"]
     ordering_fields = ["decided_at"]
 
@@ -119,7 +120,7 @@ class SpendCsvRenderer(BaseRenderer):
 class SpendView(APIView):
     """GPU spend for a calendar month from the dated cluster history, with the rate in force each day."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [IsAuthenticated, require("fleet.view_clusterstate", "fleet.view_gpuquote")]
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer, SpendCsvRenderer]
 
     @extend_schema(

@@ -6,13 +6,12 @@ import json
 from decimal import Decimal
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from fleet.models import ApiPrice, Deployment, HardwareSku, Workload
-from fleet.views.access import role_required
+from fleet.views.access import perms_required
 from planner.breakeven import BreakevenRequestSerializer, run_breakeven
 from planner.engine import EngineInputError
 from planner.models import Decision
@@ -83,7 +82,7 @@ def _chart(figures: dict, snapshot: dict) -> dict:
     }
 
 
-@login_required
+@perms_required("fleet.view_gpuquote", "fleet.view_apiprice")
 def rent_vs_api(request: HttpRequest) -> HttpResponse:
     inputs = _rent_inputs(request.GET)
     context = {
@@ -98,7 +97,7 @@ def rent_vs_api(request: HttpRequest) -> HttpResponse:
     return render(request, "planner/rent_vs_api.html", context)
 
 
-@role_required("decisions")
+@perms_required("planner.add_decision")
 def record_decision(request: HttpRequest) -> HttpResponse:
     """Record a decision from the rent-vs-API page (POST only; finance and admin)."""
     if request.method != "POST":
@@ -122,7 +121,7 @@ def record_decision(request: HttpRequest) -> HttpResponse:
     return redirect("decisions")
 
 
-@login_required
+@perms_required("fleet.view_clusterstate", "fleet.view_gpuquote")
 def spend(request: HttpRequest) -> HttpResponse:
     month = request.GET.get("month") or timezone.now().strftime("%Y-%m")
     context: dict = {"month": month}
@@ -137,7 +136,7 @@ def spend(request: HttpRequest) -> HttpResponse:
     return render(request, "planner/spend.html", context)
 
 
-@login_required
+@perms_required("planner.view_decision")
 def decisions(request: HttpRequest) -> HttpResponse:
     rows = Decision.objects.select_related("workload", "superseded_by")[:200]
     items = [{"d": d, "inputs": json.dumps(d.inputs, indent=1, default=str)} for d in rows]

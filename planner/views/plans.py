@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from rest_framework.exceptions import ValidationError
 
 from fleet.models import HardwareSku, ModelSpec, Workload
-from fleet.views.access import HtmxHttpRequest, is_partial, role_required
+from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from planner.models import Plan
 from planner.plans import PlanRequestSerializer, cancel, create_plan, enqueue
 
 
-@login_required
+@perms_required("planner.view_plan")
 def plan_list(request: HttpRequest) -> HttpResponse:
     context = {
         "plans": Plan.objects.select_related("model", "workload")[:50],
@@ -25,7 +24,7 @@ def plan_list(request: HttpRequest) -> HttpResponse:
     return render(request, "planner/plans.html", context)
 
 
-@role_required("plans")
+@perms_required("planner.add_plan")
 def plan_start(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return redirect("plans")
@@ -58,7 +57,7 @@ def _rows(plan: Plan) -> dict:
     return {"chart": {"frontier": frontier, "points": points}, "result": result}
 
 
-@login_required
+@perms_required("planner.view_plan")
 def plan_detail(request: HtmxHttpRequest, pk: str) -> HttpResponse:
     plan = get_object_or_404(Plan.objects.select_related("model", "workload").prefetch_related("skus"), pk=pk)
     context = {"plan": plan, **_rows(plan)}
@@ -67,7 +66,7 @@ def plan_detail(request: HtmxHttpRequest, pk: str) -> HttpResponse:
     return render(request, "planner/plan.html", context)
 
 
-@role_required("plans")
+@perms_required("planner.change_plan")
 def plan_cancel(request: HttpRequest, pk: str) -> HttpResponse:
     plan = get_object_or_404(Plan, pk=pk)
     if request.method == "POST" and not plan.is_finished:

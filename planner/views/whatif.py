@@ -3,14 +3,13 @@ the result in place (HTMX), and the URL carries the inputs so it can be shared."
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from fleet.models import GpuQuote, HardwareSku, ModelSpec
-from fleet.views.access import HtmxHttpRequest, is_partial
+from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from planner.engine import CACHE_DTYPES, EngineInputError
 from planner.headroom import envelope
 from planner.sizing import SizingRequestSerializer, run_sizing, run_speed
@@ -54,7 +53,7 @@ def compute(inputs: dict[str, str]) -> dict:
     return context
 
 
-@login_required
+@perms_required("fleet.view_modelspec", "fleet.view_hardwaresku")
 @vary_on_headers("HX-Request")
 def what_if(request: HtmxHttpRequest) -> HttpResponse:
     inputs = _inputs(request)
