@@ -1,4 +1,8 @@
-"""Admin pages for the inventory and prices. The endpoint API key is write-only here too."""
+"""Admin pages for the inventory and prices. The endpoint API key is write-only here too.
+
+The admin checks Django's model permissions natively, the same ones the API and the pages check
+(the role groups hold them: fleet/permissions.py); staff users see what their role may.
+"""
 
 from __future__ import annotations
 
@@ -84,20 +88,20 @@ class ApiPriceAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ("provider", "model_name")}
 
 
-@admin.register(WorkerHeartbeat)
-class WorkerHeartbeatAdmin(admin.ModelAdmin):
-    list_display = ("worker", "last_seen", "beats")
-    readonly_fields = ("worker", "last_seen", "beats")
-
-
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Records written by the system (history, polls): visible, never edited by hand."""
+    """Records written by the system (history, polls, heartbeats, plans, decisions): visible with
+    ``view_<model>``, never added or changed by hand, whatever permissions the user holds."""
 
     def has_add_permission(self, request: Any) -> bool:
         return False
 
     def has_change_permission(self, request: Any, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(ReadOnlyAdmin):
+    list_display = ("worker", "last_seen", "beats")
 
 
 @admin.register(ClusterState)

@@ -1,4 +1,5 @@
-"""Shared fixtures: users for every role, API clients, and a few valid records.
+"""Shared fixtures: users for every role (the migrations' groups and permissions), API clients,
+and a few valid records.
 
 With ``FLEETCAP_REQUIRE_SERVICES=1`` (CI), the run stops at once when the configured
 PostgreSQL or Redis cannot be reached, instead of silently testing something else.
@@ -59,6 +60,21 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+def ensure_role_groups() -> None:
+    """The migrations create the role groups with their permissions, but a transactional test's
+    flush deletes them (post_migrate recreates only the permissions): grant them again if so."""
+    from django.apps import apps
+    from django.contrib.auth.models import Group
+
+    from fleet import permissions as fleet_permissions
+    from planner import permissions as planner_permissions
+
+    granted = Group.objects.filter(name__in=fleet_permissions.ROLES, permissions__isnull=False).distinct()
+    if granted.count() < len(fleet_permissions.ROLES):
+        fleet_permissions.grant(apps, "fleet", fleet_permissions.GRANTS)
+        fleet_permissions.grant(apps, "planner", planner_permissions.GRANTS)
+
+
 @pytest.fixture
 def make_user(db):
     from django.contrib.auth.models import Group, User
@@ -66,7 +82,8 @@ def make_user(db):
     def make(username: str, role: str | None = None, **extra: Any) -> User:
         user = User.objects.create_user(username=username, password="pw-for-tests-only", **extra)
         if role:
-            user.groups.add(Group.objects.get_or_create(name=role)[0])
+            ensure_role_groups()
+            user.groups.add(Group.objects.get(name=role))
         return user
 
     return make

@@ -1,4 +1,6 @@
-"""Who may read and write what: anonymous refused, viewer read-only, roles per area."""
+"""Who may read and write what over the API: anonymous refused, viewer read-only, each role its
+records (Django model permissions on the role groups; tests/test_permissions_matrix.py has every
+route)."""
 
 from __future__ import annotations
 
@@ -37,10 +39,22 @@ def test_viewer_cannot_write(viewer_api, sku, cluster):
 
 
 @pytest.mark.django_db
-def test_user_without_role_reads_but_cannot_write(client_for):
+@pytest.mark.parametrize("name", LISTS)
+def test_user_without_role_can_neither_read_nor_write(client_for, name):
     api = client_for(None)
-    assert api.get("/api/v1/skus/").status_code == 200
+    assert api.get(f"/api/v1/{name}/").status_code == 403  # reads need view_<model> too
     assert api.post("/api/v1/skus/", SKU, format="json").status_code == 403
+
+
+@pytest.mark.django_db
+def test_a_permission_granted_to_one_user_works_without_a_role(client_for, sku):
+    """Nothing looks at group names: a permission given directly to a user is honoured."""
+    from django.contrib.auth.models import Permission
+
+    api = client_for(None)
+    api.user.user_permissions.add(Permission.objects.get(codename="view_hardwaresku"))
+    assert api.get("/api/v1/skus/").status_code == 200
+    assert api.get("/api/v1/clusters/").status_code == 403
 
 
 @pytest.mark.django_db

@@ -1,5 +1,5 @@
 """Declarative API viewsets for the inventory, models, workloads and prices: queryset,
-serializer, filterset."""
+serializer, filterset. Permissions are Django's model permissions (settings' default classes)."""
 
 import logging
 from urllib.parse import urlencode
@@ -12,6 +12,7 @@ from kombu.exceptions import ChannelError, OperationalError
 from rest_framework import serializers as drf_serializers
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -21,6 +22,7 @@ from fleet.poll_store import lease_is_free
 from fleet.tasks import poll_one_task
 
 from . import serializers
+from .permissions import require
 from .routing import SLUG_IN_URL
 
 log = logging.getLogger(__name__)
@@ -47,7 +49,6 @@ class HardwareSkuViewSet(viewsets.ModelViewSet):
     filterset_class = filters.HardwareSkuFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "inventory"
     ordering_fields = ["name", "hbm_gb", "hbm_bandwidth_tbps", "bf16_tflops"]
 
 
@@ -57,7 +58,6 @@ class ClusterViewSet(viewsets.ModelViewSet):
     filterset_class = filters.ClusterFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "inventory"
     ordering_fields = ["name", "nodes", "team", "provider"]
 
 
@@ -67,7 +67,6 @@ class DeploymentViewSet(viewsets.ModelViewSet):
     filterset_class = filters.DeploymentFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "inventory"
     ordering_fields = ["slug", "replicas"]
 
     @extend_schema(
@@ -78,7 +77,7 @@ class DeploymentViewSet(viewsets.ModelViewSet):
             503: OpenApiResponse(description="The task queue is unreachable; nothing was queued."),
         },
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, require("fleet.poll_deployment")])
     def poll(self, request: Request, slug: str | None = None) -> Response:
         """Queue a poll of the endpoint now (202). A worker runs it (``fleet.poll_one``) within a few
         seconds (up to three poll timeouts on a hanging endpoint); the poll then appears at the
@@ -129,7 +128,6 @@ class GpuQuoteViewSet(viewsets.ModelViewSet):
     queryset = GpuQuote.objects.select_related("sku")
     serializer_class = serializers.GpuQuoteSerializer
     filterset_class = filters.GpuQuoteFilter
-    write_area = "pricing"
     ordering_fields = ["quoted_on", "usd_per_gpu_hour"]
 
 
@@ -139,7 +137,6 @@ class ApiPriceViewSet(viewsets.ModelViewSet):
     filterset_class = filters.ApiPriceFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "pricing"
     ordering_fields = ["quoted_on", "output_usd_per_mtok"]
 
 
@@ -149,7 +146,6 @@ class ModelSpecViewSet(viewsets.ModelViewSet):
     filterset_class = filters.ModelSpecFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "inventory"
     ordering_fields = ["name", "total_params", "active_params"]
 
 
@@ -159,5 +155,4 @@ class WorkloadViewSet(viewsets.ModelViewSet):
     filterset_class = filters.WorkloadFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    write_area = "inventory"
     ordering_fields = ["name", "requests_per_day"]

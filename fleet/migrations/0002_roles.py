@@ -1,16 +1,32 @@
-"""Create the four role groups (viewer, finance, platform, admin). See fleet/roles.py."""
+"""The role groups (viewer, finance, platform, admin) and their fleet permissions.
+
+The table is ``fleet.permissions.GRANTS``; planner's grants are planner's 0002_role_permissions.
+"""
 
 from django.db import migrations
 
-ROLES = ("viewer", "finance", "platform", "admin")
+from fleet.permissions import GRANTS, create_permissions_now, grant
 
 
-def create_roles(apps, schema_editor):
-    Group = apps.get_model("auth", "Group")
-    for name in ROLES:
-        Group.objects.get_or_create(name=name)
+def grant_roles(apps, schema_editor):
+    create_permissions_now(apps, "fleet")
+    grant(apps, "fleet", GRANTS)
+
+
+def drop_grants(apps, schema_editor):
+    grant(apps, "fleet", {})
 
 
 class Migration(migrations.Migration):
-    dependencies = [("fleet", "0001_initial"), ("auth", "0012_alter_user_first_name_max_length")]
-    operations = [migrations.RunPython(create_roles, migrations.RunPython.noop)]
+    dependencies = [
+        ("fleet", "0001_initial"),
+        ("auth", "0012_alter_user_first_name_max_length"),
+        ("contenttypes", "0002_remove_content_type_name"),
+    ]
+    operations = [
+        migrations.AlterModelOptions(
+            name="deployment",
+            options={"ordering": ["slug"], "permissions": [("poll_deployment", "Can poll a deployment's endpoint now")]},
+        ),
+        migrations.RunPython(grant_roles, drop_grants),
+    ]

@@ -169,6 +169,7 @@ class Deployment(TimeStamped):
 
     class Meta:
         ordering = ["slug"]
+        permissions = [("poll_deployment", "Can poll a deployment's endpoint now")]
 
     def __str__(self) -> str:
         return self.slug

@@ -1,4 +1,4 @@
-"""Access helpers used at the top of every page view: one place decides who may do what."""
+"""Access helpers used at the top of every page view: Django's permission checks, HTMX helpers."""
 
 from __future__ import annotations
 
@@ -6,28 +6,41 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpRequest, HttpResponse
 from django_htmx.middleware import HtmxDetails
 
-from fleet.roles import can_write
+View = Callable[..., HttpResponse]
 
 
 class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def role_required(area: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    """Login required, and a role that may write ``area`` (else 403): for pages that change data."""
+def perms_required(*perms: str) -> Callable[[View], View]:
+    """Django's ``permission_required(perms, raise_exception=True)`` behind ``login_required``.
 
-    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-        @login_required
+    Alone, ``raise_exception`` answers 403 to anonymous users too; this way they are sent to log
+    in, and a logged-in user without every one of ``perms`` gets 403.
+    """
+
+    def decorator(view: View) -> View:
+        return login_required(permission_required(perms, raise_exception=True)(view))
+
+    return decorator
+
+
+def add_or_change_required(app_label: str, model_name: str) -> Callable[[View], View]:
+    """For a form page that creates (no ``slug``) or edits (``slug``) a record: ``add_<model>`` or
+    ``change_<model>``, checked as :func:`perms_required` does."""
+
+    def decorator(view: View) -> View:
+        add = perms_required(f"{app_label}.add_{model_name}")(view)
+        change = perms_required(f"{app_label}.change_{model_name}")(view)
+
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if not can_write(request.user, area):
-                raise PermissionDenied(f"Your role may not change {area}.")
-            return view(request, *args, **kwargs)
+            return (change if kwargs.get("slug") else add)(request, *args, **kwargs)
 
         return wrapped
 

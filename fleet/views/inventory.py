@@ -9,10 +9,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from fleet.forms import ClusterForm, DeploymentForm
 from fleet.models import Cluster, Deployment
 
-from .access import role_required
+from .access import add_or_change_required
 
 
-@role_required("inventory")
+@add_or_change_required("fleet", "cluster")
 def cluster_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
     cluster = get_object_or_404(Cluster, slug=slug) if slug else None
     form = ClusterForm(request.POST or None, instance=cluster)
@@ -24,7 +24,7 @@ def cluster_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
     return render(request, "form_page.html", {"form": form, "title": title, "cancel": "fleet"})
 
 
-@role_required("inventory")
+@add_or_change_required("fleet", "deployment")
 def deployment_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
     deployment = get_object_or_404(Deployment, slug=slug) if slug else None
     initial = {"cluster": request.GET.get("cluster")} if not deployment else None

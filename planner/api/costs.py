@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fleet.api.permissions import require
 from planner.breakeven import BreakevenRequest, compare
 from planner.decisions import NOTE_MAX_CHARS, record_decision
 from planner.engine import PRICING_KINDS
@@ -90,7 +91,8 @@ class BreakevenRequestSerializer(serializers.Serializer):
 class BreakevenView(APIView):
     """Monthly rent of a cluster against the hosted API's bill for the same tokens."""
 
-    permission_classes = [IsAuthenticated]
+    # A computation (POST for its body): whoever may read the prices may compare them.
+    permission_classes = [IsAuthenticated, require("fleet.view_gpuquote", "fleet.view_apiprice")]
 
     @extend_schema(request=BreakevenRequestSerializer, responses={200: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
@@ -142,7 +144,6 @@ class DecisionViewSet(
 
     queryset = Decision.objects.select_related("workload", "superseded_by")
     serializer_class = DecisionSerializer
-    write_area = "decisions"
     filterset_fields = ["tier"]
     ordering_fields = ["decided_at"]
 
@@ -181,7 +182,7 @@ class SpendCsvRenderer(BaseRenderer):
 class SpendView(APIView):
     """GPU spend for a calendar month from the dated cluster history, with the rate in force each day."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [IsAuthenticated, require("fleet.view_clusterstate", "fleet.view_gpuquote")]
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer, SpendCsvRenderer]
 
     @extend_schema(

@@ -7,9 +7,11 @@ from typing import Any
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from fleet.api.permissions import require
 from planner.engine import MODES
 from planner.models import Plan
 from planner.plans import PLAN_KV_CACHE_DTYPES, PlanRequest, cancel, create_plan, enqueue
@@ -76,7 +78,6 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
 
     queryset = Plan.objects.select_related("model", "workload", "requested_by").prefetch_related("skus")
     serializer_class = PlanSerializer
-    write_area = "plans"
     filterset_fields = ["status"]
     ordering_fields = ["created"]
 
@@ -90,7 +91,7 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
     @extend_schema(request=None, responses={200: PlanSerializer})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, require("planner.change_plan")])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         """Cancel a queued plan, or ask a running one to stop; a finished plan is left as it is (409)."""
         plan = self.get_object()

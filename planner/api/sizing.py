@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fleet.api.permissions import require
 from planner.engine import KV_CACHE_DTYPES, WEIGHT_FORMATS
 from planner.sizing import POOLS, SizingRequest, size_layout
 
@@ -83,9 +84,10 @@ class SizingResponseSerializer(serializers.Serializer):
 
 
 class SizingView(APIView):
-    """Size a model on a cluster of one SKU. A computation, so any logged-in role may call it."""
+    """Size a model on a cluster of one SKU. A computation (POST for its body): whoever may read
+    models and SKUs may size them."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [IsAuthenticated, require("fleet.view_modelspec", "fleet.view_hardwaresku")]
 
     @extend_schema(request=SizingRequestSerializer, responses={200: SizingResponseSerializer})
     def post(self, request: Request) -> Response:

@@ -6,14 +6,13 @@ import json
 from decimal import Decimal
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS
 from fleet.forms import add_service_errors
-from fleet.views.access import role_required
+from fleet.views.access import perms_required
 from planner.breakeven import compare, cost_curve
 from planner.decisions import record_decision as record_decision_service
 from planner.forms import DecisionForm, RentVsApiForm
@@ -40,12 +39,12 @@ def _rent_page(request: HttpRequest, source, decision_form: DecisionForm | None 
     return render(request, "planner/rent_vs_api.html", context, status=status)
 
 
-@login_required
+@perms_required("fleet.view_gpuquote", "fleet.view_apiprice")
 def rent_vs_api(request: HttpRequest) -> HttpResponse:
     return _rent_page(request, request.GET)
 
 
-@role_required("decisions")
+@perms_required("planner.add_decision")
 def record_decision(request: HttpRequest) -> HttpResponse:
     """Record a decision from the rent-vs-API page (POST only; finance and admin). A problem is
     shown on the page beside its input (400), with the comparison as it was."""
@@ -70,7 +69,7 @@ def record_decision(request: HttpRequest) -> HttpResponse:
     return _rent_page(request, request.POST, decision_form=decision_form, status=400)
 
 
-@login_required
+@perms_required("fleet.view_clusterstate", "fleet.view_gpuquote")
 def spend(request: HttpRequest) -> HttpResponse:
     month = request.GET.get("month") or timezone.now().strftime("%Y-%m")
     context: dict = {"month": month}
@@ -81,7 +80,7 @@ def spend(request: HttpRequest) -> HttpResponse:
     return render(request, "planner/spend.html", context)
 
 
-@login_required
+@perms_required("planner.view_decision")
 def decisions(request: HttpRequest) -> HttpResponse:
     rows = Decision.objects.select_related("workload", "superseded_by")[:200]
     items = [{"d": d, "inputs": json.dumps(d.inputs, indent=1, default=str)} for d in rows]

@@ -3,7 +3,6 @@ cluster and deployment detail)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpResponse
@@ -11,14 +10,14 @@ from django.shortcuts import get_object_or_404, render
 
 from fleet.filters import ClusterFilter
 from fleet.models import Cluster, Deployment, HardwareSku, WorkerHeartbeat
-from fleet.views.access import HtmxHttpRequest, is_partial
+from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from planner.headroom import capacity_points, envelope, headroom
 
 #: Clusters per page. The table refreshes every few seconds, so it must stay cheap to render.
 CLUSTERS_PER_PAGE = 25
 
 
-@login_required
+@perms_required("fleet.view_cluster", "fleet.view_deployment")
 def fleet(request: HtmxHttpRequest) -> HttpResponse:
     """Full page, or only the table when HTMX refreshes it (every few seconds)."""
     deployments = Deployment.objects.select_related("model").defer(
@@ -51,7 +50,7 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "fleet/fleet.html", context)
 
 
-@login_required
+@perms_required("fleet.view_cluster", "fleet.view_deployment")
 def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     cluster = get_object_or_404(Cluster.objects.select_related("sku"), slug=slug)
     deployments = cluster.deployments.select_related("cluster__sku", "model")
@@ -62,7 +61,7 @@ def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     )
 
 
-@login_required
+@perms_required("fleet.view_deployment", "fleet.view_endpointpoll")
 def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     deployment = get_object_or_404(Deployment.objects.select_related("cluster__sku", "model"), slug=slug)
     (row,) = headroom([deployment])

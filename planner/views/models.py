@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from fleet.filters import ModelSpecFilter
 from fleet.forms import ModelSpecForm
 from fleet.models import HardwareSku, ModelSpec
-from fleet.views.access import role_required
+from fleet.views.access import add_or_change_required, perms_required
 from planner.engine import (
     WEIGHT_FORMATS,
     kv_bytes_per_token,
@@ -21,14 +20,14 @@ from planner.engine import (
 )
 
 
-@login_required
+@perms_required("fleet.view_modelspec")
 def model_list(request: HttpRequest) -> HttpResponse:
     models = ModelSpecFilter(request.GET, queryset=ModelSpec.objects.all()).qs
     rows = [{"m": m, "weights_tb": weights_bytes(m.to_engine()) / 1e12} for m in models]
     return render(request, "planner/models.html", {"rows": rows})
 
 
-@login_required
+@perms_required("fleet.view_modelspec", "fleet.view_hardwaresku")
 def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
     model = get_object_or_404(ModelSpec, slug=slug)
     arch = model.to_engine()
@@ -55,7 +54,7 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "planner/model.html", context)
 
 
-@role_required("inventory")
+@add_or_change_required("fleet", "modelspec")
 def model_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
     model = get_object_or_404(ModelSpec, slug=slug) if slug else None
     form = ModelSpecForm(request.POST or None, instance=model)

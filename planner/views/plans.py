@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from fleet.errors import InputError
 from fleet.forms import add_service_errors
-from fleet.views.access import HtmxHttpRequest, is_partial, role_required
+from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from planner.forms import PlanForm
 from planner.models import Plan
 from planner.plans import cancel, create_plan, enqueue
 
 
-@login_required
+@perms_required("planner.view_plan")
 def plan_list(request: HttpRequest, form: PlanForm | None = None, status: int = 200) -> HttpResponse:
     context = {"plans": Plan.objects.select_related("model", "workload")[:50], "form": form or PlanForm()}
     return render(request, "planner/plans.html", context, status=status)
 
 
-@role_required("plans")
+@perms_required("planner.add_plan")
 def plan_start(request: HttpRequest) -> HttpResponse:
     """Start a search; a problem comes back beside its input on the plans page (400)."""
     if request.method != "POST":
@@ -46,7 +45,7 @@ def _rows(plan: Plan) -> dict:
     return {"chart": {"frontier": frontier, "points": points}, "result": result}
 
 
-@login_required
+@perms_required("planner.view_plan")
 def plan_detail(request: HtmxHttpRequest, pk: str) -> HttpResponse:
     plan = get_object_or_404(Plan.objects.select_related("model", "workload").prefetch_related("skus"), pk=pk)
     context = {"plan": plan, **_rows(plan)}
@@ -55,7 +54,7 @@ def plan_detail(request: HtmxHttpRequest, pk: str) -> HttpResponse:
     return render(request, "planner/plan.html", context)
 
 
-@role_required("plans")
+@perms_required("planner.change_plan")
 def plan_cancel(request: HttpRequest, pk: str) -> HttpResponse:
     plan = get_object_or_404(Plan, pk=pk)
     if request.method == "POST" and not plan.is_finished:

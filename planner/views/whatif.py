@@ -4,7 +4,6 @@ it can be shared."""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -13,7 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 from fleet.errors import FIELD_ERRORS
 from fleet.forms import add_service_errors
 from fleet.models import GpuQuote
-from fleet.views.access import HtmxHttpRequest, is_partial
+from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from planner.forms import WhatIfForm
 from planner.headroom import envelope
 from planner.sizing import size_layout, speed_of
@@ -56,7 +55,7 @@ def compute(form: WhatIfForm) -> dict:
     return context
 
 
-@login_required
+@perms_required("fleet.view_modelspec", "fleet.view_hardwaresku")
 @vary_on_headers("HX-Request")
 def what_if(request: HtmxHttpRequest) -> HttpResponse:
     form = _form(request)

@@ -2,6 +2,10 @@
 
 The password is generated once into ``var/demo-password`` (mode 600) and printed; it is never
 a constant in the code. Do not run this on a production instance.
+
+Every demo user is staff, so the admin site is usable with exactly its role's permissions (a
+viewer sees it read-only) and agrees with the pages and the API. None is a superuser, so each
+login shows its role as the groups define it; ``manage.py createsuperuser`` for managing users.
 """
 
 import os
@@ -10,9 +14,9 @@ import secrets
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from fleet.roles import ROLES
+from fleet.permissions import ROLES
 
 
 def demo_password() -> str:
@@ -28,14 +32,19 @@ class Command(BaseCommand):
     help = "Create demo-admin, demo-platform, demo-finance and demo-viewer with a generated password."
 
     def handle(self, *args, **options):
+        groups = {g.name: g for g in Group.objects.filter(name__in=ROLES)}
+        if set(groups) != set(ROLES):
+            # The migrations create the groups with their permissions; an empty group made here
+            # would be a role that may do nothing.
+            raise CommandError("The role groups are missing: run `manage.py migrate` first.")
         password = demo_password()
         User = get_user_model()
         for role in ROLES:
             user, created = User.objects.get_or_create(username=f"demo-{role}")
             if created or not user.check_password(password):
                 user.set_password(password)
-            user.is_staff = role == "admin"
-            user.is_superuser = role == "admin"
+            user.is_staff = True
+            user.is_superuser = False
             user.save()
-            user.groups.set([Group.objects.get_or_create(name=role)[0]])
+            user.groups.set([groups[role]])
         self.stdout.write(f"Demo logins: demo-admin, demo-platform, demo-finance, demo-viewer / password: {password}")

@@ -1,0 +1,82 @@
+"""Roles are Django groups holding Django model permissions; this module is fleet's table of them.
+
+* ``viewer``: view every record.
+* ``finance``: view; add, change and delete GPU quotes and API prices (planner: record decisions,
+  start and cancel plans).
+* ``platform``: view; add, change and delete the inventory (SKUs, clusters, deployments, models,
+  workloads) and poll a deployment now (planner: start and cancel plans).
+* ``admin``: every permission of both apps except those nothing honours (planner: changing or
+  deleting a decision). Superusers hold every permission, as Django makes them.
+
+The migrations (``fleet/migrations/0002_roles.py``, ``planner/migrations/0002_role_permissions.py``)
+apply these tables with :func:`grant`, and the tests read them; ``planner/permissions.py`` holds
+planner's table. Nothing else decides who may do what: the API, the pages, the templates and the
+admin all ask ``user.has_perm()``. A change to a table needs a new migration calling :func:`grant`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+ROLES: tuple[str, ...] = ("viewer", "finance", "platform", "admin")
+
+#: Every fleet model (lower-case model names, as in permission codenames).
+MODELS: tuple[str, ...] = (
+    "hardwaresku", "cluster", "clusterstate", "deployment", "endpointpoll", "endpointpollhourly",
+    "dailypollcount", "gpuquote", "apiprice", "modelspec", "workload", "workerheartbeat",
+)  # fmt: skip
+#: Records the platform team writes.
+INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload")
+#: Records finance writes.
+PRICING: tuple[str, ...] = ("gpuquote", "apiprice")
+#: Declared in ``Deployment.Meta.permissions``: ``POST /api/v1/deployments/<slug>/poll/``.
+POLL = "poll_deployment"
+
+
+def codenames(actions: Iterable[str], models: Iterable[str]) -> frozenset[str]:
+    """``{action}_{model}`` for every pair, e.g. ``codenames(["view"], ["cluster"])``."""
+    models = tuple(models)
+    return frozenset(f"{action}_{model}" for action in actions for model in models)
+
+
+VIEW_ALL = codenames(["view"], MODELS)
+WRITE = ("add", "change", "delete")
+
+#: role -> fleet permission codenames.
+GRANTS: dict[str, frozenset[str]] = {
+    "viewer": VIEW_ALL,
+    "finance": VIEW_ALL | codenames(WRITE, PRICING),
+    "platform": VIEW_ALL | codenames(WRITE, INVENTORY) | {POLL},
+    "admin": codenames(["view", *WRITE], MODELS) | {POLL},
+}
+
+
+def create_permissions_now(apps: Any, app_label: str) -> None:
+    """Create ``app_label``'s content types and permissions inside a migration.
+
+    Django creates them after ``migrate`` (post_migrate), too late for a data migration on a fresh
+    database; the historical app config has no models module, which ``create_permissions`` skips.
+    """
+    from django.contrib.auth.management import create_permissions
+
+    config = apps.get_app_config(app_label)
+    config.models_module = True
+    create_permissions(config, apps=apps, verbosity=0)
+
+
+def grant(apps: Any, app_label: str, table: Mapping[str, Iterable[str]]) -> None:
+    """Create the role groups and give each exactly ``table[role]`` among ``app_label``'s permissions.
+
+    ``apps`` is a migration's app registry or ``django.apps.apps``; permissions of other apps are
+    left alone. An unknown codename is an error (KeyError), not a silent no-op.
+    """
+    Group = apps.get_model("auth", "Group")
+    Permission = apps.get_model("auth", "Permission")
+    existing = {p.codename: p for p in Permission.objects.filter(content_type__app_label=app_label)}
+    for role in ROLES:
+        group, _ = Group.objects.get_or_create(name=role)
+        wanted = {existing[codename] for codename in table.get(role, ())}
+        held = set(group.permissions.filter(content_type__app_label=app_label))
+        group.permissions.remove(*(held - wanted))
+        group.permissions.add(*(wanted - held))
