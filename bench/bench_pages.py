@@ -112,10 +112,17 @@ def measure(client, name: str, url: str, headers: dict[str, str], repeat: int) -
     with CaptureQueriesContext(connection) as ctx:
         timed_get(client, url, headers)
     return {
-        "name": name, "url": url, "median": statistics.median(times), "p95": percentile(times, 95),
-        "min": min(times), "max": max(times), "cpu": statistics.median(cpu), "queries": len(ctx.captured_queries),
-        "kb": size / 1024, "sql_ms": sum(float(q["time"]) for q in ctx.captured_queries) * 1000,
-    }  # fmt: skip
+        "name": name,
+        "url": url,
+        "median": statistics.median(times),
+        "p95": percentile(times, 95),
+        "min": min(times),
+        "max": max(times),
+        "cpu": statistics.median(cpu),
+        "queries": len(ctx.captured_queries),
+        "kb": size / 1024,
+        "sql_ms": sum(float(q["time"]) for q in ctx.captured_queries) * 1000,
+    }
 
 
 def profile(client, name: str, url: str, headers: dict[str, str], top: int = 30) -> None:

@@ -119,24 +119,39 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
         template = TEMPLATE_CYCLE[i % len(TEMPLATE_CYCLE)]
         sku_slug, nodes, _ = TEMPLATES[template]
         sku = skus[sku_slug]
-        clusters.append(Cluster(
-            slug=f"c{i:04d}-{template}", name=f"{template.upper()} {i:04d}", sku=sku,
-            nodes=nodes * (2 if i % 10 == 9 else 1), gpus_per_node=sku.gpus_per_node,
-            provider=PROVIDERS[i % len(PROVIDERS)], region=REGIONS[i % len(REGIONS)], team=TEAMS[i % len(TEAMS)],
-            hours_per_day=24 if i % 7 else 12, status="active" if i % 25 else "planned",
-        ))  # fmt: skip
+        clusters.append(
+            Cluster(
+                slug=f"c{i:04d}-{template}",
+                name=f"{template.upper()} {i:04d}",
+                sku=sku,
+                nodes=nodes * (2 if i % 10 == 9 else 1),
+                gpus_per_node=sku.gpus_per_node,
+                provider=PROVIDERS[i % len(PROVIDERS)],
+                region=REGIONS[i % len(REGIONS)],
+                team=TEAMS[i % len(TEAMS)],
+                hours_per_day=24 if i % 7 else 12,
+                status="active" if i % 25 else "planned",
+            )
+        )
     with transaction.atomic():
         clusters = Cluster.objects.bulk_create(clusters)
         first_of_month = today.replace(day=1)
-        ClusterState.objects.bulk_create([
-            ClusterState(
-                cluster=c,
-                effective_from=first_of_month if i % 10 == 0 else today - timedelta(days=30 + (i * 37) % 335),
-                sku=c.sku, nodes=c.nodes, gpus_per_node=c.gpus_per_node, hours_per_day=c.hours_per_day,
-                status=c.status, team=c.team, provider=c.provider,
-            )
-            for i, c in enumerate(clusters)
-        ])  # fmt: skip
+        ClusterState.objects.bulk_create(
+            [
+                ClusterState(
+                    cluster=c,
+                    effective_from=first_of_month if i % 10 == 0 else today - timedelta(days=30 + (i * 37) % 335),
+                    sku=c.sku,
+                    nodes=c.nodes,
+                    gpus_per_node=c.gpus_per_node,
+                    hours_per_day=c.hours_per_day,
+                    status=c.status,
+                    team=c.team,
+                    provider=c.provider,
+                )
+                for i, c in enumerate(clusters)
+            ]
+        )
     timings["clusters"] = time.perf_counter() - t0
 
     # Deployments, round-robin over the clusters, recipe by rank on the cluster.
@@ -155,24 +170,42 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
         metrics = {}
         if status == "up":
             metrics = {
-                "requests_running": running, "requests_waiting": float(rng.randint(0, 3)),
+                "requests_running": running,
+                "requests_waiting": float(rng.randint(0, 3)),
                 "kv_cache_usage": round(rng.uniform(0.05, 0.95), 4),
                 "prefix_cache_hit_rate": round(rng.uniform(0.1, 0.9), 4),
                 "prompt_tokens_per_s": round(rng.uniform(500, 50_000), 1),
                 "generation_tokens_per_s": round(rng.uniform(100, 8_000), 1),
-                "ttft_p50_ms": round(rng.uniform(50, 400), 1), "ttft_p95_ms": round(rng.uniform(300, 2_000), 1),
-                "itl_p50_ms": round(rng.uniform(8, 30), 2), "itl_p95_ms": round(rng.uniform(20, 60), 2),
-                "observed_cache_tokens": 32_000 * replicas * dp, "predicted_cache_tokens": 31_000 * replicas * dp,
-            }  # fmt: skip
-        deployments.append(Deployment(
-            slug=f"{cluster.slug}-{model_slug}-{rank}", cluster=cluster, model=model,
-            workload=workloads[k % len(workloads)] if k % 3 == 0 else None,
-            replicas=replicas, tp=tp, pp=pp, dp=dp, ep=ep, engine=engine,
-            base_url=f"http://10.{i // 250}.{i % 250}.{10 + rank}:8000", served_model_id=f"org/{model_slug}",
-            kv_cache_dtype=kv, max_model_len=max_len, poll_interval_s=15,
-            last_status=status, last_status_changed=now - timedelta(hours=rng.randint(1, 500)),
-            last_polled=now - timedelta(seconds=rng.randint(1, 15)), last_metrics=metrics,
-        ))  # fmt: skip
+                "ttft_p50_ms": round(rng.uniform(50, 400), 1),
+                "ttft_p95_ms": round(rng.uniform(300, 2_000), 1),
+                "itl_p50_ms": round(rng.uniform(8, 30), 2),
+                "itl_p95_ms": round(rng.uniform(20, 60), 2),
+                "observed_cache_tokens": 32_000 * replicas * dp,
+                "predicted_cache_tokens": 31_000 * replicas * dp,
+            }
+        deployments.append(
+            Deployment(
+                slug=f"{cluster.slug}-{model_slug}-{rank}",
+                cluster=cluster,
+                model=model,
+                workload=workloads[k % len(workloads)] if k % 3 == 0 else None,
+                replicas=replicas,
+                tp=tp,
+                pp=pp,
+                dp=dp,
+                ep=ep,
+                engine=engine,
+                base_url=f"http://10.{i // 250}.{i % 250}.{10 + rank}:8000",
+                served_model_id=f"org/{model_slug}",
+                kv_cache_dtype=kv,
+                max_model_len=max_len,
+                poll_interval_s=15,
+                last_status=status,
+                last_status_changed=now - timedelta(hours=rng.randint(1, 500)),
+                last_polled=now - timedelta(seconds=rng.randint(1, 15)),
+                last_metrics=metrics,
+            )
+        )
     deployments = Deployment.objects.bulk_create(deployments, batch_size=1000)
     timings["deployments"] = time.perf_counter() - t1
 
@@ -192,35 +225,66 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
                 running = float(rng.randint(0, 40)) if up else None
                 ttft50, itl50 = rng.uniform(0.05, 0.4), rng.uniform(0.008, 0.03)
                 derived = {
-                    "interval_s": 15.0, "first_scrape": False, "counter_reset": False,
-                    "prompt_tokens_per_s": rng.uniform(500, 50_000), "generation_tokens_per_s": rng.uniform(100, 8_000),
-                    "prefix_cache_hit_rate": rng.uniform(0.1, 0.9), "preemptions": 0.0, "requests_started": 6.0,
-                    "ttft_p50_s": ttft50, "ttft_p95_s": ttft50 * 2.6, "ttft_mean_s": ttft50 * 1.1,
-                    "itl_p50_s": itl50, "itl_p95_s": itl50 * 1.5, "itl_mean_s": itl50 * 0.95,
-                    "requests_running": running, "requests_waiting": 0.0, "kv_cache_usage": rng.uniform(0.05, 0.95),
-                }  # fmt: skip
+                    "interval_s": 15.0,
+                    "first_scrape": False,
+                    "counter_reset": False,
+                    "prompt_tokens_per_s": rng.uniform(500, 50_000),
+                    "generation_tokens_per_s": rng.uniform(100, 8_000),
+                    "prefix_cache_hit_rate": rng.uniform(0.1, 0.9),
+                    "preemptions": 0.0,
+                    "requests_started": 6.0,
+                    "ttft_p50_s": ttft50,
+                    "ttft_p95_s": ttft50 * 2.6,
+                    "ttft_mean_s": ttft50 * 1.1,
+                    "itl_p50_s": itl50,
+                    "itl_p95_s": itl50 * 1.5,
+                    "itl_mean_s": itl50 * 0.95,
+                    "requests_running": running,
+                    "requests_waiting": 0.0,
+                    "kv_cache_usage": rng.uniform(0.05, 0.95),
+                }
                 reason = f"the model list answered and lists '{d.served_model_id}'" if up else "connection refused"
                 outcome = {
-                    **template, "status": "up" if up else "down", "base_url": d.base_url,
-                    "served_model_id": d.served_model_id, "model_ids": [d.served_model_id], "reason": reason,
-                    "max_model_len": d.max_model_len, "polled_at": at.timestamp(),
-                    "snapshot": {**template["snapshot"], "requests_running": running, "cache_capacity_tokens": capacity,
-                                 "scraped_at": at.timestamp()} if up else None,
+                    **template,
+                    "status": "up" if up else "down",
+                    "base_url": d.base_url,
+                    "served_model_id": d.served_model_id,
+                    "model_ids": [d.served_model_id],
+                    "reason": reason,
+                    "max_model_len": d.max_model_len,
+                    "polled_at": at.timestamp(),
+                    "snapshot": {
+                        **template["snapshot"],
+                        "requests_running": running,
+                        "cache_capacity_tokens": capacity,
+                        "scraped_at": at.timestamp(),
+                    }
+                    if up
+                    else None,
                     "derived": derived if up else None,
-                }  # fmt: skip
-                batch.append(EndpointPoll(
-                    deployment=d, polled_at=at, status="up" if up else "down", reason=outcome["reason"],
-                    latency_ms=rng.uniform(2, 40) if up else None,
-                    requests_running=running, requests_waiting=0.0 if up else None,
-                    kv_cache_usage=derived["kv_cache_usage"] if up else None,
-                    prefix_cache_hit_rate=derived["prefix_cache_hit_rate"] if up else None,
-                    prompt_tokens_per_s=derived["prompt_tokens_per_s"] if up else None,
-                    generation_tokens_per_s=derived["generation_tokens_per_s"] if up else None,
-                    ttft_p50_ms=ttft50 * 1000 if up else None, ttft_p95_ms=ttft50 * 2600 if up else None,
-                    itl_p50_ms=itl50 * 1000 if up else None, itl_p95_ms=itl50 * 1500 if up else None,
-                    observed_cache_tokens=capacity if up else None,
-                    predicted_cache_tokens=int(capacity * 0.97) if up else None, outcome=outcome,
-                ))  # fmt: skip
+                }
+                batch.append(
+                    EndpointPoll(
+                        deployment=d,
+                        polled_at=at,
+                        status="up" if up else "down",
+                        reason=outcome["reason"],
+                        latency_ms=rng.uniform(2, 40) if up else None,
+                        requests_running=running,
+                        requests_waiting=0.0 if up else None,
+                        kv_cache_usage=derived["kv_cache_usage"] if up else None,
+                        prefix_cache_hit_rate=derived["prefix_cache_hit_rate"] if up else None,
+                        prompt_tokens_per_s=derived["prompt_tokens_per_s"] if up else None,
+                        generation_tokens_per_s=derived["generation_tokens_per_s"] if up else None,
+                        ttft_p50_ms=ttft50 * 1000 if up else None,
+                        ttft_p95_ms=ttft50 * 2600 if up else None,
+                        itl_p50_ms=itl50 * 1000 if up else None,
+                        itl_p95_ms=itl50 * 1500 if up else None,
+                        observed_cache_tokens=capacity if up else None,
+                        predicted_cache_tokens=int(capacity * 0.97) if up else None,
+                        outcome=outcome,
+                    )
+                )
                 if len(batch) >= 5000:
                     EndpointPoll.objects.bulk_create(batch)
                     batch = []
@@ -248,17 +312,24 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
     others = []
     for p in range(max(0, n_plans - 1)):
         status = ("done", "done", "failed", "cancelled", "queued")[p % 5]
-        others.append(Plan(
-            model=models[("kimi-k3", "deepseek-v3", "llama-3.1-70b", "qwen3-235b-a22b")[p % 4]],
-            workload=workloads[p % len(workloads)], options=plan.options, status=status,
-            progress=100 if status == "done" else 0, progress_log=plan.progress_log if status == "done" else [],
-            candidates_evaluated=plan.candidates_evaluated if status == "done" else 0,
-            result=plan.result if status == "done" else None,
-            error={"failed": "The search could not run: no layout fits.", "cancelled": "Cancelled on request."}.get(
-                status, ""),
-            requested_by=users["platform"], started=now if status != "queued" else None,
-            finished=now if status in ("done", "failed", "cancelled") else None,
-        ))  # fmt: skip
+        others.append(
+            Plan(
+                model=models[("kimi-k3", "deepseek-v3", "llama-3.1-70b", "qwen3-235b-a22b")[p % 4]],
+                workload=workloads[p % len(workloads)],
+                options=plan.options,
+                status=status,
+                progress=100 if status == "done" else 0,
+                progress_log=plan.progress_log if status == "done" else [],
+                candidates_evaluated=plan.candidates_evaluated if status == "done" else 0,
+                result=plan.result if status == "done" else None,
+                error={"failed": "The search could not run: no layout fits.", "cancelled": "Cancelled on request."}.get(
+                    status, ""
+                ),
+                requested_by=users["platform"],
+                started=now if status != "queued" else None,
+                finished=now if status in ("done", "failed", "cancelled") else None,
+            )
+        )
     others = Plan.objects.bulk_create(others)
     through = Plan.skus.through
     through.objects.bulk_create([through(plan_id=o.pk, hardwaresku_id=s.pk) for o in others for s in plan_skus])
@@ -300,14 +371,24 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
     k3 = [d for d in deployments if d.model_id == kimi.pk]
     deployment = next((d for d in k3 if d.workload_id), k3[0] if k3 else deployments[0])
     return {
-        "viewer": users["viewer"], "cluster": cluster, "deployment": deployment, "plan": plan, "model": kimi,
-        "timings": timings, "polls_size": polls_size,
+        "viewer": users["viewer"],
+        "cluster": cluster,
+        "deployment": deployment,
+        "plan": plan,
+        "model": kimi,
+        "timings": timings,
+        "polls_size": polls_size,
         "counts": {
-            "clusters": Cluster.objects.count(), "cluster states": ClusterState.objects.count(),
-            "deployments": Deployment.objects.count(), "polls": EndpointPoll.objects.count(),
-            "workloads": Workload.objects.count(), "plans": Plan.objects.count(), "decisions": n_decisions,
-            "SKUs": len(skus), "models": len(models),
+            "clusters": Cluster.objects.count(),
+            "cluster states": ClusterState.objects.count(),
+            "deployments": Deployment.objects.count(),
+            "polls": EndpointPoll.objects.count(),
+            "workloads": Workload.objects.count(),
+            "plans": Plan.objects.count(),
+            "decisions": n_decisions,
+            "SKUs": len(skus),
+            "models": len(models),
             "GPU quotes": GpuQuote.objects.count(),
         },
         "result_kb": len(str(plan.result)) / 1024,
-    }  # fmt: skip
+    }

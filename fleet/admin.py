@@ -81,9 +81,14 @@ class GpuQuoteAdmin(admin.ModelAdmin):
 @admin.register(ApiPrice)
 class ApiPriceAdmin(admin.ModelAdmin):
     list_display = (
-        "slug", "provider", "model_name", "input_cache_hit_usd_per_mtok", "input_cache_miss_usd_per_mtok",
-        "output_usd_per_mtok", "quoted_on",
-    )  # fmt: skip
+        "slug",
+        "provider",
+        "model_name",
+        "input_cache_hit_usd_per_mtok",
+        "input_cache_miss_usd_per_mtok",
+        "output_usd_per_mtok",
+        "quoted_on",
+    )
     list_filter = ("provider",)
     prepopulated_fields = {"slug": ("provider", "model_name")}
 

@@ -23,8 +23,18 @@ class ClusterForm(forms.ModelForm):
 
     class Meta:
         model = Cluster
-        fields = ["name", "slug", "sku", "nodes", "gpus_per_node", "provider", "region", "team", "hours_per_day",
-                  "status"]  # fmt: skip
+        fields = [
+            "name",
+            "slug",
+            "sku",
+            "nodes",
+            "gpus_per_node",
+            "provider",
+            "region",
+            "team",
+            "hours_per_day",
+            "status",
+        ]
 
     def save(self, commit: bool = True) -> Cluster:
         cluster = super().save(commit=False)
@@ -45,9 +55,25 @@ class DeploymentForm(forms.ModelForm):
 
     class Meta:
         model = Deployment
-        fields = ["slug", "cluster", "model", "workload", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url",
-                  "served_model_id", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "poll_interval_s",
-                  "enabled"]  # fmt: skip
+        fields = [
+            "slug",
+            "cluster",
+            "model",
+            "workload",
+            "replicas",
+            "tp",
+            "pp",
+            "dp",
+            "ep",
+            "engine",
+            "base_url",
+            "served_model_id",
+            "kv_cache_dtype",
+            "max_model_len",
+            "gpu_memory_utilization",
+            "poll_interval_s",
+            "enabled",
+        ]
 
     def _post_clean(self) -> None:
         # After ModelForm has built the instance and run full_clean(): the registration checks
@@ -83,9 +109,24 @@ class ModelSpecForm(forms.ModelForm):
 
     class Meta:
         model = ModelSpec
-        fields = ["name", "slug", "total_params", "active_params", "expert_params", "n_routed_experts",
-                  "n_active_experts", "n_shared_experts", "hidden_size", "vocab_size", "max_context_tokens",
-                  "attention_heads", "weight_format", "expert_weight_format", "layer_groups", "source"]  # fmt: skip
+        fields = [
+            "name",
+            "slug",
+            "total_params",
+            "active_params",
+            "expert_params",
+            "n_routed_experts",
+            "n_active_experts",
+            "n_shared_experts",
+            "hidden_size",
+            "vocab_size",
+            "max_context_tokens",
+            "attention_heads",
+            "weight_format",
+            "expert_weight_format",
+            "layer_groups",
+            "source",
+        ]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

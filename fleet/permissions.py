@@ -23,9 +23,19 @@ ROLES: tuple[str, ...] = ("viewer", "finance", "platform", "admin")
 
 #: Every fleet model (lower-case model names, as in permission codenames).
 MODELS: tuple[str, ...] = (
-    "hardwaresku", "cluster", "clusterstate", "deployment", "endpointpoll", "endpointpollhourly",
-    "dailypollcount", "gpuquote", "apiprice", "modelspec", "workload", "workerheartbeat",
-)  # fmt: skip
+    "hardwaresku",
+    "cluster",
+    "clusterstate",
+    "deployment",
+    "endpointpoll",
+    "endpointpollhourly",
+    "dailypollcount",
+    "gpuquote",
+    "apiprice",
+    "modelspec",
+    "workload",
+    "workerheartbeat",
+)
 #: Records the platform team writes.
 INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload")
 #: Records finance writes.

@@ -44,9 +44,10 @@ def prune_polls(now: datetime | None = None) -> tuple[int, int]:
     with transaction.atomic():
         for g in groups:
             row, _ = EndpointPollHourly.objects.get_or_create(
-                deployment_id=g["deployment_id"], hour=g["hour"],
+                deployment_id=g["deployment_id"],
+                hour=g["hour"],
                 defaults={"polls": 0, "up_polls": 0, "busy_polls": 0},
-            )  # fmt: skip
+            )
             total = row.polls + g["polls"]
 
             def merge(old_avg, new_avg, old_n=row.polls, new_n=g["polls"], n=total):

@@ -37,8 +37,15 @@ RETRY_ON_TRANSIENT = {
 
 # The cycle and its batches do not retry: beat sends the next cycle 5 s later, and it finds every
 # deployment a failed cycle or batch did not poll still due.
-@shared_task(name="fleet.poll_cycle", bind=True, acks_late=True, ignore_result=True, soft_time_limit=120,
-             time_limit=150, max_retries=0)  # fmt: skip
+@shared_task(
+    name="fleet.poll_cycle",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=120,
+    time_limit=150,
+    max_retries=0,
+)
 def poll_cycle_task(self) -> dict[str, float]:
     """Poll every due deployment (beat: every 5 s); beyond ``POLL_CONCURRENCY`` of them, the rest
     go out as ``fleet.poll_batch`` tasks on this task's queue, for the other worker processes."""
@@ -48,8 +55,15 @@ def poll_cycle_task(self) -> dict[str, float]:
     return start_poll_cycle(lambda ids: poll_batch_task.apply_async(args=[ids], queue=queue)).summary()
 
 
-@shared_task(name="fleet.poll_batch", bind=True, acks_late=True, ignore_result=True, soft_time_limit=120,
-             time_limit=150, max_retries=0)  # fmt: skip
+@shared_task(
+    name="fleet.poll_batch",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=120,
+    time_limit=150,
+    max_retries=0,
+)
 def poll_batch_task(self, deployment_ids: list[int]) -> dict[str, float]:
     """Poll one batch of a cycle (idempotent: what is no longer due, or leased, is skipped)."""
     from fleet.poller import poll_batch
@@ -57,8 +71,15 @@ def poll_batch_task(self, deployment_ids: list[int]) -> dict[str, float]:
     return poll_batch(deployment_ids).summary()
 
 
-@shared_task(name="fleet.poll_one", bind=True, acks_late=True, ignore_result=True, soft_time_limit=60,
-             time_limit=75, **RETRY_ON_TRANSIENT)  # fmt: skip
+@shared_task(
+    name="fleet.poll_one",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=60,
+    time_limit=75,
+    **RETRY_ON_TRANSIENT,
+)
 def poll_one_task(self, deployment_id: int) -> str:
     """Poll one deployment now (the API's poll-now). Idempotent: a concurrent poll holds the lease
     and this one is skipped; the poll in flight is the answer."""

@@ -27,8 +27,13 @@ def database_url() -> str:
 def worker_env(**extra: str) -> dict[str, str]:
     """The environment of a worker process: this test's database, broker and secret key (the
     worker decrypts what this process encrypted), plus ``extra``."""
-    return {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-            "FLEETCAP_SECRET_KEY": settings.SECRET_KEY, **extra}  # fmt: skip
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "FLEETCAP_SECRET_KEY": settings.SECRET_KEY,
+        **extra,
+    }
 
 
 def isolated_broker(tmp: Path) -> dict[str, str]:
@@ -40,14 +45,31 @@ def isolated_broker(tmp: Path) -> dict[str, str]:
     if url.startswith("redis://"):
         return {"CELERY_BROKER_URL": url}
     env = {"CELERY_BROKER_URL": "filesystem://", "FLEETCAP_VAR_DIR": str(tmp)}
-    subprocess.run([sys.executable, "manage.py", "init_local"], cwd=ROOT, env=worker_env(**env), check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "manage.py", "init_local"], cwd=ROOT, env=worker_env(**env), check=True, capture_output=True
+    )
     return env
 
 
 def start_worker(queue: str, **extra_env: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "celery", "-A", "fleet.project", "worker", "--pool", "solo", "--queues", queue,
-           "--hostname", f"{queue}@test", "--loglevel", "WARNING", "--without-gossip", "--without-mingle"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "fleet.project",
+        "worker",
+        "--pool",
+        "solo",
+        "--queues",
+        queue,
+        "--hostname",
+        f"{queue}@test",
+        "--loglevel",
+        "WARNING",
+        "--without-gossip",
+        "--without-mingle",
+    ]
     return spawn(cmd, worker_env(**extra_env))
 
 

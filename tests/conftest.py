@@ -15,10 +15,17 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 KIMI_K3_GROUPS = [
-    {"kind": "linear", "count": 69, "key_heads": 96, "value_heads": 96, "key_dim": 128, "value_dim": 128,
-     "conv_kernel": 4},
+    {
+        "kind": "linear",
+        "count": 69,
+        "key_heads": 96,
+        "value_heads": 96,
+        "key_dim": 128,
+        "value_dim": 128,
+        "conv_kernel": 4,
+    },
     {"kind": "mla", "count": 24, "kv_lora_rank": 512, "qk_rope_head_dim": 64},
-]  # fmt: skip
+]
 
 
 def _check_services() -> None:
@@ -150,10 +157,17 @@ def llama70b(db):
     from fleet.models import ModelSpec
 
     return ModelSpec.objects.create(
-        slug="llama-3.1-70b", name="Llama 3.1 70B", total_params=70_600_000_000, active_params=70_600_000_000,
-        hidden_size=8192, vocab_size=128256, max_context_tokens=131072, attention_heads=64, weight_format="bf16",
+        slug="llama-3.1-70b",
+        name="Llama 3.1 70B",
+        total_params=70_600_000_000,
+        active_params=70_600_000_000,
+        hidden_size=8192,
+        vocab_size=128256,
+        max_context_tokens=131072,
+        attention_heads=64,
+        weight_format="bf16",
         layer_groups=[{"kind": "full", "count": 80, "kv_heads": 8, "head_dim": 128}],
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -161,9 +175,17 @@ def deployment(cluster, kimi_k3):
     from fleet.models import Deployment
 
     d = Deployment(
-        slug="k3-prod", cluster=cluster, model=kimi_k3, tp=8, pp=1, dp=4, ep=32, engine="sglang",
-        base_url="http://127.0.0.1:30000", served_model_id="moonshotai/Kimi-K3",
-    )  # fmt: skip
+        slug="k3-prod",
+        cluster=cluster,
+        model=kimi_k3,
+        tp=8,
+        pp=1,
+        dp=4,
+        ep=32,
+        engine="sglang",
+        base_url="http://127.0.0.1:30000",
+        served_model_id="moonshotai/Kimi-K3",
+    )
     d.set_api_key("sk-secret-do-not-leak-0123456789")
     d.save()
     return d

@@ -10,10 +10,21 @@ from planner.models import Decision
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "path",
-    ["fleet/hardwaresku", "fleet/cluster", "fleet/deployment", "fleet/gpuquote", "fleet/apiprice",
-     "fleet/clusterstate", "fleet/endpointpoll", "fleet/workerheartbeat", "fleet/modelspec",
-     "fleet/workload", "planner/decision", "planner/plan"],
-)  # fmt: skip
+    [
+        "fleet/hardwaresku",
+        "fleet/cluster",
+        "fleet/deployment",
+        "fleet/gpuquote",
+        "fleet/apiprice",
+        "fleet/clusterstate",
+        "fleet/endpointpoll",
+        "fleet/workerheartbeat",
+        "fleet/modelspec",
+        "fleet/workload",
+        "planner/decision",
+        "planner/plan",
+    ],
+)
 def test_admin_changelists(client, make_user, deployment, path):
     client.force_login(make_user("root", "admin", is_staff=True, is_superuser=True))
     assert client.get(f"/admin/{path}/").status_code == 200
@@ -23,9 +34,18 @@ def test_admin_changelists(client, make_user, deployment, path):
 def test_decisions_cannot_be_added_changed_or_deleted_in_the_admin(client, make_user, kimi_k3):
     from fleet.models import Workload
 
-    w = Workload.objects.create(slug="w", name="W", team="t", requests_per_day=1, mean_prompt_tokens=1,
-                                mean_output_tokens=1, p95_context_tokens=1, peak_concurrency=1, ttft_slo_ms=1,
-                                tpot_slo_ms=1)  # fmt: skip
+    w = Workload.objects.create(
+        slug="w",
+        name="W",
+        team="t",
+        requests_per_day=1,
+        mean_prompt_tokens=1,
+        mean_output_tokens=1,
+        p95_context_tokens=1,
+        peak_concurrency=1,
+        ttft_slo_ms=1,
+        tpot_slo_ms=1,
+    )
     d = Decision.record(workload=w, tier=3, note="n", figures={}, inputs={}, user=None)
     client.force_login(make_user("root", "admin", is_staff=True, is_superuser=True))
     assert client.get("/admin/planner/decision/add/").status_code == 403

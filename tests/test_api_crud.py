@@ -9,21 +9,47 @@ import pytest
 from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 
 SKU = {
-    "slug": "b200-192gb", "name": "B200", "vendor": "NVIDIA", "hbm_gb": 192, "hbm_bandwidth_tbps": 8,
-    "bf16_tflops": 2250, "fp8_tflops": 4500, "fp4_tflops": 9000, "interconnect_gbps": 1800, "gpus_per_node": 8,
-}  # fmt: skip
+    "slug": "b200-192gb",
+    "name": "B200",
+    "vendor": "NVIDIA",
+    "hbm_gb": 192,
+    "hbm_bandwidth_tbps": 8,
+    "bf16_tflops": 2250,
+    "fp8_tflops": 4500,
+    "fp4_tflops": 9000,
+    "interconnect_gbps": 1800,
+    "gpus_per_node": 8,
+}
 WORKLOAD = {
-    "slug": "coding-agent", "name": "Coding agent", "team": "dev-tools", "requests_per_day": 200000,
-    "mean_prompt_tokens": 12000, "mean_output_tokens": 600, "p95_context_tokens": 64000,
-    "prefix_cache_hit_rate": 0.9, "peak_concurrency": 256, "ttft_slo_ms": 2000, "tpot_slo_ms": 50,
-}  # fmt: skip
+    "slug": "coding-agent",
+    "name": "Coding agent",
+    "team": "dev-tools",
+    "requests_per_day": 200000,
+    "mean_prompt_tokens": 12000,
+    "mean_output_tokens": 600,
+    "p95_context_tokens": 64000,
+    "prefix_cache_hit_rate": 0.9,
+    "peak_concurrency": 256,
+    "ttft_slo_ms": 2000,
+    "tpot_slo_ms": 50,
+}
 MODEL = {
-    "slug": "tiny-moe", "name": "Tiny MoE", "total_params": 30_000_000_000, "active_params": 3_000_000_000,
-    "expert_params": 28_000_000_000, "n_routed_experts": 128, "n_active_experts": 8, "n_shared_experts": 0,
-    "hidden_size": 2048, "vocab_size": 151936, "max_context_tokens": 32768, "attention_heads": 32,
-    "weight_format": "bf16", "expert_weight_format": "fp8",
+    "slug": "tiny-moe",
+    "name": "Tiny MoE",
+    "total_params": 30_000_000_000,
+    "active_params": 3_000_000_000,
+    "expert_params": 28_000_000_000,
+    "n_routed_experts": 128,
+    "n_active_experts": 8,
+    "n_shared_experts": 0,
+    "hidden_size": 2048,
+    "vocab_size": 151936,
+    "max_context_tokens": 32768,
+    "attention_heads": 32,
+    "weight_format": "bf16",
+    "expert_weight_format": "fp8",
     "layer_groups": [{"kind": "full", "count": 48, "kv_heads": 4, "head_dim": 128}],
-}  # fmt: skip
+}
 
 
 @pytest.mark.django_db
@@ -54,9 +80,16 @@ def test_cluster_crud_and_default_gpus_per_node(platform_api, sku):
 @pytest.mark.django_db
 def test_deployment_crud(platform_api, cluster, kimi_k3):
     body = {
-        "slug": "k3", "cluster": cluster.slug, "model": kimi_k3.slug, "tp": 8, "dp": 4, "ep": 32,
-        "engine": "sglang", "base_url": "http://127.0.0.1:30000", "served_model_id": "moonshotai/Kimi-K3",
-    }  # fmt: skip
+        "slug": "k3",
+        "cluster": cluster.slug,
+        "model": kimi_k3.slug,
+        "tp": 8,
+        "dp": 4,
+        "ep": 32,
+        "engine": "sglang",
+        "base_url": "http://127.0.0.1:30000",
+        "served_model_id": "moonshotai/Kimi-K3",
+    }
     r = platform_api.post("/api/v1/deployments/", body, format="json")
     assert r.status_code == 201, r.json()
     assert r.json()["has_api_key"] is False
@@ -90,10 +123,15 @@ def test_quotes_and_api_prices_crud_as_finance(finance_api, sku):
     r = finance_api.patch(f"/api/v1/gpu-quotes/{qid}/", {"usd_per_gpu_hour": "2.10"}, format="json")
     assert r.status_code == 200 and GpuQuote.objects.get().usd_per_gpu_hour == Decimal("2.1")
     price = {
-        "slug": "kimi-k3-api", "provider": "Moonshot AI", "model_name": "kimi-k3",
-        "input_cache_hit_usd_per_mtok": "0.30", "input_cache_miss_usd_per_mtok": "3.00",
-        "output_usd_per_mtok": "15.00", "context_window": 1048576, "quoted_on": "2026-07-17",
-    }  # fmt: skip
+        "slug": "kimi-k3-api",
+        "provider": "Moonshot AI",
+        "model_name": "kimi-k3",
+        "input_cache_hit_usd_per_mtok": "0.30",
+        "input_cache_miss_usd_per_mtok": "3.00",
+        "output_usd_per_mtok": "15.00",
+        "context_window": 1048576,
+        "quoted_on": "2026-07-17",
+    }
     r = finance_api.post("/api/v1/api-prices/", price, format="json")
     assert r.status_code == 201, r.json()
     assert finance_api.delete("/api/v1/api-prices/kimi-k3-api/").status_code == 204

@@ -61,11 +61,23 @@ def test_key_never_rendered_by_the_admin(client, make_user, deployment):
 def test_admin_blank_key_keeps_and_clear_removes(client, make_user, deployment):
     client.force_login(make_user("root", "admin", is_staff=True, is_superuser=True))
     form = {
-        "slug": deployment.slug, "cluster": deployment.cluster_id, "model": deployment.model_id, "replicas": 1,
-        "tp": 8, "pp": 1, "dp": 4, "ep": 32, "engine": "sglang", "base_url": deployment.base_url,
-        "served_model_id": deployment.served_model_id, "kv_cache_dtype": "bf16", "gpu_memory_utilization": 0.9,
-        "poll_interval_s": 15, "enabled": "on", "api_key": "",
-    }  # fmt: skip
+        "slug": deployment.slug,
+        "cluster": deployment.cluster_id,
+        "model": deployment.model_id,
+        "replicas": 1,
+        "tp": 8,
+        "pp": 1,
+        "dp": 4,
+        "ep": 32,
+        "engine": "sglang",
+        "base_url": deployment.base_url,
+        "served_model_id": deployment.served_model_id,
+        "kv_cache_dtype": "bf16",
+        "gpu_memory_utilization": 0.9,
+        "poll_interval_s": 15,
+        "enabled": "on",
+        "api_key": "",
+    }
     url = f"/admin/fleet/deployment/{deployment.pk}/change/"
     assert client.post(url, form).status_code == 302
     assert Deployment.objects.get(pk=deployment.pk).api_key() == SECRET

@@ -211,10 +211,21 @@ def test_a_deployment_gives_gpus_price_and_capacity_from_the_throughput_model(vi
 
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
     cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
-    d = Deployment.objects.create(slug="llama", cluster=cluster, model=ModelSpec.objects.get(slug="llama-3.1-70b"),
-                                  tp=4, replicas=2, kv_cache_dtype="fp8")  # fmt: skip
-    body = {"deployment": "llama", "on": "2026-08-01", "api_price": "kimi-k3-api", "monthly_input_tokens": 0,
-            "monthly_output_tokens": 100_000_000}  # fmt: skip
+    d = Deployment.objects.create(
+        slug="llama",
+        cluster=cluster,
+        model=ModelSpec.objects.get(slug="llama-3.1-70b"),
+        tp=4,
+        replicas=2,
+        kv_cache_dtype="fp8",
+    )
+    body = {
+        "deployment": "llama",
+        "on": "2026-08-01",
+        "api_price": "kimi-k3-api",
+        "monthly_input_tokens": 0,
+        "monthly_output_tokens": 100_000_000,
+    }
     r = viewer_api.post(URL, body, format="json").json()
     assert r["gpu_hours"] == "5760.00"  # 2 replicas x tp 4 = 8 GPUs always on
     speed = d.throughput()
@@ -233,12 +244,23 @@ def test_capacity_of_an_unregistered_layout_and_storage_cost(viewer_api, catalog
     from planner.engine.spec import Layout
     from planner.engine.throughput import estimate
 
-    body = {"gpus": 8, "sku": "h100-sxm-80gb", "on": "2026-08-01", "api_price": "kimi-k3-api",
-            "model": "llama-3.1-70b", "tp": 4, "monthly_input_tokens": 0, "monthly_output_tokens": 1_000_000,
-            "storage_usd_per_gb_month": "0.10"}  # fmt: skip
+    body = {
+        "gpus": 8,
+        "sku": "h100-sxm-80gb",
+        "on": "2026-08-01",
+        "api_price": "kimi-k3-api",
+        "model": "llama-3.1-70b",
+        "tp": 4,
+        "monthly_input_tokens": 0,
+        "monthly_output_tokens": 1_000_000,
+        "storage_usd_per_gb_month": "0.10",
+    }
     r = viewer_api.post(URL, body, format="json").json()
-    speed = estimate(ModelSpec.objects.get(slug="llama-3.1-70b").to_engine(),
-                     HardwareSku.objects.get(slug="h100-sxm-80gb").to_engine(), Layout(tp=4))  # fmt: skip
+    speed = estimate(
+        ModelSpec.objects.get(slug="llama-3.1-70b").to_engine(),
+        HardwareSku.objects.get(slug="h100-sxm-80gb").to_engine(),
+        Layout(tp=4),
+    )
     assert r["capacity_output_tokens_per_month"] == pytest.approx(speed.tokens_per_s_replica * 2 * 720 * 3600, rel=1e-6)
     weights_gb = Decimal(ModelSpec.objects.get(slug="llama-3.1-70b").total_params * 2) / Decimal(10**9)
     assert Decimal(r["storage_usd_per_month"]) == (weights_gb * Decimal("0.10")).quantize(Decimal("0.01"))

@@ -13,13 +13,27 @@ from fleet.catalog_loader import CATALOG_DIR
 from fleet.models import ApiPrice, GpuQuote, HardwareSku, ModelSpec
 
 SKUS = {
-    "h100-sxm-80gb", "h200-141gb", "b200-192gb", "gb300-288gb", "a100-sxm-80gb", "mi300x-192gb", "mi325x-256gb",
-    "mi355x-288gb", "l40s-48gb", "rtx-4090-24gb",
-}  # fmt: skip
+    "h100-sxm-80gb",
+    "h200-141gb",
+    "b200-192gb",
+    "gb300-288gb",
+    "a100-sxm-80gb",
+    "mi300x-192gb",
+    "mi325x-256gb",
+    "mi355x-288gb",
+    "l40s-48gb",
+    "rtx-4090-24gb",
+}
 MODELS = {
-    "kimi-k3", "kimi-linear-48b-a3b", "deepseek-v3", "kimi-k2", "qwen3-235b-a22b", "qwen3-next-80b-a3b",
-    "gpt-oss-120b", "llama-3.1-70b",
-}  # fmt: skip
+    "kimi-k3",
+    "kimi-linear-48b-a3b",
+    "deepseek-v3",
+    "kimi-k2",
+    "qwen3-235b-a22b",
+    "qwen3-next-80b-a3b",
+    "gpt-oss-120b",
+    "llama-3.1-70b",
+}
 
 
 @pytest.mark.django_db
@@ -30,8 +44,11 @@ def test_catalogue_loads_every_required_record():
     assert any(s.hbm_gb == 16 for s in skus.values()), "a 16 GB card"
     # The nominal decimal GB the seeds use.
     assert {k: skus[k].hbm_gb for k in ("h100-sxm-80gb", "h200-141gb", "b200-192gb", "gb300-288gb")} == {
-        "h100-sxm-80gb": 80, "h200-141gb": 141, "b200-192gb": 192, "gb300-288gb": 288,
-    }  # fmt: skip
+        "h100-sxm-80gb": 80,
+        "h200-141gb": 141,
+        "b200-192gb": 192,
+        "gb300-288gb": 288,
+    }
     models = {m.slug: m for m in ModelSpec.objects.all()}
     assert set(models) >= MODELS
     dense_small = [m for m in models.values() if not m.is_moe and m.total_params < 40e9]

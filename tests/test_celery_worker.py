@@ -37,8 +37,10 @@ def test_each_real_worker_beats_itself_and_removes_its_row_when_it_stops():
     queues = [f"hb-{uuid.uuid4().hex[:8]}" for _ in range(2)]
     workers = [start_worker(q, FLEETCAP_WORKER_HEARTBEAT_S="1") for q in queues]
     try:
-        beats = [wait_for(lambda q=q, w=w: WorkerHeartbeat.objects.filter(worker=f"{q}@test", beats__gte=3).first(), w)
-                 for q, w in zip(queues, workers, strict=True)]  # fmt: skip
+        beats = [
+            wait_for(lambda q=q, w=w: WorkerHeartbeat.objects.filter(worker=f"{q}@test", beats__gte=3).first(), w)
+            for q, w in zip(queues, workers, strict=True)
+        ]
     finally:
         logs = [stop_worker(w) for w in workers]
     for row, log in zip(beats, logs, strict=True):
@@ -58,8 +60,15 @@ def test_poll_now_is_queued_and_a_real_worker_stores_the_poll(platform_api, clus
     queue = f"poll-now-{uuid.uuid4().hex[:8]}"
     monkeypatch.setitem(app.conf, "task_default_queue", queue)
     with FakeEngineServer("vllm") as server:
-        d = Deployment(slug="now", cluster=cluster, model=llama70b, tp=4, engine="vllm", base_url=server.url,
-                       served_model_id=server.model_id)  # fmt: skip
+        d = Deployment(
+            slug="now",
+            cluster=cluster,
+            model=llama70b,
+            tp=4,
+            engine="vllm",
+            base_url=server.url,
+            served_model_id=server.model_id,
+        )
         d.set_api_key("sk-now")
         d.save()
         r = platform_api.post("/api/v1/deployments/now/poll/")
@@ -89,13 +98,37 @@ def test_beat_and_a_real_worker_poll_a_fake_endpoint(tmp_path, cluster, llama70b
     with FakeEngineServer("vllm") as server:
         for slug in slugs:
             Deployment.objects.create(
-                slug=slug, cluster=cluster, model=llama70b, tp=4, engine="vllm", base_url=server.url,
-                served_model_id=server.model_id, poll_interval_s=5,
-            )  # fmt: skip
+                slug=slug,
+                cluster=cluster,
+                model=llama70b,
+                tp=4,
+                engine="vllm",
+                base_url=server.url,
+                served_model_id=server.model_id,
+                poll_interval_s=5,
+            )
         env = worker_env(**isolated_broker(tmp_path), FLEETCAP_POLL_CONCURRENCY="1")
-        cmd = [sys.executable, "-m", "celery", "-A", "fleet.project", "worker", "--beat", "--pool", "threads",
-               "--concurrency", "2", "--hostname", f"beat-{uuid.uuid4().hex[:6]}@test", "--loglevel", "INFO",
-               "--schedule", str(tmp_path / "beat-schedule"), "--without-gossip", "--without-mingle"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "fleet.project",
+            "worker",
+            "--beat",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "2",
+            "--hostname",
+            f"beat-{uuid.uuid4().hex[:6]}@test",
+            "--loglevel",
+            "INFO",
+            "--schedule",
+            str(tmp_path / "beat-schedule"),
+            "--without-gossip",
+            "--without-mingle",
+        ]
         proc = spawn(cmd, env)
         try:
             deadline = time.monotonic() + 90
@@ -128,10 +161,18 @@ def test_a_real_worker_runs_a_plan_from_api_call_to_stored_result(platform_api, 
 
     call_command("load_catalog", stdout=StringIO())
     Workload.objects.create(
-        slug="agent", name="Agent", team="dev", requests_per_day=200_000, mean_prompt_tokens=12_000,
-        mean_output_tokens=600, p95_context_tokens=64_000, prefix_cache_hit_rate=0.9, peak_concurrency=256,
-        ttft_slo_ms=2000, tpot_slo_ms=50,
-    )  # fmt: skip
+        slug="agent",
+        name="Agent",
+        team="dev",
+        requests_per_day=200_000,
+        mean_prompt_tokens=12_000,
+        mean_output_tokens=600,
+        p95_context_tokens=64_000,
+        prefix_cache_hit_rate=0.9,
+        peak_concurrency=256,
+        ttft_slo_ms=2000,
+        tpot_slo_ms=50,
+    )
     queue = f"plans-{uuid.uuid4().hex[:8]}"
     monkeypatch.setitem(app.conf, "task_default_queue", queue)
     seen = []

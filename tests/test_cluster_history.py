@@ -40,8 +40,15 @@ def test_a_second_change_the_same_day_replaces_that_days_state(cluster):
 
 @pytest.mark.django_db
 def test_api_dates_a_registration_and_a_resize(platform_api, sku):
-    body = {"slug": "k3", "name": "K3", "sku": sku.slug, "nodes": 1, "provider": "acme", "team": "ml",
-            "effective_from": "2026-07-01"}  # fmt: skip
+    body = {
+        "slug": "k3",
+        "name": "K3",
+        "sku": sku.slug,
+        "nodes": 1,
+        "provider": "acme",
+        "team": "ml",
+        "effective_from": "2026-07-01",
+    }
     r = platform_api.post("/api/v1/clusters/", body, format="json")
     assert r.status_code == 201, r.json()
     assert "effective_from" not in r.json()

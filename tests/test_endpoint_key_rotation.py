@@ -52,8 +52,15 @@ def test_rotate_endpoint_keys_re_encrypts_with_the_newest_and_names_what_it_cann
     settings.FIELD_ENCRYPTION_KEYS = ["old-material"]
     deployment.set_api_key(SECRET)
     deployment.save()
-    other = Deployment.objects.create(slug="lost", cluster=deployment.cluster, model=deployment.model, tp=8, dp=4,
-                                      ep=32, api_key_encrypted="gAAAAA-not-a-token-of-ours")  # fmt: skip
+    other = Deployment.objects.create(
+        slug="lost",
+        cluster=deployment.cluster,
+        model=deployment.model,
+        tp=8,
+        dp=4,
+        ep=32,
+        api_key_encrypted="gAAAAA-not-a-token-of-ours",
+    )
     Deployment.objects.create(slug="keyless", cluster=deployment.cluster, model=deployment.model, tp=8, dp=4, ep=32)
     settings.FIELD_ENCRYPTION_KEYS = ["new-material", "old-material"]
     with pytest.raises(CommandError, match="lost") as caught:
@@ -81,8 +88,15 @@ def test_the_poller_records_an_undecryptable_key_as_misconfigured(settings, clus
     with FakeEngineServer("vllm", api_key=SECRET) as server:
         ds = []
         for slug in ("now", "cycle", "fine"):
-            d = Deployment(slug=slug, cluster=cluster, model=llama70b, tp=4, engine="vllm", base_url=server.url,
-                           served_model_id=server.model_id)  # fmt: skip
+            d = Deployment(
+                slug=slug,
+                cluster=cluster,
+                model=llama70b,
+                tp=4,
+                engine="vllm",
+                base_url=server.url,
+                served_model_id=server.model_id,
+            )
             d.set_api_key(SECRET)
             d.save()
             ds.append(d)

@@ -171,9 +171,18 @@ def test_deployment_page_shows_polls_against_the_slo_and_calibration(client, mak
     from fleet.polling.fakeserver import FakeEngineServer
 
     add_fleet(1)
-    w = Workload.objects.create(slug="chat", name="Chat", team="t", requests_per_day=1000, mean_prompt_tokens=1000,
-                                mean_output_tokens=200, p95_context_tokens=4000, peak_concurrency=8,
-                                ttft_slo_ms=1500, tpot_slo_ms=40)  # fmt: skip
+    w = Workload.objects.create(
+        slug="chat",
+        name="Chat",
+        team="t",
+        requests_per_day=1000,
+        mean_prompt_tokens=1000,
+        mean_output_tokens=200,
+        p95_context_tokens=4000,
+        peak_concurrency=8,
+        ttft_slo_ms=1500,
+        tpot_slo_ms=40,
+    )
     d = Deployment.objects.get(slug="c0-d0")
     with FakeEngineServer("vllm") as server:
         Deployment.objects.filter(pk=d.pk).update(base_url=server.url, served_model_id=server.model_id, workload=w)
@@ -210,9 +219,11 @@ def test_detail_pages_query_count_is_constant(client, make_user, catalog):
         c0.hours_per_day = 24 - j
         c0.save()  # more history rows
     EndpointPoll.objects.bulk_create(
-        [EndpointPoll(deployment=d, polled_at=now - timedelta(seconds=5 * i), status="up", requests_running=i)
-         for i in range(1, 200)]
-    )  # fmt: skip
+        [
+            EndpointPoll(deployment=d, polled_at=now - timedelta(seconds=5 * i), status="up", requests_running=i)
+            for i in range(1, 200)
+        ]
+    )
     assert queries(client, "/clusters/c0/") == cluster_few
     assert queries(client, "/deployments/c0-d0/") == deployment_few
 

@@ -206,8 +206,14 @@ def test_rent_vs_api_with_a_deployment_knows_the_capacity(viewer, catalog):
 
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
     c = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
-    Deployment.objects.create(slug="llama", cluster=c, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4,
-                              replicas=2, workload=Workload.objects.get(slug="agent"))  # fmt: skip
+    Deployment.objects.create(
+        slug="llama",
+        cluster=c,
+        model=ModelSpec.objects.get(slug="llama-3.1-70b"),
+        tp=4,
+        replicas=2,
+        workload=Workload.objects.get(slug="agent"),
+    )
     html = viewer.get("/rent-vs-api/?on=2026-08-01").content.decode()  # defaults to the workload's deployment
     assert 'value="llama" selected' in html and "Cluster capacity" in html
     assert "unknown" not in html.split("Cluster capacity")[1][:200]

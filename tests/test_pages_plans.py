@@ -16,17 +16,27 @@ from planner.plans import execute_plan
 def setup(db):
     call_command("load_catalog", stdout=StringIO())
     Workload.objects.create(
-        slug="agent", name="Coding agent", team="dev", requests_per_day=200_000, mean_prompt_tokens=12_000,
-        mean_output_tokens=600, p95_context_tokens=64_000, prefix_cache_hit_rate=0.9, peak_concurrency=256,
-        ttft_slo_ms=2000, tpot_slo_ms=50,
-    )  # fmt: skip
+        slug="agent",
+        name="Coding agent",
+        team="dev",
+        requests_per_day=200_000,
+        mean_prompt_tokens=12_000,
+        mean_output_tokens=600,
+        p95_context_tokens=64_000,
+        prefix_cache_hit_rate=0.9,
+        peak_concurrency=256,
+        ttft_slo_ms=2000,
+        tpot_slo_ms=50,
+    )
 
 
 @pytest.mark.django_db
 def test_start_follow_and_read_a_plan(client, make_user, setup):
     client.force_login(make_user("p", "platform"))
-    r = client.post("/plans/start/", {"model": "kimi-k3", "workload": "agent", "max_nodes": "4",
-                                      "skus": ["h200-141gb", "b200-192gb"]})  # fmt: skip
+    r = client.post(
+        "/plans/start/",
+        {"model": "kimi-k3", "workload": "agent", "max_nodes": "4", "skus": ["h200-141gb", "b200-192gb"]},
+    )
     plan = Plan.objects.get()
     assert r.status_code == 302 and r["Location"] == f"/plans/{plan.pk}/"
     queued = client.get(f"/plans/{plan.pk}/", HTTP_HX_REQUEST="true").content.decode()

@@ -18,8 +18,14 @@ D = Decimal
 
 
 def add(sku, provider, usd, quoted_on, valid_until=None, kind="on-demand") -> GpuQuote:
-    return GpuQuote.objects.create(sku=sku, provider=provider, usd_per_gpu_hour=D(usd), pricing_kind=kind,
-                                   quoted_on=quoted_on, valid_until=valid_until)  # fmt: skip
+    return GpuQuote.objects.create(
+        sku=sku,
+        provider=provider,
+        usd_per_gpu_hour=D(usd),
+        pricing_kind=kind,
+        quoted_on=quoted_on,
+        valid_until=valid_until,
+    )
 
 
 def engine_answer(sku: HardwareSku, on: date) -> dict[str, Quote]:
@@ -29,8 +35,15 @@ def engine_answer(sku: HardwareSku, on: date) -> dict[str, Quote]:
 
 @pytest.fixture
 def h200(db):
-    return HardwareSku.objects.create(slug="h200", name="H200", vendor="NVIDIA", hbm_gb=141, hbm_bandwidth_tbps=4.8,
-                                      bf16_tflops=989, interconnect_gbps=900)  # fmt: skip
+    return HardwareSku.objects.create(
+        slug="h200",
+        name="H200",
+        vendor="NVIDIA",
+        hbm_gb=141,
+        hbm_bandwidth_tbps=4.8,
+        bf16_tflops=989,
+        interconnect_gbps=900,
+    )
 
 
 @pytest.mark.django_db
@@ -87,9 +100,14 @@ def test_random_quotes_agree_with_the_engine(sku, h200):
     for _ in range(160):
         quoted_on = start + timedelta(days=rng.randrange(60))
         valid_until = quoted_on + timedelta(days=rng.randrange(30)) if rng.random() < 0.4 else None
-        add(rng.choice([sku, h200]), rng.choice(["lambda", "coreweave", "vast", "nebius"]),
-            rng.choice(["1.20", "1.50", "2.00", "2.49", "3.10"]), quoted_on, valid_until,
-            rng.choice(PRICING_KINDS))  # fmt: skip
+        add(
+            rng.choice([sku, h200]),
+            rng.choice(["lambda", "coreweave", "vast", "nebius"]),
+            rng.choice(["1.20", "1.50", "2.00", "2.49", "3.10"]),
+            quoted_on,
+            valid_until,
+            rng.choice(PRICING_KINDS),
+        )
     for offset in range(0, 95, 3):
         on = start + timedelta(days=offset)
         for s in (sku, h200):

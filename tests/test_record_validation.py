@@ -15,9 +15,16 @@ def _errors(api, url, body, method="post"):
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("hbm_gb", 0), ("hbm_gb", -80), ("hbm_bandwidth_tbps", 0), ("bf16_tflops", -1), ("fp8_tflops", 0),
-     ("interconnect_gbps", -5), ("gpus_per_node", 0)],
-)  # fmt: skip
+    [
+        ("hbm_gb", 0),
+        ("hbm_gb", -80),
+        ("hbm_bandwidth_tbps", 0),
+        ("bf16_tflops", -1),
+        ("fp8_tflops", 0),
+        ("interconnect_gbps", -5),
+        ("gpus_per_node", 0),
+    ],
+)
 def test_sku_rejects_non_positive(platform_api, field, value):
     assert field in _errors(platform_api, "/api/v1/skus/", {**SKU, field: value})
 
@@ -25,9 +32,16 @@ def test_sku_rejects_non_positive(platform_api, field, value):
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("nodes", 0), ("nodes", -1), ("gpus_per_node", 0), ("hours_per_day", "0"), ("hours_per_day", "25"),
-     ("status", "exploded"), ("sku", "no-such-sku")],
-)  # fmt: skip
+    [
+        ("nodes", 0),
+        ("nodes", -1),
+        ("gpus_per_node", 0),
+        ("hours_per_day", "0"),
+        ("hours_per_day", "25"),
+        ("status", "exploded"),
+        ("sku", "no-such-sku"),
+    ],
+)
 def test_cluster_rejects_bad_values(platform_api, sku, field, value):
     body = {
         "slug": "c1",
@@ -44,10 +58,18 @@ def test_cluster_rejects_bad_values(platform_api, sku, field, value):
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("requests_per_day", 0), ("mean_prompt_tokens", -3), ("mean_output_tokens", 0), ("peak_concurrency", 0),
-     ("prefix_cache_hit_rate", 1.5), ("prefix_cache_hit_rate", -0.1), ("ttft_slo_ms", 0), ("tpot_slo_ms", -1),
-     ("p95_context_tokens", 10)],
-)  # fmt: skip
+    [
+        ("requests_per_day", 0),
+        ("mean_prompt_tokens", -3),
+        ("mean_output_tokens", 0),
+        ("peak_concurrency", 0),
+        ("prefix_cache_hit_rate", 1.5),
+        ("prefix_cache_hit_rate", -0.1),
+        ("ttft_slo_ms", 0),
+        ("tpot_slo_ms", -1),
+        ("p95_context_tokens", 10),
+    ],
+)
 def test_workload_rejects_bad_values(platform_api, field, value):
     assert field in _errors(platform_api, "/api/v1/workloads/", {**WORKLOAD, field: value})
 
@@ -82,12 +104,22 @@ def test_model_rejects_bad_values(platform_api, change, field):
         ([{"kind": "full", "count": 0, "kv_heads": 8, "head_dim": 128}], "layer_groups.0.count"),
         ([{"kind": "full", "count": 2, "kv_heads": 8, "head_dim": 128, "window": 4}], "layer_groups.0.window"),
         (
-            [{"kind": "linear", "count": 3, "key_heads": 16, "value_heads": 32, "key_dim": 128, "value_dim": 128,
-              "conv_kernel": 4, "state_dtype": "fp64"}],
+            [
+                {
+                    "kind": "linear",
+                    "count": 3,
+                    "key_heads": 16,
+                    "value_heads": 32,
+                    "key_dim": 128,
+                    "value_dim": 128,
+                    "conv_kernel": 4,
+                    "state_dtype": "fp64",
+                }
+            ],
             "layer_groups.0.state_dtype",
         ),
     ],
-)  # fmt: skip
+)
 def test_layer_group_errors_name_the_item_and_key(platform_api, groups, needle):
     errors = _errors(platform_api, "/api/v1/models/", {**MODEL, "layer_groups": groups})
     assert any(needle in message for message in errors["layer_groups"]), errors
@@ -112,17 +144,29 @@ def test_deployment_layout_must_fit_the_cluster(platform_api, cluster, kimi_k3):
 def test_deployment_rejects_bad_values(platform_api, cluster, kimi_k3):
     base = {"slug": "d", "cluster": cluster.slug, "model": kimi_k3.slug, "engine": "vllm"}
     for field, value in [
-        ("tp", 0), ("replicas", 0), ("gpu_memory_utilization", 1.2), ("gpu_memory_utilization", 0),
-        ("engine", "tgi"), ("base_url", "ftp://x"), ("base_url", "not a url"), ("poll_interval_s", 1),
-        ("kv_cache_dtype", "fp4"), ("max_model_len", 2_000_000),
-    ]:  # fmt: skip
+        ("tp", 0),
+        ("replicas", 0),
+        ("gpu_memory_utilization", 1.2),
+        ("gpu_memory_utilization", 0),
+        ("engine", "tgi"),
+        ("base_url", "ftp://x"),
+        ("base_url", "not a url"),
+        ("poll_interval_s", 1),
+        ("kv_cache_dtype", "fp4"),
+        ("max_model_len", 2_000_000),
+    ]:
         assert field in _errors(platform_api, "/api/v1/deployments/", {**base, field: value}), field
 
 
 @pytest.mark.django_db
 def test_quote_cannot_expire_before_it_was_quoted(finance_api, sku):
-    body = {"sku": sku.slug, "provider": "acme", "usd_per_gpu_hour": "2.5", "quoted_on": "2026-07-17",
-            "valid_until": "2026-07-01"}  # fmt: skip
+    body = {
+        "sku": sku.slug,
+        "provider": "acme",
+        "usd_per_gpu_hour": "2.5",
+        "quoted_on": "2026-07-17",
+        "valid_until": "2026-07-01",
+    }
     assert "valid_until" in _errors(finance_api, "/api/v1/gpu-quotes/", body)
     assert "usd_per_gpu_hour" in _errors(finance_api, "/api/v1/gpu-quotes/", {**body, "usd_per_gpu_hour": "0"})
     assert "quoted_on" in _errors(finance_api, "/api/v1/gpu-quotes/", {**body, "quoted_on": "July"})
@@ -130,8 +174,15 @@ def test_quote_cannot_expire_before_it_was_quoted(finance_api, sku):
 
 @pytest.mark.django_db
 def test_api_price_rejects_negative_prices(finance_api):
-    body = {"slug": "x", "provider": "p", "model_name": "m", "input_cache_hit_usd_per_mtok": "-1",
-            "input_cache_miss_usd_per_mtok": "3", "output_usd_per_mtok": "15", "quoted_on": "2026-07-17"}  # fmt: skip
+    body = {
+        "slug": "x",
+        "provider": "p",
+        "model_name": "m",
+        "input_cache_hit_usd_per_mtok": "-1",
+        "input_cache_miss_usd_per_mtok": "3",
+        "output_usd_per_mtok": "15",
+        "quoted_on": "2026-07-17",
+    }
     assert "input_cache_hit_usd_per_mtok" in _errors(finance_api, "/api/v1/api-prices/", body)
 
 
@@ -148,8 +199,20 @@ def test_admin_shows_the_same_field_errors(client, make_user, cluster, kimi_k3):
     client.force_login(admin)
     r = client.post(
         "/admin/fleet/deployment/add/",
-        {"slug": "d", "cluster": cluster.pk, "model": kimi_k3.pk, "replicas": 1, "tp": 5, "pp": 1, "dp": 1, "ep": 1,
-         "engine": "vllm", "kv_cache_dtype": "bf16", "gpu_memory_utilization": 0.9, "poll_interval_s": 15},
-    )  # fmt: skip
+        {
+            "slug": "d",
+            "cluster": cluster.pk,
+            "model": kimi_k3.pk,
+            "replicas": 1,
+            "tp": 5,
+            "pp": 1,
+            "dp": 1,
+            "ep": 1,
+            "engine": "vllm",
+            "kv_cache_dtype": "bf16",
+            "gpu_memory_utilization": 0.9,
+            "poll_interval_s": 15,
+        },
+    )
     assert r.status_code == 200
     assert "must divide the model&#x27;s 96 attention heads" in r.content.decode()

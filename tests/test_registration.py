@@ -19,10 +19,21 @@ def engine_refuses(self, *args, **kwargs):
 @pytest.fixture
 def form_data(cluster, llama70b) -> dict:
     return {
-        "slug": "reg", "cluster": cluster.pk, "model": llama70b.pk, "replicas": 1, "tp": 4, "pp": 1, "dp": 1,
-        "ep": 1, "engine": "vllm", "base_url": "http://10.1.2.3:8000", "kv_cache_dtype": "bf16",
-        "gpu_memory_utilization": 0.9, "poll_interval_s": 15, "enabled": "on",
-    }  # fmt: skip
+        "slug": "reg",
+        "cluster": cluster.pk,
+        "model": llama70b.pk,
+        "replicas": 1,
+        "tp": 4,
+        "pp": 1,
+        "dp": 1,
+        "ep": 1,
+        "engine": "vllm",
+        "base_url": "http://10.1.2.3:8000",
+        "kv_cache_dtype": "bf16",
+        "gpu_memory_utilization": 0.9,
+        "poll_interval_s": 15,
+        "enabled": "on",
+    }
 
 
 @pytest.fixture

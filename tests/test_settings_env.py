@@ -30,8 +30,9 @@ def _clean_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def _run(env: dict[str, str], code: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], env=_clean_env(env), capture_output=True, text=True,
-                          check=check, cwd=ROOT)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code], env=_clean_env(env), capture_output=True, text=True, check=check, cwd=ROOT
+    )
 
 
 def _settings_in_subprocess(env: dict[str, str], expr: str) -> str:
@@ -43,8 +44,14 @@ def _settings_in_subprocess(env: dict[str, str], expr: str) -> str:
 
 
 def _init_local(env: dict[str, str]) -> str:
-    out = subprocess.run([sys.executable, "manage.py", "init_local"], env=_clean_env(env), capture_output=True,
-                         text=True, check=True, cwd=ROOT)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "manage.py", "init_local"],
+        env=_clean_env(env),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
     return out.stdout
 
 
@@ -97,8 +104,11 @@ def test_urls_switch_to_postgres_and_redis(tmp_path):
 
 
 def test_a_sqlite_url_gets_wal_and_a_busy_timeout(tmp_path):
-    env = {"FLEETCAP_VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3",
-           "FLEETCAP_SECRET_KEY": "k" * 50}  # fmt: skip
+    env = {
+        "FLEETCAP_VAR_DIR": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3",
+        "FLEETCAP_SECRET_KEY": "k" * 50,
+    }
     out = _settings_in_subprocess(env, "s.DATABASES['default']['OPTIONS']")
     assert "'timeout': 20" in out and "journal_mode=WAL" in out
 

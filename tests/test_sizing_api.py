@@ -18,12 +18,15 @@ def catalog(db):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(
-    ("fmt", "tb"), [("bf16", 5.6), ("fp8", 2.8), ("mxfp4", 1.4), ("int2", 0.7)]
-)  # fmt: skip
+@pytest.mark.parametrize(("fmt", "tb"), [("bf16", 5.6), ("fp8", 2.8), ("mxfp4", 1.4), ("int2", 0.7)])
 def test_k3_weights_by_format_without_scale_overhead(viewer_api, catalog, fmt, tb):
-    body = {"model": "kimi-k3", "sku": "h100-sxm-80gb", "gpus": 32, "weight_format": fmt,
-            "include_scale_overhead": False}  # fmt: skip
+    body = {
+        "model": "kimi-k3",
+        "sku": "h100-sxm-80gb",
+        "gpus": 32,
+        "weight_format": fmt,
+        "include_scale_overhead": False,
+    }
     r = viewer_api.post(URL, body, format="json")
     assert r.status_code == 200, r.json()
     assert r.json()["weights_bytes"] == round(tb * 1e12)
@@ -49,7 +52,7 @@ def test_k3_as_published_is_about_1_60_tb(viewer_api, catalog):
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("sku", "floor"), [("h100-sxm-80gb", 18), ("h200-141gb", 10), ("b200-192gb", 8), ("gb300-288gb", 5)]
-)  # fmt: skip
+)
 def test_weights_only_floors(viewer_api, catalog, sku, floor):
     """The seeds' floors count 1.4 TB: every weight in MXFP4, no scales."""
     body = {"model": "kimi-k3", "sku": sku, "weight_format": "mxfp4", "include_scale_overhead": False}
@@ -132,9 +135,20 @@ def test_the_command_gives_the_api_answer(viewer_api, catalog):
     api = viewer_api.post(URL, body, format="json").json()
     out = StringIO()
     call_command(
-        "size", "--model", "llama-3.1-70b", "--sku", "h100-sxm-80gb", "--gpus", "4", "--context-tokens", "32768",
-        "--kv-cache-dtype", "fp8", "--json", stdout=out,
-    )  # fmt: skip
+        "size",
+        "--model",
+        "llama-3.1-70b",
+        "--sku",
+        "h100-sxm-80gb",
+        "--gpus",
+        "4",
+        "--context-tokens",
+        "32768",
+        "--kv-cache-dtype",
+        "fp8",
+        "--json",
+        stdout=out,
+    )
     assert json.loads(out.getvalue()) == api
     text = StringIO()
     call_command("size", "--model", "llama-3.1-70b", "--sku", "h100-sxm-80gb", "--gpus", "4", stdout=text)

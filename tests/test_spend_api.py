@@ -86,8 +86,20 @@ def test_csv_has_a_header_and_plain_numbers(viewer_api, fleet):
     assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
     assert 'filename="gpu-spend-2026-07.csv"' in r["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(r.content.decode())))
-    assert list(rows[0]) == ["month", "kind", "name", "team", "provider", "sku", "gpus", "active_days", "gpu_hours",
-                             "usd_per_gpu_hour", "cost_usd", "idle_cost_usd"]  # fmt: skip
+    assert list(rows[0]) == [
+        "month",
+        "kind",
+        "name",
+        "team",
+        "provider",
+        "sku",
+        "gpus",
+        "active_days",
+        "gpu_hours",
+        "usd_per_gpu_hour",
+        "cost_usd",
+        "idle_cost_usd",
+    ]
     cluster = next(row for row in rows if row["name"] == "k3-h100")
     assert cluster["cost_usd"] == "22560.00" and float(cluster["gpu_hours"]) == 9024
     total = rows[-1]

@@ -22,9 +22,21 @@ class HardwareSkuSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = HardwareSku
         fields = (
-            "url", "slug", "name", "vendor", "hbm_gb", "hbm_bandwidth_tbps", "bf16_tflops", "fp8_tflops",
-            "fp4_tflops", "interconnect_gbps", "gpus_per_node", "source", "assumptions", *TIMESTAMPS,
-        )  # fmt: skip
+            "url",
+            "slug",
+            "name",
+            "vendor",
+            "hbm_gb",
+            "hbm_bandwidth_tbps",
+            "bf16_tflops",
+            "fp8_tflops",
+            "fp4_tflops",
+            "interconnect_gbps",
+            "gpus_per_node",
+            "source",
+            "assumptions",
+            *TIMESTAMPS,
+        )
 
 
 class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):
@@ -40,9 +52,21 @@ class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = Cluster
         fields = (
-            "url", "slug", "name", "sku", "nodes", "gpus_per_node", "total_gpus", "provider", "region", "team",
-            "hours_per_day", "status", "effective_from", *TIMESTAMPS,
-        )  # fmt: skip
+            "url",
+            "slug",
+            "name",
+            "sku",
+            "nodes",
+            "gpus_per_node",
+            "total_gpus",
+            "provider",
+            "region",
+            "team",
+            "hours_per_day",
+            "status",
+            "effective_from",
+            *TIMESTAMPS,
+        )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         effective_from = attrs.pop("effective_from", None)
@@ -85,11 +109,32 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = Deployment
         fields = (
-            "url", "slug", "cluster", "model", "workload", "replicas", "tp", "pp", "dp", "ep", "engine", "base_url",
-            "served_model_id", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "api_key",
-            "has_api_key", "poll_interval_s", "enabled", "last_status", "last_status_changed", "last_polled",
-            "last_metrics", *TIMESTAMPS,
-        )  # fmt: skip
+            "url",
+            "slug",
+            "cluster",
+            "model",
+            "workload",
+            "replicas",
+            "tp",
+            "pp",
+            "dp",
+            "ep",
+            "engine",
+            "base_url",
+            "served_model_id",
+            "kv_cache_dtype",
+            "max_model_len",
+            "gpu_memory_utilization",
+            "api_key",
+            "has_api_key",
+            "poll_interval_s",
+            "enabled",
+            "last_status",
+            "last_status_changed",
+            "last_polled",
+            "last_metrics",
+            *TIMESTAMPS,
+        )
         read_only_fields = ("last_status", "last_status_changed", "last_polled", "last_metrics")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -136,9 +181,17 @@ class GpuQuoteSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = GpuQuote
         fields = (
-            "url", "id", "sku", "provider", "usd_per_gpu_hour", "pricing_kind", "quoted_on", "valid_until",
-            "source", *TIMESTAMPS,
-        )  # fmt: skip
+            "url",
+            "id",
+            "sku",
+            "provider",
+            "usd_per_gpu_hour",
+            "pricing_kind",
+            "quoted_on",
+            "valid_until",
+            "source",
+            *TIMESTAMPS,
+        )
 
 
 class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
@@ -147,9 +200,18 @@ class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = ApiPrice
         fields = (
-            "url", "slug", "provider", "model_name", "input_cache_hit_usd_per_mtok", "input_cache_miss_usd_per_mtok",
-            "output_usd_per_mtok", "context_window", "quoted_on", "source", *TIMESTAMPS,
-        )  # fmt: skip
+            "url",
+            "slug",
+            "provider",
+            "model_name",
+            "input_cache_hit_usd_per_mtok",
+            "input_cache_miss_usd_per_mtok",
+            "output_usd_per_mtok",
+            "context_window",
+            "quoted_on",
+            "source",
+            *TIMESTAMPS,
+        )
 
 
 class EndpointPollSerializer(serializers.ModelSerializer):
@@ -159,11 +221,28 @@ class EndpointPollSerializer(serializers.ModelSerializer):
     class Meta:
         model = EndpointPoll
         fields = (
-            "id", "deployment", "polled_at", "status", "reason", "latency_ms", "requests_running", "requests_waiting",
-            "kv_cache_usage", "prefix_cache_hit_rate", "prompt_tokens_per_s", "generation_tokens_per_s",
-            "ttft_p50_ms", "ttft_p95_ms", "itl_p50_ms", "itl_p95_ms", "counter_reset", "observed_cache_tokens",
-            "predicted_cache_tokens", "calibration_ratio", "outcome",
-        )  # fmt: skip
+            "id",
+            "deployment",
+            "polled_at",
+            "status",
+            "reason",
+            "latency_ms",
+            "requests_running",
+            "requests_waiting",
+            "kv_cache_usage",
+            "prefix_cache_hit_rate",
+            "prompt_tokens_per_s",
+            "generation_tokens_per_s",
+            "ttft_p50_ms",
+            "ttft_p95_ms",
+            "itl_p50_ms",
+            "itl_p95_ms",
+            "counter_reset",
+            "observed_cache_tokens",
+            "predicted_cache_tokens",
+            "calibration_ratio",
+            "outcome",
+        )
         read_only_fields = fields
 
 
@@ -174,11 +253,27 @@ class ModelSpecSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = ModelSpec
         fields = (
-            "url", "slug", "name", "total_params", "active_params", "expert_params", "n_routed_experts",
-            "n_active_experts", "n_shared_experts", "is_moe", "hidden_size", "vocab_size", "max_context_tokens",
-            "attention_heads", "weight_format", "expert_weight_format", "layer_groups", "source", "assumptions",
+            "url",
+            "slug",
+            "name",
+            "total_params",
+            "active_params",
+            "expert_params",
+            "n_routed_experts",
+            "n_active_experts",
+            "n_shared_experts",
+            "is_moe",
+            "hidden_size",
+            "vocab_size",
+            "max_context_tokens",
+            "attention_heads",
+            "weight_format",
+            "expert_weight_format",
+            "layer_groups",
+            "source",
+            "assumptions",
             *TIMESTAMPS,
-        )  # fmt: skip
+        )
 
 
 class WorkloadSerializer(ModelCleanMixin, serializers.ModelSerializer):
@@ -187,7 +282,17 @@ class WorkloadSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = Workload
         fields = (
-            "url", "slug", "name", "team", "requests_per_day", "mean_prompt_tokens", "mean_output_tokens",
-            "p95_context_tokens", "prefix_cache_hit_rate", "peak_concurrency", "ttft_slo_ms", "tpot_slo_ms",
+            "url",
+            "slug",
+            "name",
+            "team",
+            "requests_per_day",
+            "mean_prompt_tokens",
+            "mean_output_tokens",
+            "p95_context_tokens",
+            "prefix_cache_hit_rate",
+            "peak_concurrency",
+            "ttft_slo_ms",
+            "tpot_slo_ms",
             *TIMESTAMPS,
-        )  # fmt: skip
+        )

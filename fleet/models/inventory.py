@@ -134,9 +134,13 @@ class Deployment(TimeStamped):
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="deployments")
     model = models.ForeignKey("fleet.ModelSpec", on_delete=models.PROTECT, related_name="deployments")
     workload = models.ForeignKey(
-        "fleet.Workload", on_delete=models.SET_NULL, null=True, blank=True, related_name="deployments",
+        "fleet.Workload",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="deployments",
         help_text="The traffic it serves: its SLOs are drawn on the charts, its shape sets the speed estimate.",
-    )  # fmt: skip
+    )
     replicas = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
     tp = models.PositiveSmallIntegerField("tensor parallel", default=1, validators=[MinValueValidator(1)])
     pp = models.PositiveSmallIntegerField("pipeline parallel", default=1, validators=[MinValueValidator(1)])

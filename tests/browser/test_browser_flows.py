@@ -29,10 +29,18 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def catalog(make_user):
     call_command("load_catalog", stdout=StringIO())
     Workload.objects.create(
-        slug="agent", name="Coding agent", team="dev", requests_per_day=200_000, mean_prompt_tokens=12_000,
-        mean_output_tokens=600, p95_context_tokens=64_000, prefix_cache_hit_rate=0.9, peak_concurrency=256,
-        ttft_slo_ms=2000, tpot_slo_ms=50,
-    )  # fmt: skip
+        slug="agent",
+        name="Coding agent",
+        team="dev",
+        requests_per_day=200_000,
+        mean_prompt_tokens=12_000,
+        mean_output_tokens=600,
+        p95_context_tokens=64_000,
+        prefix_cache_hit_rate=0.9,
+        peak_concurrency=256,
+        ttft_slo_ms=2000,
+        tpot_slo_ms=50,
+    )
     for role in ("viewer", "platform", "finance"):
         make_user(role, role)
 
@@ -66,8 +74,10 @@ def test_register_a_cluster_and_a_deployment_and_see_its_headroom(open_page, liv
 
 def test_what_if_capacity_changes_without_a_page_load(open_page, live_server, catalog):
     page = open_page("viewer")
-    page.goto(f"{live_server.url}/what-if/?model=kimi-k3&sku=h200-141gb&gpus=16&tp=8&dp=2&ep=16"
-              "&kv_cache_dtype=fp8&context_tokens=131072")  # fmt: skip
+    page.goto(
+        f"{live_server.url}/what-if/?model=kimi-k3&sku=h200-141gb&gpus=16&tp=8&dp=2&ep=16"
+        "&kv_cache_dtype=fp8&context_tokens=131072"
+    )
     before = int(page.inner_text("#whatif-capacity").replace(",", ""))
     page.evaluate("window.__noReload = 'still here'")
     page.fill("input[name=context_tokens]", "524288")

@@ -30,22 +30,45 @@ class Command(BaseCommand):
         workload, _ = Workload.objects.update_or_create(
             slug="coding-agent",
             defaults={
-                "name": "Coding agent", "team": "dev-tools", "requests_per_day": 200_000, "mean_prompt_tokens": 12_000,
-                "mean_output_tokens": 600, "p95_context_tokens": 64_000, "prefix_cache_hit_rate": 0.9,
-                "peak_concurrency": 256, "ttft_slo_ms": 2000, "tpot_slo_ms": 50,
+                "name": "Coding agent",
+                "team": "dev-tools",
+                "requests_per_day": 200_000,
+                "mean_prompt_tokens": 12_000,
+                "mean_output_tokens": 600,
+                "p95_context_tokens": 64_000,
+                "prefix_cache_hit_rate": 0.9,
+                "peak_concurrency": 256,
+                "ttft_slo_ms": 2000,
+                "tpot_slo_ms": 50,
             },
-        )  # fmt: skip
+        )
         cluster = Cluster.objects.filter(slug="demo-h100").first()
         if cluster is None:
-            cluster = Cluster(slug="demo-h100", name="Demo H100 node", sku=sku, nodes=1, provider="seed-assumption",
-                              region="local", team="platform")  # fmt: skip
+            cluster = Cluster(
+                slug="demo-h100",
+                name="Demo H100 node",
+                sku=sku,
+                nodes=1,
+                provider="seed-assumption",
+                region="local",
+                team="platform",
+            )
             cluster.save(effective_from=timezone.now().date().replace(day=1))
         deployment, _ = Deployment.objects.update_or_create(
             slug="demo-llama-70b",
             defaults={
-                "cluster": cluster, "model": model, "workload": workload, "replicas": 2, "tp": 4, "engine": "vllm",
-                "base_url": options["endpoint"], "served_model_id": DEMO_MODEL_ID, "kv_cache_dtype": "fp8",
-                "max_model_len": 32768, "poll_interval_s": 5, "enabled": True,
+                "cluster": cluster,
+                "model": model,
+                "workload": workload,
+                "replicas": 2,
+                "tp": 4,
+                "engine": "vllm",
+                "base_url": options["endpoint"],
+                "served_model_id": DEMO_MODEL_ID,
+                "kv_cache_dtype": "fp8",
+                "max_model_len": 32768,
+                "poll_interval_s": 5,
+                "enabled": True,
             },
-        )  # fmt: skip
+        )
         self.stdout.write(f"Demo fleet: cluster {cluster.slug}, deployment {deployment.slug} -> {options['endpoint']}")

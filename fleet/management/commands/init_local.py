@@ -22,8 +22,11 @@ def local_folders() -> list[Path]:
     folders = [Path(settings.VAR_DIR), Path(settings.STATIC_ROOT)]
     options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {})
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
-        folders += [Path(options[key]) for key in ("data_folder_in", "data_folder_out", "processed_folder",
-                                                   "control_folder") if key in options]  # fmt: skip
+        folders += [
+            Path(options[key])
+            for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")
+            if key in options
+        ]
     return list(dict.fromkeys(folders))
 
 

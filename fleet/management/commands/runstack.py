@@ -22,25 +22,60 @@ class Command(BaseCommand):
         parser.add_argument("--web-workers", type=int, default=2)
         parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes.")
         parser.add_argument(
-            "--demo-endpoint-port", type=int, default=8100,
+            "--demo-endpoint-port",
+            type=int,
+            default=8100,
             help="Start a fake vLLM endpoint on this port for the demo deployment (0: none).",
-        )  # fmt: skip
+        )
 
     def handle(self, *args, **options):
         python = sys.executable
         bind = f"{options['host']}:{options['port']}"
         commands = {
-            "web": [python, "-m", "gunicorn", "fleet.project.wsgi", "--bind", bind, "--workers",
-                    str(options["web_workers"]), "--access-logfile", "-", "--timeout", "60"],
-            "worker": [python, "-m", "celery", "-A", "fleet.project", "worker", "--loglevel", "INFO",
-                       "--concurrency", str(options["concurrency"]), "--hostname", "worker@%h"],
+            "web": [
+                python,
+                "-m",
+                "gunicorn",
+                "fleet.project.wsgi",
+                "--bind",
+                bind,
+                "--workers",
+                str(options["web_workers"]),
+                "--access-logfile",
+                "-",
+                "--timeout",
+                "60",
+            ],
+            "worker": [
+                python,
+                "-m",
+                "celery",
+                "-A",
+                "fleet.project",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(options["concurrency"]),
+                "--hostname",
+                "worker@%h",
+            ],
             "beat": [python, "-m", "celery", "-A", "fleet.project", "beat", "--loglevel", "INFO"],
-        }  # fmt: skip
+        }
         if options["demo_endpoint_port"]:
             from fleet.management.commands.ensure_demo_fleet import DEMO_MODEL_ID
 
-            commands["fake-vllm"] = [python, "-m", "fleet.polling.fakeserver", "--engine", "vllm", "--port",
-                                     str(options["demo_endpoint_port"]), "--model", DEMO_MODEL_ID]  # fmt: skip
+            commands["fake-vllm"] = [
+                python,
+                "-m",
+                "fleet.polling.fakeserver",
+                "--engine",
+                "vllm",
+                "--port",
+                str(options["demo_endpoint_port"]),
+                "--model",
+                DEMO_MODEL_ID,
+            ]
         procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}  # noqa: S603
         self.stdout.write(self.style.SUCCESS(f"fleetcap is starting at http://{bind}/  (Ctrl-C stops everything)"))
         stopping = False
