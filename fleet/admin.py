@@ -84,9 +84,7 @@ class ApiPriceAdmin(admin.ModelAdmin):
         "slug",
         "provider",
         "model_name",
-        "input_cache_hit_usd_per_mtok",
-        "input_cache_miss_usd_per_mtok",
-        "output_usd_per_mtok",
+        *ApiPrice.PRICES,
         "quoted_on",
     )
     list_filter = ("provider",)

@@ -56,21 +56,7 @@ class DeploymentForm(forms.ModelForm):
     class Meta:
         model = Deployment
         fields = [
-            "slug",
-            "cluster",
-            "model",
-            "workload",
-            "replicas",
-            "tp",
-            "pp",
-            "dp",
-            "ep",
-            "engine",
-            "base_url",
-            "served_model_id",
-            "kv_cache_dtype",
-            "max_model_len",
-            "gpu_memory_utilization",
+            *Deployment.REGISTERED,
             "poll_interval_s",
             "enabled",
         ]
@@ -112,19 +98,7 @@ class ModelSpecForm(forms.ModelForm):
         fields = [
             "name",
             "slug",
-            "total_params",
-            "active_params",
-            "expert_params",
-            "n_routed_experts",
-            "n_active_experts",
-            "n_shared_experts",
-            "hidden_size",
-            "vocab_size",
-            "max_context_tokens",
-            "attention_heads",
-            "weight_format",
-            "expert_weight_format",
-            "layer_groups",
+            *ModelSpec.FIGURES,
             "source",
         ]
 

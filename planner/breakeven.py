@@ -30,7 +30,7 @@ from planner.engine import (
     weights_storage,
 )
 
-PRICE_FIELDS = ("input_cache_hit_usd_per_mtok", "input_cache_miss_usd_per_mtok", "output_usd_per_mtok")
+PRICE_FIELDS = ApiPrice.PRICES
 
 
 @dataclass(frozen=True)
@@ -159,56 +159,10 @@ def _quote_in_force(sku: HardwareSku, on: date, kind: str) -> Quote:
 
 #: The figures a decision freezes from each record it was made on.
 SNAPSHOT_FIELDS: dict[str, tuple[str, ...]] = {
-    "sku": (
-        "slug",
-        "name",
-        "vendor",
-        "hbm_gb",
-        "hbm_bandwidth_tbps",
-        "bf16_tflops",
-        "fp8_tflops",
-        "fp4_tflops",
-        "interconnect_gbps",
-        "gpus_per_node",
-    ),
-    "model": (
-        "slug",
-        "name",
-        "total_params",
-        "active_params",
-        "expert_params",
-        "n_routed_experts",
-        "n_active_experts",
-        "weight_format",
-        "expert_weight_format",
-        "max_context_tokens",
-        "layer_groups",
-    ),
-    "workload": (
-        "slug",
-        "name",
-        "team",
-        "requests_per_day",
-        "mean_prompt_tokens",
-        "mean_output_tokens",
-        "p95_context_tokens",
-        "prefix_cache_hit_rate",
-        "peak_concurrency",
-        "ttft_slo_ms",
-        "tpot_slo_ms",
-    ),
-    "deployment": (
-        "slug",
-        "replicas",
-        "tp",
-        "pp",
-        "dp",
-        "ep",
-        "engine",
-        "kv_cache_dtype",
-        "max_model_len",
-        "gpu_memory_utilization",
-    ),
+    "sku": ("slug", "name", "vendor", *HardwareSku.FIGURES),
+    "model": ("slug", "name", *ModelSpec.FIGURES),
+    "workload": ("slug", "name", "team", *Workload.FIGURES),
+    "deployment": ("slug", *Deployment.SERVING),
 }
 
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from fleet import crypto
 from fleet.validators import hours_per_day, non_negative, positive, utilisation
 from planner.engine import (
+    ACCELERATOR_RECORD_FIELDS,
     KV_CACHE_DTYPES,
     Accelerator,
     Layout,
@@ -31,6 +32,9 @@ from .history import TRACKED_FIELDS, ClusterState
 
 class HardwareSku(TimeStamped, Sourced):
     """An accelerator model. ``hbm_gb`` is the vendor's nominal decimal GB (1e9 bytes)."""
+
+    #: The figures the engine models it by (the API, the forms and decision snapshots list these).
+    FIGURES = ACCELERATOR_RECORD_FIELDS
 
     slug = SlugField()
     name = models.CharField(max_length=100)
@@ -123,6 +127,21 @@ class Cluster(TimeStamped):
 
 class Deployment(TimeStamped):
     """A model served on a cluster, with its parallel layout and serving endpoint."""
+
+    #: How it is served: the layout and the engine's settings (API, forms and decision snapshots).
+    SERVING = (
+        "replicas",
+        "tp",
+        "pp",
+        "dp",
+        "ep",
+        "engine",
+        "kv_cache_dtype",
+        "max_model_len",
+        "gpu_memory_utilization",
+    )
+    #: What registering one names: where it runs, what it serves and how, and its endpoint.
+    REGISTERED = ("slug", "cluster", "model", "workload", *SERVING, "base_url", "served_model_id")
 
     class Engine(models.TextChoices):
         VLLM = "vllm", "vLLM"

@@ -98,6 +98,9 @@ class GpuQuote(TimeStamped):
 class ApiPrice(TimeStamped):
     """A hosted API's per-million-token prices, as published on a date."""
 
+    #: Its three prices, USD per million tokens (the breakeven service, the API and the admin).
+    PRICES = ("input_cache_hit_usd_per_mtok", "input_cache_miss_usd_per_mtok", "output_usd_per_mtok")
+
     slug = SlugField()
     provider = models.CharField(max_length=100)
     model_name = models.CharField(max_length=100)

@@ -9,7 +9,7 @@ from django.forms.models import model_to_dict
 from django.urls import reverse
 
 from fleet.validators import positive
-from planner.engine import WEIGHT_FORMATS, EngineInputError, ModelArch, parse_layer_groups
+from planner.engine import MODEL_RECORD_FIELDS, WEIGHT_FORMATS, EngineInputError, ModelArch, parse_layer_groups
 
 from .base import SlugField, Sourced, TimeStamped
 
@@ -26,6 +26,9 @@ def validate_layer_groups(value: object) -> None:
 
 class ModelSpec(TimeStamped, Sourced):
     """A language model as the planner sizes it. Parameter counts are plain integers."""
+
+    #: The figures the engine models it by (the API, the forms and decision snapshots list these).
+    FIGURES = MODEL_RECORD_FIELDS
 
     slug = SlugField()
     name = models.CharField(max_length=100)

@@ -15,6 +15,18 @@ from .base import SlugField, TimeStamped
 class Workload(TimeStamped):
     """A request class with its volume, shape, cache behaviour and SLOs."""
 
+    #: Its volume, shape and SLOs (the API, the forms and decision snapshots list these).
+    FIGURES = (
+        "requests_per_day",
+        "mean_prompt_tokens",
+        "mean_output_tokens",
+        "p95_context_tokens",
+        "prefix_cache_hit_rate",
+        "peak_concurrency",
+        "ttft_slo_ms",
+        "tpot_slo_ms",
+    )
+
     slug = SlugField()
     name = models.CharField(max_length=100)
     team = models.CharField(max_length=100)

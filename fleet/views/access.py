@@ -1,4 +1,5 @@
-"""Access helpers used at the top of every page view: Django's permission checks, HTMX helpers."""
+"""Page helpers: Django's permission checks at the top of every view, HTMX helpers, and the one
+create-or-edit page every record form uses."""
 
 from __future__ import annotations
 
@@ -6,8 +7,12 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.db.models import Model
+from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django_htmx.middleware import HtmxDetails
 
 View = Callable[..., HttpResponse]
@@ -50,3 +55,24 @@ def add_or_change_required(app_label: str, model_name: str) -> Callable[[View], 
 def is_partial(request: HtmxHttpRequest) -> bool:
     """An HTMX request for a fragment (not a boosted navigation): render the partial only."""
     return bool(getattr(request, "htmx", False)) and not request.htmx.boosted
+
+
+def record_form_page(
+    request: HttpRequest,
+    form_class: type[ModelForm],
+    instance: Model | None,
+    *,
+    title: str,
+    saved: Callable[[Model], tuple[str, str]],
+    cancel: str,
+    initial: dict[str, Any] | None = None,
+) -> HttpResponse:
+    """Create or edit one record on ``form_page.html``: errors beside the fields, and on success
+    a message and a redirect. ``saved(record)`` gives the message and the URL to go to."""
+    form = form_class(request.POST or None, instance=instance, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        record = form.save()
+        message, url = saved(record)
+        messages.success(request, message)
+        return redirect(url)
+    return render(request, "form_page.html", {"form": form, "title": title, "cancel": cancel})

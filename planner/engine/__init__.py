@@ -49,11 +49,21 @@ from planner.engine.sizing import (
     state_bytes_per_sequence,
     weights_bytes,
 )
-from planner.engine.spec import Accelerator, LayerGroup, Layout, ModelArch, layout_errors, parse_layer_groups
+from planner.engine.spec import (
+    ACCELERATOR_RECORD_FIELDS,
+    MODEL_RECORD_FIELDS,
+    Accelerator,
+    LayerGroup,
+    Layout,
+    ModelArch,
+    layout_errors,
+    parse_layer_groups,
+)
 from planner.engine.throughput import ThroughputOptions, ThroughputResult, estimate
 from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
 
 __all__ = [
+    "ACCELERATOR_RECORD_FIELDS",
     "CACHE_DTYPES",
     "GB",
     "GIB",
@@ -61,6 +71,7 @@ __all__ = [
     "KIB",
     "KV_CACHE_DTYPES",
     "MIB",
+    "MODEL_RECORD_FIELDS",
     "MODES",
     "PRICING_KINDS",
     "REASONS",

@@ -230,6 +230,19 @@ MODEL_INT_FIELDS: tuple[str, ...] = (
     "max_context_tokens",
     "attention_heads",
 )
+#: Every figure of a model record that ``ModelArch.from_record`` reads, in the records' order
+#: (``ModelSpec.FIGURES``: the API, the forms and decision snapshots list these).
+MODEL_RECORD_FIELDS: tuple[str, ...] = (*MODEL_INT_FIELDS, "weight_format", "expert_weight_format", "layer_groups")
+#: Every figure of an accelerator record that ``Accelerator.from_record`` reads (``HardwareSku.FIGURES``).
+ACCELERATOR_RECORD_FIELDS: tuple[str, ...] = (
+    "hbm_gb",
+    "hbm_bandwidth_tbps",
+    "bf16_tflops",
+    "fp8_tflops",
+    "fp4_tflops",
+    "interconnect_gbps",
+    "gpus_per_node",
+)
 #: Fields of a model record that fall back to the dataclass default when missing or ``None``.
 MODEL_OPTIONAL_FIELDS: tuple[str, ...] = (
     "n_routed_experts",

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 
 from fleet.filters import ModelSpecFilter
 from fleet.forms import ModelSpecForm
 from fleet.models import HardwareSku, ModelSpec
-from fleet.views.access import add_or_change_required, perms_required
+from fleet.views.access import add_or_change_required, perms_required, record_form_page
 from planner.engine import (
     WEIGHT_FORMATS,
     kv_bytes_per_token,
@@ -57,10 +57,11 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @add_or_change_required("fleet", "modelspec")
 def model_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
     model = get_object_or_404(ModelSpec, slug=slug) if slug else None
-    form = ModelSpecForm(request.POST or None, instance=model)
-    if request.method == "POST" and form.is_valid():
-        model = form.save()
-        messages.success(request, f"Model {model.name} saved.")
-        return redirect("model", slug=model.slug)
-    title = f"Edit {model.name}" if model else "Add a model"
-    return render(request, "form_page.html", {"form": form, "title": title, "cancel": "models"})
+    return record_form_page(
+        request,
+        ModelSpecForm,
+        model,
+        title=f"Edit {model.name}" if model else "Add a model",
+        saved=lambda m: (f"Model {m.name} saved.", reverse("model", args=[m.slug])),
+        cancel="models",
+    )
