@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.errors import FIELD_ERRORS, describe
-from planner.engine import GIB
+from planner.engine import GB, GIB
 from planner.sizing import SizingRequest, size_layout
 
 
@@ -65,7 +65,7 @@ class Command(BaseCommand):
             f"experts {r.expert_weight_format}); at least {r.min_gpus_for_weights} GPUs for weights alone"
         )
         w("  per GPU:")
-        w(f"    nominal HBM              {_gib(r.hbm_bytes)}  ({r.hbm_bytes / 1e9:,.0f} GB)")
+        w(f"    nominal HBM              {_gib(r.hbm_bytes)}  ({r.hbm_bytes / GB:,.0f} GB)")
         w(f"    usable (x {r.gpu_memory_utilization})        {_gib(r.usable_bytes)}")
         w(f"    weights                  {_gib(r.weights_bytes_per_gpu)}")
         w(f"    runtime reserve          {_gib(r.runtime_bytes)}")
