@@ -7,12 +7,13 @@ uses :func:`resolve` and :func:`check_addresses` at every connect.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import threading
 from collections.abc import Iterable
 from typing import Any
 
-import httpx
+from yarl import URL
 
 from .guard_networks import IPAddress, IPNetwork, address_refusal, parse_networks
 
@@ -28,18 +29,24 @@ class UrlRefused(ValueError):
         self.reason = reason
 
 
-def _parse_url(url: str) -> httpx.URL:
-    """Parse with httpx's parser (the one that will send the request) and apply the static rules."""
+#: A host name as resolved (IDNA-encoded): letters, digits, dots, hyphens, underscores.
+_HOST_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def _parse_url(url: str) -> URL:
+    """Parse with yarl (aiohttp's parser, the one that will send the request) and apply the static rules."""
     try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        parsed = URL(url)
+    except (TypeError, ValueError) as exc:
         raise UrlRefused(f"not a valid URL: {exc}") from None
     if parsed.scheme not in ("http", "https"):
         raise UrlRefused(f"scheme {parsed.scheme or '(none)'!r} refused: only http and https are allowed")
-    if not parsed.host:
+    if not parsed.raw_host:
         raise UrlRefused("the URL has no host")
-    if parsed.userinfo:
+    if parsed.raw_user is not None or parsed.raw_password is not None:
         raise UrlRefused("credentials in the URL are refused: set the endpoint's API key instead")
+    if _ip_literal(parsed.host or "") is None and not _HOST_NAME.fullmatch(parsed.raw_host):
+        raise UrlRefused("not a valid URL: the host is not a host name or an IP address")
     return parsed
 
 
@@ -112,14 +119,13 @@ def check_url(
     """
     allowed = parse_networks(allowed_networks)
     parsed = _parse_url(url)
-    host = parsed.host
-    literal = _ip_literal(host)
+    literal = _ip_literal(parsed.host or "")
     if literal is not None:
-        check_addresses(host, [literal], allowed)
+        check_addresses(str(literal), [literal], allowed)
         return
     if not resolve_host:
         return
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    host, port = parsed.raw_host or "", parsed.port or 0  # yarl gives http's and https's default ports
     try:
         addresses = resolve(host, port, timeout_s)
     except OSError as exc:

@@ -184,6 +184,50 @@ def test_one_refused_address_among_several_refuses_the_host(monkeypatch):
         check_url("http://mixed.test/")
 
 
+def test_every_socket_is_checked_even_when_resolution_is_bypassed(server, monkeypatch):
+    """The socket factory checks the address of each connect attempt itself: a resolver that let a
+    refused address through (or an IP literal, which aiohttp never resolves) still gets no socket."""
+    from fleet.polling import guard_transport
+
+    async def unchecked(self, host, port=0, family=0):
+        return [{"hostname": host, "host": "127.0.0.1", "port": port, "family": socket.AF_INET, "proto": 0,
+                 "flags": socket.AI_NUMERICHOST}]  # fmt: skip
+
+    monkeypatch.setattr(guard_transport.GuardedResolver, "resolve", unchecked)
+    result = fetch(f"http://bypass.test:{server.port}/v1/models", allowed_networks=["10.0.0.0/8"], timeout_s=1)
+    assert result.error == "refused" and "127.0.0.1 is outside the allowed networks" in result.message
+    assert server.request_count == 0
+    assert fetch(f"http://bypass.test:{server.port}/v1/models", timeout_s=2).ok
+
+
+def test_a_hanging_resolver_ends_at_the_deadline(monkeypatch):
+    real = socket.getaddrinfo
+
+    def slow(host, port, *args, **kwargs):
+        if host == "slow.test":
+            time.sleep(1.5)
+        return real("127.0.0.1" if host == "slow.test" else host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    start = time.monotonic()
+    result = fetch("http://slow.test:8000/v1/models", timeout_s=0.3)
+    assert result.error == "dns" and "did not resolve" in result.message
+    assert time.monotonic() - start < 1.0  # not held up by the resolver's thread
+
+
+def test_a_header_that_could_split_the_request_is_not_sent_or_echoed(server):
+    result = fetch(f"{server.url}/v1/models", headers={"Authorization": f"Bearer {SECRET}\r\nX-Evil: 1"}, timeout_s=1)
+    assert result.error == "protocol" and SECRET not in repr(result)
+    assert server.request_count == 0
+
+
+@pytest.mark.parametrize("url", ["http://exa mple.test/", "http://127.0.0.1:99999/", "http:///v1/models"])
+def test_malformed_urls_are_refused(url):
+    with pytest.raises(UrlRefused):
+        check_url(url)
+    assert fetch(url, timeout_s=0.5).error == "refused"
+
+
 def test_unresolvable_host():
     with pytest.raises(UrlRefused, match="does not resolve"):
         check_url("http://no-such-host.invalid/")
