@@ -34,7 +34,7 @@ from fleet.poll_store import (
     store_polls,
     take_leases,
 )
-from fleet.polling import MetricsSnapshot, PollOutcome, poll_endpoint, poll_endpoint_async
+from fleet.polling import MetricsSnapshot, PollOutcome, SeriesHeads, poll_endpoint, poll_endpoint_async
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +119,13 @@ def _fetch_all(
     ``concurrency`` at once. Each deployment yields exactly one ``(deployment, outcome or exception,
     finished_at)`` on ``done``; ``None`` follows the last one."""
 
+    heads = SeriesHeads()  # the fleet's engines repeat their metric series: each parsed once a cycle
+
     async def one(deployment: Deployment, gate: asyncio.Semaphore) -> None:
         async with gate:
             try:
                 result: PollOutcome | BaseException = await poll_endpoint_async(
-                    *_endpoint(deployment), prev_snapshot=previous.get(deployment.pk), **kwargs
+                    *_endpoint(deployment), prev_snapshot=previous.get(deployment.pk), series_heads=heads, **kwargs
                 )
             except Exception as exc:  # one broken deployment must not stop the cycle
                 result = exc
