@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from .guard import FetchResult, IPNetwork, display_url, fetch_async, redact, run_sync
+from .guard import FetchResult, IPNetwork, display_url, fetch_async, parse_networks, redact, run_sync
 from .metrics import DerivedMetrics, MetricsParseError, MetricsSnapshot, SeriesHeads, derive, parse_metrics
 
 logger = logging.getLogger("fleet.polling")
@@ -222,6 +222,7 @@ async def poll_endpoint_async(
     Raises ValueError only for a malformed ``allowed_networks``.
     """
     polled_at = clock()
+    allowed_networks = parse_networks(allowed_networks)  # once for the poll's requests; may raise ValueError
     url, warnings = normalise_base_url(base_url)
     shown_url = display_url(url)
     engine = (engine or "openai").lower()

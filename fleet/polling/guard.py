@@ -1,33 +1,17 @@
-"""The one gate every outbound polling request goes through.
+"""The one gate every outbound polling request goes through: :func:`check_url` at registration,
+:func:`fetch_async` (and :func:`fetch`) at poll time. The rules are in docs/polling.md ("Guard rules").
 
-Rules (docs/polling.md, "Guard"):
-
-* only ``http`` and ``https`` URLs with a host and without credentials in them;
-* HTTP is aiohttp's; the host is resolved **by the guard, at connect time** (aiohttp asks the
-  guarded resolver), every resolved address is checked, and every socket aiohttp opens is checked
-  again against the address it goes to (:mod:`fleet.polling.guard_transport`), so a DNS answer that
-  changes between registration and the connect (DNS rebinding) cannot slip through. TLS keeps the
-  URL's hostname for SNI and certificate checks, and the ``Host`` header is the URL's, because the
-  URL is never rewritten;
-* an address must lie in ``allowed_networks`` (default: loopback and private ranges) and never in
-  the always-refused ranges (link-local and cloud metadata, CGNAT, "this network", multicast);
-  an IPv6 address embedding an IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) is
-  judged by the embedded IPv4 as well;
-* redirects are never followed: a 3xx is returned as the error ``redirect``;
-* one overall deadline per request over everything (resolution, connect, TLS, headers, body), so a
-  slow-drip body cannot outlive it, and optional connect and read timeouts under it;
-* the body is streamed and cut at ``max_bytes`` (error ``too_large``), after decoding when the
-  server compresses it anyway;
-* proxies and ``.netrc`` from the environment are never read: a proxy would make the connect-time
-  check meaningless;
-* header values (the API key) never appear in a message, a log line or a result.
+aiohttp speaks HTTP; the guard picks where its sockets may go (:mod:`fleet.polling.guard_transport`:
+every address checked at connect time, IP literals and DNS answers alike, the URL never rewritten),
+refuses redirects, bounds the whole request by one deadline, caps the decoded body, never reads
+proxies or ``.netrc`` from the environment, and keeps header values (the API key) out of every
+message, log line and result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import ssl
@@ -236,17 +220,6 @@ def _decoder(encoding: str) -> Any:
     raise zlib.error(f"unsupported Content-Encoding {encoding!r}")
 
 
-@functools.lru_cache(maxsize=32)
-def _networks(allowed_networks: str | tuple | None) -> tuple[IPNetwork, ...]:
-    return parse_networks(allowed_networks)
-
-
-def _allowed(allowed_networks: Iterable[str | IPNetwork] | None) -> tuple[IPNetwork, ...]:
-    if allowed_networks is None or isinstance(allowed_networks, str | tuple):
-        return _networks(allowed_networks)  # the usual case: the setting, parsed once
-    return parse_networks(allowed_networks)
-
-
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run ``coroutine`` to its end from synchronous code, on a new event loop: in this thread, or in
     a helper thread when this one already runs a loop (as Playwright's sync API does)."""
@@ -281,7 +254,7 @@ async def fetch_async(
     connect or a single wait for bytes. ``max_bytes`` caps the (decoded) body in bytes. ``verify`` is
     True, False or a CA bundle path. Raises ValueError only for a malformed ``allowed_networks``.
     """
-    allowed = _allowed(allowed_networks)
+    allowed = parse_networks(allowed_networks)  # at once: a malformed setting raises
     start = time.monotonic()
     secrets = _secrets(headers)
 

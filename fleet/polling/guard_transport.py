@@ -11,20 +11,18 @@ rewritten, so the ``Host`` header, TLS SNI and the certificate check keep the UR
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import ipaddress
 import os
 import socket
 import ssl
-import threading
 from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from .guard_networks import IPAddress, IPNetwork
-from .guard_urls import _os_error_text, check_addresses, resolve
+from .guard_networks import IPNetwork
+from .guard_urls import _os_error_text, check_addresses, resolve_in_thread
 
 #: Bytes read from the socket at a time (aiohttp's read buffer).
 READ_CHUNK = 65536
@@ -58,28 +56,6 @@ def _ssl_context(verify: bool | str) -> ssl.SSLContext:
     return context
 
 
-def _resolve_in_thread(host: str, port: int) -> asyncio.Future[list[IPAddress]]:
-    """:func:`resolve` in a daemon thread: a resolver that hangs outlives the deadline in its thread
-    instead of holding up ``asyncio.run``'s shutdown (as the loop's default executor would)."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[list[IPAddress]] = loop.create_future()
-
-    def settle(method: str, value: Any) -> None:
-        if not future.done():
-            getattr(future, method)(value)
-
-    def work() -> None:
-        try:
-            outcome: tuple[str, Any] = ("set_result", resolve(host, port))
-        except OSError as exc:
-            outcome = ("set_exception", exc)
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-            loop.call_soon_threadsafe(settle, *outcome)
-
-    threading.Thread(target=work, name="fleet-poll-resolve", daemon=True).start()
-    return future
-
-
 class GuardedResolver(AbstractResolver):
     """Resolves a host and checks every address; one refused address refuses the host.
 
@@ -94,7 +70,7 @@ class GuardedResolver(AbstractResolver):
 
     async def resolve(self, host: str, port: int = 0, family: int = socket.AF_UNSPEC) -> list[ResolveResult]:
         try:
-            addresses = await _resolve_in_thread(host, port)
+            addresses = await asyncio.wrap_future(resolve_in_thread(host, port))
         except OSError as exc:
             raise _ResolveFailed(f"the host {host!r} does not resolve ({_os_error_text(exc)})") from None
         self.resolved = True

@@ -1,7 +1,7 @@
 """The guard's URL checks and name resolution: static URL rules, resolving a host, checking its addresses.
 
 :func:`check_url` is the registration-time check; the connect-time check (:mod:`fleet.polling.guard_transport`)
-uses :func:`resolve` and :func:`check_addresses` at every connect.
+uses :func:`resolve_in_thread` and :func:`check_addresses` at every connect.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 import socket
 import threading
 from collections.abc import Iterable
-from typing import Any
+from concurrent.futures import Future
 
 from yarl import URL
 
@@ -57,41 +57,40 @@ def _ip_literal(host: str) -> IPAddress | None:
         return None
 
 
-def resolve(host: str, port: int, timeout_s: float | None = None) -> list[IPAddress]:
-    """Resolve ``host`` to its addresses (IP literals are returned as they are).
+def resolve_in_thread(host: str, port: int) -> Future[list[IPAddress]]:
+    """``host``'s addresses from the system resolver, in a daemon thread: a resolver that hangs is
+    left behind in it, never waited for (as a thread pool's worker would be, at shutdown).
 
-    Uses the system resolver in a daemon thread so that ``timeout_s`` (seconds) bounds the wait.
-    Raises ``OSError`` (``socket.gaierror`` or ``TimeoutError``) when it fails.
+    The future fails with ``OSError`` (``socket.gaierror``) when the name does not resolve.
+    """
+    future: Future[list[IPAddress]] = Future()
+    future.set_running_or_notify_cancel()  # a running future cannot be cancelled: the thread always settles it
+
+    def work() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            found = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+            if not found:
+                raise socket.gaierror(f"{host!r} resolved to no address")
+            future.set_result(list(dict.fromkeys(found)))
+        except (OSError, ValueError) as exc:
+            future.set_exception(exc if isinstance(exc, OSError) else socket.gaierror(str(exc)))
+
+    threading.Thread(target=work, name="fleet-poll-resolve", daemon=True).start()
+    return future
+
+
+def resolve(host: str, port: int, timeout_s: float | None = None) -> list[IPAddress]:
+    """Resolve ``host`` to its addresses (IP literals are returned as they are), waiting at most
+    ``timeout_s`` seconds. Raises ``OSError`` (``socket.gaierror`` or ``TimeoutError``) when it fails.
     """
     literal = _ip_literal(host)
     if literal is not None:
         return [literal]
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            box["error"] = exc
-
-    if timeout_s is None:
-        work()
-    else:
-        worker = threading.Thread(target=work, name="fleet-poll-resolve", daemon=True)
-        worker.start()
-        worker.join(max(timeout_s, 0.0))
-        if worker.is_alive():
-            raise TimeoutError(f"resolving {host!r} took longer than {timeout_s:.2f} s")
-    if "error" in box:
-        raise box["error"]
-    addresses: list[IPAddress] = []
-    for _family, _type, _proto, _canon, sockaddr in box.get("infos", []):
-        ip = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-        if ip not in addresses:
-            addresses.append(ip)
-    if not addresses:
-        raise socket.gaierror(f"{host!r} resolved to no address")
-    return addresses
+    try:
+        return resolve_in_thread(host, port).result(timeout_s)
+    except TimeoutError:
+        raise TimeoutError(f"resolving {host!r} took longer than {timeout_s:.2f} s") from None
 
 
 def check_addresses(host: str, addresses: list[IPAddress], allowed: tuple[IPNetwork, ...]) -> None:

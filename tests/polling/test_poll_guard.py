@@ -380,6 +380,49 @@ def test_an_unknown_encoding_is_a_protocol_error(encoded_server):
     assert result.error == "protocol" and "br" in result.message
 
 
+# -- malformed replies ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def raw_server():
+    """A TCP server on 127.0.0.1 that answers every connection with the given bytes, then closes."""
+
+    def serve(reply: bytes) -> str:
+        listener = socket.create_server(("127.0.0.1", 0))
+        listeners.append(listener)
+
+        def run() -> None:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(reply)
+
+        threading.Thread(target=run, daemon=True).start()
+        return f"http://127.0.0.1:{listener.getsockname()[1]}/metrics"
+
+    listeners: list[socket.socket] = []
+    yield serve
+    for listener in listeners:
+        listener.close()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [b"", b"SSH-2.0-OpenSSH_9.6\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",
+     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"],
+    ids=["closed", "not-http", "short-body", "bad-chunk"],
+)  # fmt: skip
+def test_a_malformed_reply_is_a_protocol_error(raw_server, reply, caplog):
+    caplog.set_level(logging.DEBUG)
+    result = fetch(raw_server(reply), headers=AUTH, timeout_s=2)
+    assert result.error == "protocol", result
+    assert SECRET not in repr(result) and SECRET not in caplog.text
+
+
 # -- many requests on one event loop -----------------------------------------------------------
 
 
