@@ -35,7 +35,7 @@ from fleet.poll_store import (
     store_polls,
     take_leases,
 )
-from fleet.polling import MetricsSnapshot, PollOutcome, PollStatus, poll_endpoint, poll_endpoint_async
+from fleet.polling import MetricsSnapshot, PollOutcome, PollStatus, SeriesHeads, poll_endpoint, poll_endpoint_async
 
 log = logging.getLogger(__name__)
 
@@ -140,11 +140,13 @@ def _fetch_all(
     ``concurrency`` at once. Each deployment yields exactly one ``(deployment, outcome or exception,
     finished_at)`` on ``done``; ``None`` follows the last one."""
 
+    heads = SeriesHeads()  # the fleet's engines repeat their metric series: each parsed once a cycle
+
     async def one(deployment: Deployment, endpoint: Endpoint, gate: asyncio.Semaphore) -> None:
         async with gate:
             try:
                 result: PollOutcome | BaseException = await poll_endpoint_async(
-                    *endpoint, prev_snapshot=previous.get(deployment.pk), **kwargs
+                    *endpoint, prev_snapshot=previous.get(deployment.pk), series_heads=heads, **kwargs
                 )
             except Exception as exc:  # one broken deployment must not stop the cycle
                 result = exc

@@ -6,7 +6,15 @@ The Django side (models, Celery tasks, forms) calls these functions with plain v
 
 from .client import PollOutcome, PollStatus, poll_endpoint, poll_endpoint_async
 from .guard import DEFAULT_ALLOWED_NETWORKS, FetchResult, UrlRefused, check_url, fetch, fetch_async, parse_networks
-from .metrics import DerivedMetrics, HistogramData, MetricsParseError, MetricsSnapshot, derive, parse_metrics
+from .metrics import (
+    DerivedMetrics,
+    HistogramData,
+    MetricsParseError,
+    MetricsSnapshot,
+    SeriesHeads,
+    derive,
+    parse_metrics,
+)
 
 __all__ = [
     "DEFAULT_ALLOWED_NETWORKS",
@@ -17,6 +25,7 @@ __all__ = [
     "MetricsSnapshot",
     "PollOutcome",
     "PollStatus",
+    "SeriesHeads",
     "UrlRefused",
     "check_url",
     "derive",

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from .guard import FetchResult, IPNetwork, display_url, fetch_async, redact, run_sync
-from .metrics import DerivedMetrics, MetricsParseError, MetricsSnapshot, derive, parse_metrics
+from .guard import FetchResult, IPNetwork, display_url, fetch_async, parse_networks, redact, run_sync
+from .metrics import DerivedMetrics, MetricsParseError, MetricsSnapshot, SeriesHeads, derive, parse_metrics
 
 logger = logging.getLogger("fleet.polling")
 
@@ -207,6 +207,7 @@ async def poll_endpoint_async(
     prev_snapshot: MetricsSnapshot | None = None,
     verify: bool | str = True,
     clock: Callable[[], float] = time.time,
+    series_heads: SeriesHeads | None = None,
 ) -> PollOutcome:
     """Poll one endpoint and classify it; never raises for endpoint trouble.
 
@@ -216,10 +217,12 @@ async def poll_endpoint_async(
     ``timeout_s`` (seconds) is the deadline of each of the (at most three) requests, ``max_bytes``
     the cap on each body in bytes, ``allowed_networks`` the guard's networks (None: loopback and
     private ranges), ``prev_snapshot`` the last poll's snapshot (for rates), ``verify`` TLS
-    verification (True, False or a CA bundle path), ``clock`` the Unix-time source in seconds.
+    verification (True, False or a CA bundle path), ``clock`` the Unix-time source in seconds,
+    ``series_heads`` the metric series heads parsed by other polls of the cycle (None: none).
     Raises ValueError only for a malformed ``allowed_networks``.
     """
     polled_at = clock()
+    allowed_networks = parse_networks(allowed_networks)  # once for the poll's requests; may raise ValueError
     url, warnings = normalise_base_url(base_url)
     shown_url = display_url(url)
     engine = (engine or "openai").lower()
@@ -306,7 +309,7 @@ async def poll_endpoint_async(
             steps.append(bad)
         else:
             try:
-                snapshot = parse_metrics(scrape.body, scraped_at=clock())
+                snapshot = parse_metrics(scrape.body, scraped_at=clock(), heads=series_heads)
             except MetricsParseError as exc:
                 outcome.metrics_available = False
                 steps.append(_Step(PollStatus.ERROR, f"GET /metrics: unparseable reply, {exc}"))

@@ -1,32 +1,17 @@
-"""The one gate every outbound polling request goes through.
+"""The one gate every outbound polling request goes through: :func:`check_url` at registration,
+:func:`fetch_async` (and :func:`fetch`) at poll time. The rules are in docs/polling.md ("Guard rules").
 
-Rules (docs/polling.md, "Guard"):
-
-* only ``http`` and ``https`` URLs with a host and without credentials in them;
-* the host is resolved **by us, at connect time**, every resolved address is checked, and the
-  socket is then opened to the checked address itself, so a DNS answer that changes between the
-  check and the connect (DNS rebinding) cannot slip through. TLS keeps the URL's hostname for SNI
-  and certificate checks, and the ``Host`` header is the URL's, because the URL is never rewritten:
-  only the guarded transport (:mod:`fleet.polling.guard_transport`) knows the IP;
-* an address must lie in ``allowed_networks`` (default: loopback and private ranges) and never in
-  the always-refused ranges (link-local and cloud metadata, CGNAT, "this network", multicast);
-  an IPv6 address embedding an IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) is
-  judged by the embedded IPv4 as well;
-* redirects are never followed: a 3xx is returned as the error ``redirect``;
-* one overall deadline per request over everything (resolution, connect, TLS, headers, body), so a
-  slow-drip body cannot outlive it, and optional connect and read timeouts under it;
-* the body is streamed and cut at ``max_bytes`` (error ``too_large``), after decoding when the
-  server compresses it anyway;
-* proxies and ``.netrc`` from the environment are never read: a proxy would make the connect-time
-  check meaningless;
-* header values (the API key) never appear in a message, a log line or a result.
+aiohttp speaks HTTP; the guard picks where its sockets may go (:mod:`fleet.polling.guard_transport`:
+every address checked at connect time, IP literals and DNS answers alike, the URL never rewritten),
+refuses redirects, bounds the whole request by one deadline, caps the decoded body, never reads
+proxies or ``.netrc`` from the environment, and keeps header values (the API key) out of every
+message, log line and result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import ssl
@@ -38,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import h11
-import httpx
+import aiohttp
+from yarl import URL
 
 from .guard_networks import (
     ALWAYS_REFUSED,
@@ -49,8 +34,8 @@ from .guard_networks import (
     address_refusal,
     parse_networks,
 )
-from .guard_transport import Exchange, _ConnectTimeout, _ResolveFailed, _ssl_context, connect, resolve_checked
-from .guard_urls import UrlRefused, _parse_url, check_addresses, check_url, resolve
+from .guard_transport import READ_CHUNK, GuardedConnector, _ResolveFailed, _ssl_context, guarded_session
+from .guard_urls import UrlRefused, _ip_literal, _parse_url, check_addresses, check_url, resolve
 
 __all__ = [
     "ALWAYS_REFUSED",
@@ -184,32 +169,33 @@ def _cause_chain(exc: BaseException) -> list[BaseException]:
 
 
 def _classify(exc: BaseException, phase: str, timeout_s: float) -> tuple[str, str]:
-    """Map a transport exception raised during ``phase`` (``resolve``, ``connect``, ``request`` or
-    ``body``) to an error kind and a message (secrets removed by the caller)."""
+    """Map an exception raised during ``phase`` (``resolve``, ``connect``, ``request`` or ``body``)
+    to an error kind and a message (secrets removed by the caller; aiohttp's own messages name the
+    URL with its query string, so they are never shown whole)."""
     chain = _cause_chain(exc)
-    refused = next((e for e in chain if isinstance(e, UrlRefused)), None)
-    if refused is not None:
-        return "refused", f"refused by the address guard: {refused.reason}"
     resolve_failed = next((e for e in chain if isinstance(e, _ResolveFailed)), None)
     if resolve_failed is not None:
         return "dns", str(resolve_failed)
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError):  # the deadline, and aiohttp's connect and read timeouts
         if phase == "body":
             return "deadline", f"the body did not finish within the {timeout_s:g} s deadline"
         if phase == "resolve":
             return "dns", f"the host did not resolve within the {timeout_s:g} s deadline"
-        if phase == "connect" or isinstance(exc, _ConnectTimeout):
+        if phase == "connect" or isinstance(exc, aiohttp.ConnectionTimeoutError):
             return "timeout", f"no connection within the time limit ({timeout_s:g} s deadline)"
         return "timeout", f"no response within the time limit ({timeout_s:g} s deadline)"
-    if isinstance(exc, ssl.SSLError | ssl.CertificateError):
-        return "tls", f"TLS failed: {exc}"
-    if phase == "connect" and isinstance(exc, OSError):
-        return "connect", f"cannot connect: {_os_error(exc)}"
-    if isinstance(exc, h11.ProtocolError | zlib.error):
+    tls = next((e for e in chain if isinstance(e, ssl.SSLError | ssl.CertificateError)), None)
+    if tls is not None:
+        return "tls", f"TLS failed: {tls}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return "connect", f"cannot connect: {_os_error(exc.os_error)}"
+    if isinstance(exc, aiohttp.ClientResponseError):  # a malformed status line or header
+        return "protocol", f"malformed HTTP reply: {exc.message}"
+    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError | zlib.error):
         return "protocol", f"malformed HTTP exchange: {exc}"
     if isinstance(exc, OSError):
         return "network", f"{type(exc).__name__}: {_os_error(exc)}"
-    return "network", f"{type(exc).__name__}: {exc}"
+    return "network", f"{type(exc).__name__}"
 
 
 def _os_error(exc: OSError) -> str:
@@ -217,14 +203,6 @@ def _os_error(exc: OSError) -> str:
     if exc.errno:
         return os.strerror(exc.errno)
     return exc.strerror or str(exc) or type(exc).__name__
-
-
-def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str:
-    """The first value of header ``name`` (lower-case bytes), decoded as Latin-1; "" when absent."""
-    for key, value in headers:
-        if key == name:  # h11 lower-cases header names
-            return value.decode("latin-1").strip()
-    return ""
 
 
 def _decoder(encoding: str) -> Any:
@@ -240,17 +218,6 @@ def _decoder(encoding: str) -> Any:
     if encoding == "deflate":
         return zlib.decompressobj()
     raise zlib.error(f"unsupported Content-Encoding {encoding!r}")
-
-
-@functools.lru_cache(maxsize=32)
-def _networks(allowed_networks: str | tuple | None) -> tuple[IPNetwork, ...]:
-    return parse_networks(allowed_networks)
-
-
-def _allowed(allowed_networks: Iterable[str | IPNetwork] | None) -> tuple[IPNetwork, ...]:
-    if allowed_networks is None or isinstance(allowed_networks, str | tuple):
-        return _networks(allowed_networks)  # the usual case: the setting, parsed once
-    return parse_networks(allowed_networks)
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -287,7 +254,7 @@ async def fetch_async(
     connect or a single wait for bytes. ``max_bytes`` caps the (decoded) body in bytes. ``verify`` is
     True, False or a CA bundle path. Raises ValueError only for a malformed ``allowed_networks``.
     """
-    allowed = _allowed(allowed_networks)
+    allowed = parse_networks(allowed_networks)  # at once: a malformed setting raises
     start = time.monotonic()
     secrets = _secrets(headers)
 
@@ -306,47 +273,38 @@ async def fetch_async(
         parsed = _parse_url(url)
     except UrlRefused as exc:
         return result(None, b"", "refused", f"refused by the address guard: {exc.reason}")
-    https = parsed.scheme == "https"
-    port = parsed.port or (443 if https else 80)
-    request_headers = {"Host": parsed.netloc.decode("ascii"), "Accept-Encoding": "identity",
-                       "User-Agent": "fleetcap-poller/1", "Connection": "close"}  # fmt: skip
+    request_headers = {"Accept-Encoding": "identity", "User-Agent": "fleetcap-poller/1", "Connection": "close"}
     request_headers.update(headers or {})
-    try:
-        encoded = [(k.encode("ascii"), v.encode("ascii")) for k, v in request_headers.items()]
-    except UnicodeEncodeError:  # never echo the value: it may be the API key
-        return result(None, b"", "protocol", "the request could not be sent: a header is not ASCII")
+    if not all(value.isascii() and value.isprintable() for value in request_headers.values()):
+        # Never echo the value: it may be the API key.
+        return result(None, b"", "protocol", "the request could not be sent: a header is not printable ASCII")
 
     try:
-        tls = _ssl_context(verify) if https else None
+        tls = _ssl_context(verify) if parsed.scheme == "https" else None
     except (OSError, ssl.SSLError) as exc:
         return result(None, b"", "tls", f"the CA bundle {verify!r} cannot be loaded: {exc}")
 
-    phase, status, ctype, body = "resolve", None, "", bytearray()
-    exchange: Exchange | None = None
-    loop = asyncio.get_running_loop()
+    session = guarded_session(allowed, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s)
+    connector: GuardedConnector = session.connector  # type: ignore[assignment]
+    status, ctype, body = None, "", bytearray()
     try:
-        async with asyncio.timeout_at(loop.time() + timeout_s):
-            addresses = await resolve_checked(parsed.host, port, allowed)
-            phase = "connect"
-            reader, writer = await connect(
-                addresses, port, tls=tls, server_hostname=parsed.host, timeout_s=connect_timeout_s,
-            )  # fmt: skip
-            exchange = Exchange(reader, writer, read_timeout_s)
-            phase = "request"
-            await exchange.send(parsed.raw_path, encoded)
-            response = await exchange.response()
-            phase, status = "body", response.status_code
-            ctype = _header(response.headers, b"content-type")
+        async with (
+            asyncio.timeout(timeout_s),
+            session,
+            session.get(parsed, headers=request_headers, ssl=tls or True, allow_redirects=False) as response,
+        ):
+            status = response.status
+            ctype = response.headers.get("Content-Type", "")
             if 300 <= status < 400:
                 where = ""
-                with contextlib.suppress(httpx.InvalidURL, ValueError):
-                    where = parsed.join(_header(response.headers, b"location")).host
+                with contextlib.suppress(ValueError, TypeError):
+                    where = parsed.join(URL(response.headers.get("Location", ""))).host or ""
                 return result(status, b"", "redirect", f"HTTP {status} redirect to {where or 'elsewhere'} not followed")
-            declared = _header(response.headers, b"content-length")
+            declared = response.headers.get("Content-Length", "")
             if declared.isdigit() and int(declared) > max_bytes:
                 return result(status, b"", "too_large", f"body of {declared} bytes exceeds the {max_bytes} byte cap")
-            decoder = _decoder(_header(response.headers, b"content-encoding"))
-            async for chunk in exchange.body_chunks():
+            decoder = _decoder(response.headers.get("Content-Encoding", ""))
+            async for chunk in response.content.iter_chunked(READ_CHUNK):
                 # A compressed body is decoded as it comes, never past the cap (no zip bomb).
                 body += decoder.decompress(chunk, max_bytes + 1 - len(body)) if decoder else chunk
                 if len(body) > max_bytes:
@@ -356,9 +314,12 @@ async def fetch_async(
             return result(status, bytes(body), None, "", ctype)
     except UrlRefused as exc:
         return result(None, b"", "refused", f"refused by the address guard: {exc.reason}")
-    except (TimeoutError, OSError, h11.ProtocolError, zlib.error) as exc:
+    except (TimeoutError, OSError, aiohttp.ClientError, zlib.error) as exc:
+        if status is not None:
+            phase = "body"
+        elif connector.connected:
+            phase = "request"
+        else:
+            phase = "connect" if connector.resolver.resolved or _ip_literal(parsed.host or "") else "resolve"
         kind, message = _classify(exc, phase, timeout_s)
         return result(status if kind == "deadline" else None, bytes(body), kind, message)
-    finally:
-        if exchange is not None:
-            exchange.close()

@@ -1,18 +1,19 @@
 """The guard's URL checks and name resolution: static URL rules, resolving a host, checking its addresses.
 
 :func:`check_url` is the registration-time check; the connect-time check (:mod:`fleet.polling.guard_transport`)
-uses :func:`resolve` and :func:`check_addresses` at every connect.
+uses :func:`resolve_in_thread` and :func:`check_addresses` at every connect.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import threading
 from collections.abc import Iterable
-from typing import Any
+from concurrent.futures import Future
 
-import httpx
+from yarl import URL
 
 from .guard_networks import IPAddress, IPNetwork, address_refusal, parse_networks
 
@@ -28,18 +29,24 @@ class UrlRefused(ValueError):
         self.reason = reason
 
 
-def _parse_url(url: str) -> httpx.URL:
-    """Parse with httpx's parser (the one that will send the request) and apply the static rules."""
+#: A host name as resolved (IDNA-encoded): letters, digits, dots, hyphens, underscores.
+_HOST_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def _parse_url(url: str) -> URL:
+    """Parse with yarl (aiohttp's parser, the one that will send the request) and apply the static rules."""
     try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        parsed = URL(url)
+    except (TypeError, ValueError) as exc:
         raise UrlRefused(f"not a valid URL: {exc}") from None
     if parsed.scheme not in ("http", "https"):
         raise UrlRefused(f"scheme {parsed.scheme or '(none)'!r} refused: only http and https are allowed")
-    if not parsed.host:
+    if not parsed.raw_host:
         raise UrlRefused("the URL has no host")
-    if parsed.userinfo:
+    if parsed.raw_user is not None or parsed.raw_password is not None:
         raise UrlRefused("credentials in the URL are refused: set the endpoint's API key instead")
+    if _ip_literal(parsed.host or "") is None and not _HOST_NAME.fullmatch(parsed.raw_host):
+        raise UrlRefused("not a valid URL: the host is not a host name or an IP address")
     return parsed
 
 
@@ -50,41 +57,40 @@ def _ip_literal(host: str) -> IPAddress | None:
         return None
 
 
-def resolve(host: str, port: int, timeout_s: float | None = None) -> list[IPAddress]:
-    """Resolve ``host`` to its addresses (IP literals are returned as they are).
+def resolve_in_thread(host: str, port: int) -> Future[list[IPAddress]]:
+    """``host``'s addresses from the system resolver, in a daemon thread: a resolver that hangs is
+    left behind in it, never waited for (as a thread pool's worker would be, at shutdown).
 
-    Uses the system resolver in a daemon thread so that ``timeout_s`` (seconds) bounds the wait.
-    Raises ``OSError`` (``socket.gaierror`` or ``TimeoutError``) when it fails.
+    The future fails with ``OSError`` (``socket.gaierror``) when the name does not resolve.
+    """
+    future: Future[list[IPAddress]] = Future()
+    future.set_running_or_notify_cancel()  # a running future cannot be cancelled: the thread always settles it
+
+    def work() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            found = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+            if not found:
+                raise socket.gaierror(f"{host!r} resolved to no address")
+            future.set_result(list(dict.fromkeys(found)))
+        except (OSError, ValueError) as exc:
+            future.set_exception(exc if isinstance(exc, OSError) else socket.gaierror(str(exc)))
+
+    threading.Thread(target=work, name="fleet-poll-resolve", daemon=True).start()
+    return future
+
+
+def resolve(host: str, port: int, timeout_s: float | None = None) -> list[IPAddress]:
+    """Resolve ``host`` to its addresses (IP literals are returned as they are), waiting at most
+    ``timeout_s`` seconds. Raises ``OSError`` (``socket.gaierror`` or ``TimeoutError``) when it fails.
     """
     literal = _ip_literal(host)
     if literal is not None:
         return [literal]
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            box["error"] = exc
-
-    if timeout_s is None:
-        work()
-    else:
-        worker = threading.Thread(target=work, name="fleet-poll-resolve", daemon=True)
-        worker.start()
-        worker.join(max(timeout_s, 0.0))
-        if worker.is_alive():
-            raise TimeoutError(f"resolving {host!r} took longer than {timeout_s:.2f} s")
-    if "error" in box:
-        raise box["error"]
-    addresses: list[IPAddress] = []
-    for _family, _type, _proto, _canon, sockaddr in box.get("infos", []):
-        ip = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-        if ip not in addresses:
-            addresses.append(ip)
-    if not addresses:
-        raise socket.gaierror(f"{host!r} resolved to no address")
-    return addresses
+    try:
+        return resolve_in_thread(host, port).result(timeout_s)
+    except TimeoutError:
+        raise TimeoutError(f"resolving {host!r} took longer than {timeout_s:.2f} s") from None
 
 
 def check_addresses(host: str, addresses: list[IPAddress], allowed: tuple[IPNetwork, ...]) -> None:
@@ -112,14 +118,13 @@ def check_url(
     """
     allowed = parse_networks(allowed_networks)
     parsed = _parse_url(url)
-    host = parsed.host
-    literal = _ip_literal(host)
+    literal = _ip_literal(parsed.host or "")
     if literal is not None:
-        check_addresses(host, [literal], allowed)
+        check_addresses(str(literal), [literal], allowed)
         return
     if not resolve_host:
         return
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    host, port = parsed.raw_host or "", parsed.port or 0  # yarl gives http's and https's default ports
     try:
         addresses = resolve(host, port, timeout_s)
     except OSError as exc:

@@ -53,6 +53,7 @@ __all__ = [
     "HistogramData",
     "MetricsParseError",
     "MetricsSnapshot",
+    "SeriesHeads",
     "derive",
     "histogram_quantile",
     "parse_metrics",
@@ -96,7 +97,7 @@ PROCESS_START = "process_start_time_seconds"
 
 #: Every sample name ``parse_metrics`` reads. Lines of other samples are dropped before the parser
 #: sees them: a vLLM page is mostly histograms nobody here reads, and prometheus-client's parser costs
-#: about 20 microseconds a sample (docs/polling.md, "Parsing cost").
+#: tens of microseconds a sample (docs/polling.md, "Parsing cost").
 READ_SAMPLES = frozenset(
     (*RUNNING, *WAITING, *KV_USAGE, *KV_USED_TOKENS, *PREFIX_QUERIES, *PREFIX_HITS, *PROMPT_TOKENS,
      *GENERATION_TOKENS, *PREEMPTIONS, SGLANG_CACHED_TOKENS, SGLANG_CAPACITY, SGLANG_HIT_RATE, VLLM_CACHE_CONFIG,
@@ -124,13 +125,40 @@ Labels = tuple[tuple[str, str], ...]
 Series = dict[str, list[tuple[dict[str, str], float]]]
 
 
-def _collect(text: str) -> Series:
+class SeriesHeads:
+    """Series heads (``name{labels}``) parsed by prometheus-client's text parser, remembered for the
+    parses that share this object, at most ``limit`` of them (then further heads are parsed each time).
+
+    The poll cycle keeps one for its polls (``fleet/poller.py``): a fleet's engines repeat the same
+    few hundred heads (one set per model and engine version), so each is parsed once a cycle instead
+    of once a page (docs/polling.md, "Parsing cost"). Its owner drops it; nothing is kept globally.
+    """
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self.limit = limit
+        self._known: dict[str, tuple[str, dict[str, str]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def parse(self, head: str) -> tuple[str, dict[str, str]]:
+        """A sample line's name and labels (the labels dict is shared: copy before changing it)."""
+        known = self._known.get(head)
+        if known is None:
+            sample = next(iter(text_string_to_metric_families(f"{head} 0\n"))).samples[0]
+            known = (sample.name, dict(sample.labels))
+            if len(self._known) < self.limit:
+                self._known[head] = known
+        return known
+
+
+def _collect(text: str, heads: SeriesHeads) -> Series:
     """Samples by name (``_created`` series skipped) of the lines that carry a read sample.
 
-    Only those lines are read. Each distinct series head (``name{labels}``) is parsed once by
-    prometheus-client's parser and remembered (:func:`_series`); the value after it is read as that
-    parser reads values. A page with none of those lines is parsed whole by prometheus-client, so
-    that a reply that is not Prometheus text at all (an HTML error page) is still reported as such.
+    Only those lines are read. Each line's head (``name{labels}``) is parsed by prometheus-client's
+    parser (through ``heads``); the value after it is read as that parser reads values. A page with
+    none of those lines is parsed whole by prometheus-client, so that a reply that is not Prometheus
+    text at all (an HTML error page) is still reported as such.
     """
     lines = _READ_LINES.findall(text)
     if not lines:
@@ -144,30 +172,12 @@ def _collect(text: str) -> Series:
                 head, rest = line[: end + 1], line[end + 1 :]
             else:
                 head, _, rest = line.replace("\t", " ").partition(" ")
-            name, labels = _series(head)
+            name, labels = heads.parse(head)
             if not name.endswith("_created"):
                 series[name].append((dict(labels), _value(rest)))
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise MetricsParseError(f"not Prometheus text: {str(exc)[:200]}") from None
     return series
-
-
-#: Series heads already parsed: ``name{labels}`` -> (name, labels). Engines repeat the same few
-#: hundred heads on every scrape; the cap bounds what an endpoint inventing new labels can cost.
-_SERIES: dict[str, tuple[str, dict[str, str]]] = {}
-_SERIES_MAX = 50_000
-
-
-def _series(head: str) -> tuple[str, dict[str, str]]:
-    """A sample line's name and labels, parsed by prometheus-client's text parser (once per head)."""
-    known = _SERIES.get(head)
-    if known is None:
-        sample = next(iter(text_string_to_metric_families(f"{head} 0\n"))).samples[0]
-        known = (sample.name, dict(sample.labels))
-        if len(_SERIES) >= _SERIES_MAX:
-            _SERIES.clear()
-        _SERIES[head] = known
-    return known
 
 
 def _value(rest: str) -> float:
@@ -269,8 +279,11 @@ def _detect_engine(text: str) -> str | None:
     return None
 
 
-def parse_metrics(text: str | bytes, *, scraped_at: float | None = None) -> MetricsSnapshot:
-    """Normalise one ``/metrics`` page. ``scraped_at`` is the scrape's Unix time in seconds.
+def parse_metrics(
+    text: str | bytes, *, scraped_at: float | None = None, heads: SeriesHeads | None = None
+) -> MetricsSnapshot:
+    """Normalise one ``/metrics`` page. ``scraped_at`` is the scrape's Unix time in seconds; ``heads``
+    the series heads parsed by earlier pages (:class:`SeriesHeads`; None: this page's own).
 
     Raises :class:`MetricsParseError` when the text is not Prometheus text. A page without any
     known metric gives a snapshot whose fields are all None.
@@ -280,7 +293,7 @@ def parse_metrics(text: str | bytes, *, scraped_at: float | None = None) -> Metr
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise MetricsParseError(f"not UTF-8 text: {exc}") from None
-    series = _collect(text)
+    series = _collect(text, heads if heads is not None else SeriesHeads())
     sources: dict[str, str] = {}
     values: dict[str, Any] = {}
     shards = 0

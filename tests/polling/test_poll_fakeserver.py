@@ -9,6 +9,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -76,13 +78,18 @@ def test_stop_does_not_wait_for_hanging_handlers():
 
 
 def test_behaviour_can_be_switched_over_http():
-    with FakeEngineServer("llamacpp") as server:
-        import httpx
+    def post(url: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, data=b"", method="POST"), timeout=2) as reply:
+                return reply.status, reply.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
 
-        reply = httpx.post(f"{server.url}/_fake/behaviour", params={"set": "loading"}, timeout=2)
-        assert reply.json() == {"behaviour": "loading"}
+    with FakeEngineServer("llamacpp") as server:
+        status, body = post(f"{server.url}/_fake/behaviour?set=loading")
+        assert status == 200 and json.loads(body) == {"behaviour": "loading"}
         assert fetch(f"{server.url}/health", timeout_s=2).status == 503
-        assert httpx.post(f"{server.url}/_fake/behaviour", params={"set": "nope"}, timeout=2).status_code == 400
+        assert post(f"{server.url}/_fake/behaviour?set=nope")[0] == 400
     assert set(BEHAVIOURS) >= {"ok", "restart", "hang", "slow_body", "huge_body", "redirect", "wrong_model",
                                "unauthorized", "loading", "error_500", "garbage"}  # fmt: skip
 

@@ -184,6 +184,50 @@ def test_one_refused_address_among_several_refuses_the_host(monkeypatch):
         check_url("http://mixed.test/")
 
 
+def test_every_socket_is_checked_even_when_resolution_is_bypassed(server, monkeypatch):
+    """The socket factory checks the address of each connect attempt itself: a resolver that let a
+    refused address through (or an IP literal, which aiohttp never resolves) still gets no socket."""
+    from fleet.polling import guard_transport
+
+    async def unchecked(self, host, port=0, family=0):
+        return [{"hostname": host, "host": "127.0.0.1", "port": port, "family": socket.AF_INET, "proto": 0,
+                 "flags": socket.AI_NUMERICHOST}]  # fmt: skip
+
+    monkeypatch.setattr(guard_transport.GuardedResolver, "resolve", unchecked)
+    result = fetch(f"http://bypass.test:{server.port}/v1/models", allowed_networks=["10.0.0.0/8"], timeout_s=1)
+    assert result.error == "refused" and "127.0.0.1 is outside the allowed networks" in result.message
+    assert server.request_count == 0
+    assert fetch(f"http://bypass.test:{server.port}/v1/models", timeout_s=2).ok
+
+
+def test_a_hanging_resolver_ends_at_the_deadline(monkeypatch):
+    real = socket.getaddrinfo
+
+    def slow(host, port, *args, **kwargs):
+        if host == "slow.test":
+            time.sleep(1.5)
+        return real("127.0.0.1" if host == "slow.test" else host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    start = time.monotonic()
+    result = fetch("http://slow.test:8000/v1/models", timeout_s=0.3)
+    assert result.error == "dns" and "did not resolve" in result.message
+    assert time.monotonic() - start < 1.0  # not held up by the resolver's thread
+
+
+def test_a_header_that_could_split_the_request_is_not_sent_or_echoed(server):
+    result = fetch(f"{server.url}/v1/models", headers={"Authorization": f"Bearer {SECRET}\r\nX-Evil: 1"}, timeout_s=1)
+    assert result.error == "protocol" and SECRET not in repr(result)
+    assert server.request_count == 0
+
+
+@pytest.mark.parametrize("url", ["http://exa mple.test/", "http://127.0.0.1:99999/", "http:///v1/models"])
+def test_malformed_urls_are_refused(url):
+    with pytest.raises(UrlRefused):
+        check_url(url)
+    assert fetch(url, timeout_s=0.5).error == "refused"
+
+
 def test_unresolvable_host():
     with pytest.raises(UrlRefused, match="does not resolve"):
         check_url("http://no-such-host.invalid/")
@@ -334,6 +378,49 @@ def test_a_compressed_body_is_capped_after_decoding(encoded_server):
 def test_an_unknown_encoding_is_a_protocol_error(encoded_server):
     result = fetch(encoded_server(b"\x00\x01", "br"), timeout_s=2)
     assert result.error == "protocol" and "br" in result.message
+
+
+# -- malformed replies ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def raw_server():
+    """A TCP server on 127.0.0.1 that answers every connection with the given bytes, then closes."""
+
+    def serve(reply: bytes) -> str:
+        listener = socket.create_server(("127.0.0.1", 0))
+        listeners.append(listener)
+
+        def run() -> None:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(reply)
+
+        threading.Thread(target=run, daemon=True).start()
+        return f"http://127.0.0.1:{listener.getsockname()[1]}/metrics"
+
+    listeners: list[socket.socket] = []
+    yield serve
+    for listener in listeners:
+        listener.close()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [b"", b"SSH-2.0-OpenSSH_9.6\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",
+     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"],
+    ids=["closed", "not-http", "short-body", "bad-chunk"],
+)  # fmt: skip
+def test_a_malformed_reply_is_a_protocol_error(raw_server, reply, caplog):
+    caplog.set_level(logging.DEBUG)
+    result = fetch(raw_server(reply), headers=AUTH, timeout_s=2)
+    assert result.error == "protocol", result
+    assert SECRET not in repr(result) and SECRET not in caplog.text
 
 
 # -- many requests on one event loop -----------------------------------------------------------

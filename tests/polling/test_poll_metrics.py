@@ -175,19 +175,26 @@ def test_nan_gauge_is_ignored():
 # -- reading only what is used ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name",
-    ["vllm-v1-metrics.txt", "vllm-early-v1-metrics.txt", "vllm-v1-dp2-metrics.txt", "sglang-metrics.txt",
-     "sglang-tp2-metrics.txt", "llamacpp-metrics.txt"],
-)  # fmt: skip
+METRICS_PAGES = sorted(p.name for p in FIXTURES.glob("*-metrics.txt"))
+
+
+@pytest.mark.parametrize("name", METRICS_PAGES)
 def test_the_fast_path_reads_what_the_full_parser_reads(name):
-    """Only lines of read samples are read, each series head parsed once by prometheus-client: the
-    result equals prometheus-client's parse of the whole page, restricted to the read samples."""
+    """Only lines of read samples are read, each series head parsed by prometheus-client: the
+    result equals prometheus-client's parse of the whole page, restricted to the read samples,
+    with fresh heads and with heads remembered from an earlier page (and every fixture's heads)."""
     text = fixture(name)
     full = {k: v for k, v in metrics._parse(text).items() if k in metrics.READ_SAMPLES}
     assert full, "the fixture has read samples"
-    assert metrics._collect(text) == full
-    assert metrics._collect(text) == full  # again, from the remembered heads
+    heads = metrics.SeriesHeads()
+    assert metrics._collect(text, heads) == full
+    assert len(heads) > 0
+    assert metrics._collect(text, heads) == full  # again, from the remembered heads
+    shared = metrics.SeriesHeads()
+    for other in METRICS_PAGES:
+        metrics._collect(fixture(other), shared)
+    assert metrics._collect(text, shared) == full
+    assert parse_metrics(text, heads=shared) == parse_metrics(text)
 
 
 def test_unread_families_are_not_parsed_but_read_ones_are():
@@ -200,10 +207,17 @@ def test_unread_families_are_not_parsed_but_read_ones_are():
         parse_metrics(page + "vllm:num_requests_running 1_000\n")
 
 
-def test_remembered_series_heads_are_bounded(monkeypatch):
-    monkeypatch.setattr(metrics, "_SERIES", {})
-    monkeypatch.setattr(metrics, "_SERIES_MAX", 50)
+def test_remembered_series_heads_are_bounded():
+    heads = metrics.SeriesHeads(limit=50)
     for i in range(10):  # an endpoint inventing new label values on every scrape
         page = "".join(f'vllm:num_requests_running{{engine="{i}-{j}"}} {j}\n' for j in range(20))
-        assert parse_metrics(page).requests_running == sum(range(20))
-        assert len(metrics._SERIES) <= 50
+        assert parse_metrics(page, heads=heads).requests_running == sum(range(20))
+        assert len(heads) <= 50
+
+
+def test_a_remembered_heads_labels_are_not_changed_by_their_users():
+    heads = metrics.SeriesHeads()
+    page = 'vllm:num_requests_running{engine="0",tp_rank="1"} 2\n'
+    first = metrics._collect(page, heads)["vllm:num_requests_running"][0][0]
+    first["engine"] = "changed"
+    assert metrics._collect(page, heads)["vllm:num_requests_running"][0][0] == {"engine": "0", "tp_rank": "1"}
