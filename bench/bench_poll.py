@@ -42,6 +42,7 @@ import math
 import os
 import platform
 import resource
+import secrets
 import shutil
 import statistics
 import sys
@@ -68,6 +69,8 @@ from poll_fakes import ENGINE, Fakes  # noqa: E402
 def setup_django(var_dir: str, sqlite_url: bool, log_level: str) -> str:
     """Configure the environment, ``django.setup()``, migrate; returns the database described."""
     os.environ["FLEETCAP_VAR_DIR"] = var_dir
+    # A throwaway database and folder get a throwaway secret key (settings only read one).
+    os.environ.setdefault("FLEETCAP_SECRET_KEY", secrets.token_urlsafe(50))
     os.environ["FLEETCAP_LOG_LEVEL"] = log_level
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleet.project.settings")
     if sqlite_url:

@@ -11,6 +11,7 @@ import contextlib
 import io
 import os
 import random
+import secrets
 import sys
 import time
 from datetime import timedelta
@@ -62,6 +63,8 @@ def setup_django(var_dir: str) -> None:
     """Environment first (settings read it at import), then ``django.setup()``, migrate, catalogue."""
     os.environ["DATABASE_URL"] = f"{SERVER_URL}/{DB_NAME}"
     os.environ["FLEETCAP_VAR_DIR"] = var_dir
+    # A throwaway database and folder get a throwaway secret key (settings only read one).
+    os.environ.setdefault("FLEETCAP_SECRET_KEY", secrets.token_urlsafe(50))
     os.environ["FLEETCAP_DEBUG"] = "0"
     os.environ.setdefault("FLEETCAP_LOG_LEVEL", "WARNING")
     os.environ["DJANGO_SETTINGS_MODULE"] = "fleet.project.settings"

@@ -7,7 +7,6 @@ from datetime import date
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, URLValidator
 from django.db import models, transaction
-from django.forms.models import model_to_dict
 from django.urls import reverse
 from django.utils import timezone
 
@@ -61,7 +60,7 @@ class HardwareSku(TimeStamped, Sourced):
 
     def to_engine(self) -> Accelerator:
         """The engine's view of this record (the catalogue row's shape: ``Accelerator.from_record``)."""
-        return Accelerator.from_record(model_to_dict(self))
+        return Accelerator.from_record({name: getattr(self, name) for name in ("name", *self.FIGURES)})
 
 
 class Cluster(TimeStamped):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
-from django.forms.models import model_to_dict
 from django.urls import reverse
 
 from fleet.validators import positive
@@ -89,4 +88,5 @@ class ModelSpec(TimeStamped, Sourced):
 
     def to_engine(self) -> ModelArch:
         """The engine's view of this record (raises EngineInputError for invalid layer groups)."""
-        return ModelArch.from_record(model_to_dict(self))
+        # Only the figures the engine reads: a page that defers ``source`` must not load it here.
+        return ModelArch.from_record({name: getattr(self, name) for name in ("name", *self.FIGURES)})
