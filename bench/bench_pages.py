@@ -20,7 +20,7 @@ and ``FLEETCAP_VAR_DIR`` at a new temporary folder BEFORE ``django.setup()``, ru
 * ``--polls`` ``EndpointPoll`` rows spread evenly over the deployments and the last 7 days, with the metric
   columns filled and a full ``outcome`` JSON of the shape the poller stores (about 3 KB, vLLM histograms);
 * 4 workloads, ``--plans`` plans (one created with ``planner.plans.create_plan`` and run synchronously with
-  ``execute_plan``, i.e. ``planner.engine.search.search`` once; the other done plans carry a copy of its
+  ``execute_plan``, i.e. ``planner.engine.search`` once; the other done plans carry a copy of its
   result, the rest are queued, failed or cancelled), 3 decisions per workload through ``Decision.record``
   (recorded through ``planner.decisions.record_decision``), and the catalogue's GPU quotes and API
   price. Then ``VACUUM ANALYZE`` (what autovacuum would do after such a load).

@@ -15,7 +15,7 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``sizing/`` (memory): ``size``, ``capacity_curve``, ``weights_bytes``, ``kv_bytes_per_token``,
   ``state_bytes_per_sequence``, ``min_gpus_for_weights``, ``single_gpu_fit``;
 - ``throughput/`` (speed of one layout): ``estimate``;
-- ``search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
+- ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
   ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``.
 """
@@ -37,7 +37,7 @@ from planner.engine.costs import (
 )
 from planner.engine.errors import EngineInputError
 from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
-from planner.engine.search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
+from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
 from planner.engine.sizing import (
     CapacityPoint,
     SizingResult,

@@ -9,9 +9,9 @@ import pytest
 
 from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.search import REASONS, SkuOffer, Workload, design_concurrency, search
-from planner.engine.search.report import pareto_front
-from planner.engine.search.space import gpu_counts, replica_layouts
+from planner.engine.layout_search import REASONS, SkuOffer, Workload, design_concurrency, search
+from planner.engine.layout_search.report import pareto_front
+from planner.engine.layout_search.space import gpu_counts, replica_layouts
 
 KIMI_K3 = reference.model("kimi-k3")
 LLAMA_31_70B = reference.model("llama-3.1-70b")

@@ -3,7 +3,7 @@
 import pytest
 
 from fleet.catalog import reference
-from planner.engine.search import SearchCancelled, SkuOffer, Workload, search
+from planner.engine.layout_search import SearchCancelled, SkuOffer, Workload, search
 
 LLAMA_31_70B = reference.model("llama-3.1-70b")
 H100 = reference.accelerator("h100-sxm-80gb")
