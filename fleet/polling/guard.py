@@ -34,8 +34,8 @@ from .guard_networks import (
     address_refusal,
     parse_networks,
 )
-from .guard_transport import READ_CHUNK, GuardedConnector, _ResolveFailed, _ssl_context, guarded_session
-from .guard_urls import UrlRefused, _ip_literal, _parse_url, check_addresses, check_url, resolve
+from .guard_transport import READ_CHUNK, GuardedConnector, ResolveFailed, guarded_session, ssl_context
+from .guard_urls import UrlRefused, check_addresses, check_url, ip_literal, parse_url, resolve
 
 __all__ = [
     "ALWAYS_REFUSED",
@@ -173,7 +173,7 @@ def _classify(exc: BaseException, phase: str, timeout_s: float) -> tuple[str, st
     to an error kind and a message (secrets removed by the caller; aiohttp's own messages name the
     URL with its query string, so they are never shown whole)."""
     chain = _cause_chain(exc)
-    resolve_failed = next((e for e in chain if isinstance(e, _ResolveFailed)), None)
+    resolve_failed = next((e for e in chain if isinstance(e, ResolveFailed)), None)
     if resolve_failed is not None:
         return "dns", str(resolve_failed)
     if isinstance(exc, TimeoutError):  # the deadline, and aiohttp's connect and read timeouts
@@ -270,7 +270,7 @@ async def fetch_async(
     secrets += _url_secrets(url)
     safe_url = display_url(url, secrets)
     try:
-        parsed = _parse_url(url)
+        parsed = parse_url(url)
     except UrlRefused as exc:
         return result(None, b"", "refused", f"refused by the address guard: {exc.reason}")
     request_headers = {"Accept-Encoding": "identity", "User-Agent": "fleetcap-poller/1", "Connection": "close"}
@@ -280,7 +280,7 @@ async def fetch_async(
         return result(None, b"", "protocol", "the request could not be sent: a header is not printable ASCII")
 
     try:
-        tls = _ssl_context(verify) if parsed.scheme == "https" else None
+        tls = ssl_context(verify) if parsed.scheme == "https" else None
     except (OSError, ssl.SSLError) as exc:
         return result(None, b"", "tls", f"the CA bundle {verify!r} cannot be loaded: {exc}")
 
@@ -320,6 +320,6 @@ async def fetch_async(
         elif connector.connected:
             phase = "request"
         else:
-            phase = "connect" if connector.resolver.resolved or _ip_literal(parsed.host or "") else "resolve"
+            phase = "connect" if connector.resolver.resolved or ip_literal(parsed.host or "") else "resolve"
         kind, message = _classify(exc, phase, timeout_s)
         return result(status if kind == "deadline" else None, bytes(body), kind, message)

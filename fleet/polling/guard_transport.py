@@ -22,18 +22,18 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from .guard_networks import IPNetwork
-from .guard_urls import _os_error_text, check_addresses, resolve_in_thread
+from .guard_urls import check_addresses, os_error_text, resolve_in_thread
 
 #: Bytes read from the socket at a time (aiohttp's read buffer).
 READ_CHUNK = 65536
 
 
-class _ResolveFailed(OSError):
+class ResolveFailed(OSError):
     """The host name did not resolve."""
 
 
 @functools.lru_cache(maxsize=8)
-def _ssl_context(verify: bool | str) -> ssl.SSLContext:
+def ssl_context(verify: bool | str) -> ssl.SSLContext:
     """One TLS context per ``verify`` value (building one costs ~15 ms, which would skew latencies).
 
     ``True``: the system's trust store (OpenSSL's default paths, which ``SSL_CERT_FILE`` and
@@ -60,7 +60,7 @@ class GuardedResolver(AbstractResolver):
     """Resolves a host and checks every address; one refused address refuses the host.
 
     Raises :class:`~fleet.polling.guard_urls.UrlRefused` (a ValueError, which aiohttp passes through
-    unwrapped) or :class:`_ResolveFailed` (an OSError, which aiohttp wraps as a DNS error).
+    unwrapped) or :class:`ResolveFailed` (an OSError, which aiohttp wraps as a DNS error).
     ``resolved`` says whether a resolution finished (to tell a slow resolver from a slow connect).
     """
 
@@ -72,7 +72,7 @@ class GuardedResolver(AbstractResolver):
         try:
             addresses = await asyncio.wrap_future(resolve_in_thread(host, port))
         except OSError as exc:
-            raise _ResolveFailed(f"the host {host!r} does not resolve ({_os_error_text(exc)})") from None
+            raise ResolveFailed(f"the host {host!r} does not resolve ({os_error_text(exc)})") from None
         self.resolved = True
         check_addresses(host, addresses, self._allowed)
         return [

@@ -33,7 +33,7 @@ class UrlRefused(ValueError):
 _HOST_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
-def _parse_url(url: str) -> URL:
+def parse_url(url: str) -> URL:
     """Parse with yarl (aiohttp's parser, the one that will send the request) and apply the static rules."""
     try:
         parsed = URL(url)
@@ -45,12 +45,12 @@ def _parse_url(url: str) -> URL:
         raise UrlRefused("the URL has no host")
     if parsed.raw_user is not None or parsed.raw_password is not None:
         raise UrlRefused("credentials in the URL are refused: set the endpoint's API key instead")
-    if _ip_literal(parsed.host or "") is None and not _HOST_NAME.fullmatch(parsed.raw_host):
+    if ip_literal(parsed.host or "") is None and not _HOST_NAME.fullmatch(parsed.raw_host):
         raise UrlRefused("not a valid URL: the host is not a host name or an IP address")
     return parsed
 
 
-def _ip_literal(host: str) -> IPAddress | None:
+def ip_literal(host: str) -> IPAddress | None:
     try:
         return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
@@ -84,7 +84,7 @@ def resolve(host: str, port: int, timeout_s: float | None = None) -> list[IPAddr
     """Resolve ``host`` to its addresses (IP literals are returned as they are), waiting at most
     ``timeout_s`` seconds. Raises ``OSError`` (``socket.gaierror`` or ``TimeoutError``) when it fails.
     """
-    literal = _ip_literal(host)
+    literal = ip_literal(host)
     if literal is not None:
         return [literal]
     try:
@@ -98,7 +98,7 @@ def check_addresses(host: str, addresses: list[IPAddress], allowed: tuple[IPNetw
     for ip in addresses:
         why = address_refusal(ip, allowed)
         if why:
-            shown = "" if _ip_literal(host) is not None else f"{host!r} resolves to {ip}; "
+            shown = "" if ip_literal(host) is not None else f"{host!r} resolves to {ip}; "
             raise UrlRefused(f"{shown}{why}")
 
 
@@ -117,8 +117,8 @@ def check_url(
     ``timeout_s`` bounds the name resolution, in seconds.
     """
     allowed = parse_networks(allowed_networks)
-    parsed = _parse_url(url)
-    literal = _ip_literal(parsed.host or "")
+    parsed = parse_url(url)
+    literal = ip_literal(parsed.host or "")
     if literal is not None:
         check_addresses(str(literal), [literal], allowed)
         return
@@ -128,9 +128,9 @@ def check_url(
     try:
         addresses = resolve(host, port, timeout_s)
     except OSError as exc:
-        raise UrlRefused(f"the host {host!r} does not resolve ({_os_error_text(exc)})") from None
+        raise UrlRefused(f"the host {host!r} does not resolve ({os_error_text(exc)})") from None
     check_addresses(host, addresses, allowed)
 
 
-def _os_error_text(exc: BaseException) -> str:
+def os_error_text(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .metrics_snapshot import HistogramData, MetricsSnapshot, _finite
+from .metrics_snapshot import HistogramData, MetricsSnapshot, finite
 
 #: Counter fields compared by ``derive`` to detect a reset.
 COUNTER_FIELDS = ("prefix_cache_queries", "prefix_cache_hits", "prompt_tokens", "generation_tokens", "preemptions")
@@ -51,7 +51,7 @@ class DerivedMetrics:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (no NaN or infinity)."""
-        return {k: _finite(v) if isinstance(v, float) else v for k, v in asdict(self).items()}
+        return {k: finite(v) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> DerivedMetrics | None:

@@ -24,8 +24,8 @@ class HistogramData:
         """JSON-safe form: the infinite bound is written ``"+Inf"``."""
         return {
             "buckets": [["+Inf" if math.isinf(le) else le, n] for le, n in self.buckets],
-            "sum": _finite(self.sum),
-            "count": _finite(self.count),
+            "sum": finite(self.sum),
+            "count": finite(self.count),
         }
 
     @classmethod
@@ -75,7 +75,7 @@ class MetricsSnapshot:
             if isinstance(value, HistogramData):
                 data[f.name] = value.to_dict()
             elif isinstance(value, float):
-                data[f.name] = _finite(value)
+                data[f.name] = finite(value)
             elif isinstance(value, dict):
                 data[f.name] = dict(value)
             else:
@@ -95,7 +95,7 @@ class MetricsSnapshot:
         return cls(**kwargs)
 
 
-def _finite(value: float | None) -> float | None:
+def finite(value: float | None) -> float | None:
     if value is None or math.isnan(value) or math.isinf(value):
         return None
     return value

@@ -1,8 +1,8 @@
 """The engine's public API and its module boundaries.
 
 * every name in ``planner.engine.__all__`` resolves;
-* no module under ``planner/engine`` imports an underscore-prefixed name from another module (a helper
-  two modules share is public, with a docstring, or the modules are one);
+* no module of the app (``planner/engine``, ``fleet/``, ``planner/``) imports an underscore-prefixed name
+  from another module (a helper two modules share is public, with a docstring, or the modules are one);
 * code outside the engine (``fleet/``, ``planner/`` outside ``planner/engine``, ``bench/``) imports
   ``planner.engine`` only, never one of its submodules.
 """
@@ -98,10 +98,11 @@ def test_units_have_one_home():
     assert planner.engine.SECONDS_PER_DAY == 86_400 and planner.engine.GB == 10**9
 
 
-def test_no_private_name_is_imported_across_engine_modules():
+def test_no_private_name_is_imported_across_modules():
+    """Nowhere in the app code (the engine, fleet, planner): a helper two modules share is public."""
     offenders = [
         f"{path.relative_to(ROOT)}:{line}: from {module} import {name}"
-        for path in _sources(ENGINE)
+        for path in _sources(ROOT / "fleet", ROOT / "planner")
         for line, module, names in _imports(path)
         for name in names
         if name.startswith("_")
