@@ -36,12 +36,12 @@ class _LeanEndpoint:
     """One fake vLLM endpoint of a :class:`_LeanFleet`: ``ok`` or ``hang``."""
 
     def __init__(self, fleet: _LeanFleet, behaviour: str, seed: int, render_cache_s: float) -> None:
-        from fleet.polling.fake_engines import _Simulation
+        from fleet.polling.fake_engines import Simulation
         from fleet.polling.fakeserver import DEFAULT_MODELS, models_payload
 
         self.fleet, self.behaviour, self.render_cache_s = fleet, behaviour, render_cache_s
         self.model_id = DEFAULT_MODELS[ENGINE]
-        self.sim = _Simulation(ENGINE, self.model_id, 1, 1, seed, warm_steps=40)
+        self.sim = Simulation(ENGINE, self.model_id, 1, 1, seed, warm_steps=40)
         self.models_body = json.dumps(models_payload(ENGINE, self.model_id, 8192, int(self.sim.started))).encode()
         self.url = ""
 

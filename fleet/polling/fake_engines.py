@@ -12,11 +12,11 @@ import time
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from .fake_sglang import _SglangSimulation
-from .fake_vllm import _VllmSimulation
+from .fake_sglang import SglangSimulation
+from .fake_vllm import VllmSimulation
 
 
-class _Simulation(_VllmSimulation, _SglangSimulation):
+class Simulation(VllmSimulation, SglangSimulation):
     """An engine's evolving load, rendered as that engine's ``/metrics`` page.
 
     Each ``render()`` advances the simulation by one step, so two scrapes always differ.

@@ -45,7 +45,7 @@ class RecordedRequest:
     has_authorization: bool
 
 
-class _Handler(BaseHTTPRequestHandler):
+class FakeEngineHandler(BaseHTTPRequestHandler):
     server_version = "fake-engine/1"
     timeout = 10  # seconds: a client that stops reading cannot pin a handler thread forever
 

@@ -1,6 +1,6 @@
 """SGLang's side of the fake server's simulation: its bucket layouts, metric families and load step.
 
-A mixin of :class:`fleet.polling.fake_engines._Simulation` (which holds the registry, the random
+A mixin of :class:`fleet.polling.fake_engines.Simulation` (which holds the registry, the random
 generator, the model name, the data-parallel engine count and the TP ranks).
 """
 
@@ -43,7 +43,7 @@ SGLANG_ITL_BUCKETS = (
 SGLANG_MAX_TOTAL_TOKENS = 120_000  # per data-parallel rank
 
 
-class _SglangSimulation:
+class SglangSimulation:
     """SGLang's metric families (scheduler gauges per rank, token counters) and one step of their load."""
 
     registry: CollectorRegistry

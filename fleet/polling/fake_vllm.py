@@ -1,6 +1,6 @@
 """vLLM's side of the fake server's simulation: its bucket layouts, metric families and load step.
 
-A mixin of :class:`fleet.polling.fake_engines._Simulation` (which holds the registry, the random
+A mixin of :class:`fleet.polling.fake_engines.Simulation` (which holds the registry, the random
 generator, the model name and the engine count); V1 and V0 (``vllm-v0``) differ in labels and names.
 """
 
@@ -62,7 +62,7 @@ VLLM_BLOCK_SIZE = 16
 VLLM_GPU_BLOCKS = 2000  # per engine: 32,000 tokens of KV cache
 
 
-class _VllmSimulation:
+class VllmSimulation:
     """vLLM's metric families (V1, or V0 when ``v1`` is False) and one step of their load."""
 
     registry: CollectorRegistry

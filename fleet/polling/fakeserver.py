@@ -21,7 +21,7 @@ Behaviours (:data:`BEHAVIOURS`): ``ok``; ``restart`` (counters start again near 
 ``wrong_model`` (lists another model); ``unauthorized`` (401 unless the right bearer key);
 ``loading`` (503 everywhere, as llama.cpp while loading); ``engine_dead`` (models answer, health
 fails: 503 on vLLM); ``error_500``; ``garbage`` (unparseable model list and metrics);
-``garbage_metrics`` (only the metrics unparseable). Handler threads are daemons and every wait
+``garbage_metrics`` (only the metrics unparseable). FakeEngineHandler threads are daemons and every wait
 watches the stop event, so shutting down never blocks on a hanging request.
 """
 
@@ -35,8 +35,8 @@ import threading
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from .fake_engines import _Simulation
-from .fake_handler import BEHAVIOURS, DEFAULT_API_KEY, HUGE_BODY_BYTES, RecordedRequest, _Handler
+from .fake_engines import Simulation
+from .fake_handler import BEHAVIOURS, DEFAULT_API_KEY, HUGE_BODY_BYTES, FakeEngineHandler, RecordedRequest
 from .fake_sglang import SGLANG_ITL_BUCKETS, SGLANG_MAX_TOTAL_TOKENS, SGLANG_TTFT_BUCKETS
 from .fake_vllm import VLLM_BLOCK_SIZE, VLLM_GPU_BLOCKS, VLLM_ITL_BUCKETS, VLLM_TTFT_BUCKETS
 
@@ -170,10 +170,10 @@ class FakeEngineServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._serving = threading.Event()
-        self._sim = _Simulation(engine, self.model_id, engines, tp, seed, warm_steps=40)
+        self._sim = Simulation(engine, self.model_id, engines, tp, seed, warm_steps=40)
         self.behaviour = "ok"
         self.set_behaviour(behaviour)
-        self._httpd = _Server((host, port), _Handler)
+        self._httpd = _Server((host, port), FakeEngineHandler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
         self._httpd.fake = self  # type: ignore[attr-defined]
@@ -239,7 +239,7 @@ class FakeEngineServer:
         with self._lock:
             if behaviour == "restart":
                 self._seed += 1
-                self._sim = _Simulation(self.engine, self.model_id, self._engines, self._tp, self._seed, warm_steps=1)
+                self._sim = Simulation(self.engine, self.model_id, self._engines, self._tp, self._seed, warm_steps=1)
             self.behaviour = behaviour
 
     @property

@@ -348,7 +348,7 @@ class _EncodedHandler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def encoded_server():
     def serve(body: bytes, encoding: str) -> str:
-        handler = type("Handler", (_EncodedHandler,), {"body": body, "encoding": encoding})
+        handler = type("FakeEngineHandler", (_EncodedHandler,), {"body": body, "encoding": encoding})
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         servers.append(httpd)

@@ -60,7 +60,7 @@ def pki(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         body = f'{{"host": "{self.headers.get("Host")}"}}'.encode()
         self.send_response(200)
@@ -77,7 +77,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def https_port(pki) -> Iterator[int]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(pki["cert"], pki["key"])
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
