@@ -186,3 +186,9 @@ class DecisionForm(forms.Form):
 
     tier = forms.TypedChoiceField(choices=Decision.Tier.choices, coerce=int)
     note = forms.CharField(required=False, max_length=NOTE_MAX_CHARS)
+
+
+class SpendForm(forms.Form):
+    """The spend page's month (``YYYY-MM``; the spend service checks it)."""
+
+    month = forms.CharField(max_length=7, widget=forms.TextInput(attrs={"type": "month"}))

@@ -163,7 +163,18 @@ def test_spend_page_and_csv_link(viewer, catalog):
     html = viewer.get("/spend/?month=2026-07").content.decode()
     assert "7200.00" in html  # 8 GPUs x 24 h x 15 days (17..31 July) x 2.50
     assert "/api/v1/spend/?month=2026-07&amp;format=csv" in html
-    assert "Give a month" in viewer.get("/spend/?month=July").content.decode()
+    bad = viewer.get("/spend/?month=July")
+    assert bad.status_code == 400
+    label = bad.content.decode().split('name="month"')[1].split("</label>")[0]
+    assert "Give a month as YYYY-MM, e.g. 2026-07." in label  # beside the input
+    # A month that cannot be priced (the catalogue's quotes start on 17 July) is said above the table.
+    Cluster(slug="early", name="Early", sku=sku, nodes=1, provider="seed-assumption", team="ml").save(
+        effective_from=date(2026, 6, 1)
+    )
+    unpriced = viewer.get("/spend/?month=2026-06")
+    assert unpriced.status_code == 400 and "month" not in unpriced.context["form"].errors
+    problem = " ".join(unpriced.context["form"].non_field_errors())
+    assert "h100-sxm-80gb" in problem and "2026-06-01" in problem
 
 
 @pytest.mark.django_db

@@ -15,7 +15,7 @@ from fleet.forms import add_service_errors
 from fleet.views.access import perms_required
 from planner.breakeven import compare, cost_curve
 from planner.decisions import record_decision as record_decision_service
-from planner.forms import DecisionForm, RentVsApiForm
+from planner.forms import DecisionForm, RentVsApiForm, SpendForm
 from planner.models import Decision
 from planner.spend import spend_for
 
@@ -71,13 +71,17 @@ def record_decision(request: HttpRequest) -> HttpResponse:
 
 @perms_required("fleet.view_clusterstate", "fleet.view_gpuquote")
 def spend(request: HttpRequest) -> HttpResponse:
+    """A month's GPU spend; a bad month is reported beside its input, a month that cannot be
+    priced (a day without any quote) above the table."""
     month = request.GET.get("month") or timezone.now().strftime("%Y-%m")
-    context: dict = {"month": month}
-    try:
-        context["spend"] = spend_for(month, timezone.now().date()).to_dict()
-    except FIELD_ERRORS as exc:
-        context["errors"] = exc.errors
-    return render(request, "planner/spend.html", context)
+    form = SpendForm({"month": month})
+    context: dict = {"month": month, "form": form}
+    if form.is_valid():
+        try:
+            context["spend"] = spend_for(month, timezone.now().date()).to_dict()
+        except FIELD_ERRORS as exc:
+            add_service_errors(form, exc)
+    return render(request, "planner/spend.html", context, status=400 if form.errors else 200)
 
 
 @perms_required("planner.view_decision")
