@@ -128,3 +128,26 @@ def test_tls_verification_is_a_boolean_or_an_existing_ca_bundle(monkeypatch, tmp
     monkeypatch.setenv("X_TLS", str(tmp_path / "typo.pem"))
     with pytest.raises(ImproperlyConfigured, match=r"typo\.pem"):
         env_tls_verify("X_TLS")
+
+
+def test_init_local_sets_aside_a_sqlite_file_from_before_the_relaid_migrations(tmp_path):
+    """Its migration rows share names with the new history, so `migrate` would skip them."""
+    import sqlite3
+
+    from fleet.management.commands.init_local import set_aside_stale_sqlite
+
+    old, new = tmp_path / "old.sqlite3", tmp_path / "new.sqlite3"
+    db = sqlite3.connect(old)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE planner_modelspec (id integer)")
+    db.commit()
+    db.close()
+    db = sqlite3.connect(new)
+    db.execute("CREATE TABLE fleet_modelspec (id integer)")
+    db.commit()
+    db.close()
+    assert set_aside_stale_sqlite(new) is None and new.exists()
+    aside = set_aside_stale_sqlite(old)
+    assert aside == tmp_path / "old.sqlite3.before-relaid-migrations" and aside.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.sqlite3", "old.sqlite3.before-relaid-migrations"]
+    assert set_aside_stale_sqlite(tmp_path / "missing.sqlite3") is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sqlite3
 from pathlib import Path
 
 from django.conf import settings
@@ -41,6 +42,31 @@ def write_secret_key(path: Path) -> bool:
     return True
 
 
+def set_aside_stale_sqlite(path: Path) -> Path | None:
+    """Move a SQLite file made before the migration history was laid afresh (it still has the old
+    ``planner_modelspec`` table) to ``<name>.before-relaid-migrations``; returns the new path.
+
+    Its recorded migrations share names with the new ones, so ``migrate`` would skip them and the
+    pages would fail on missing tables; nothing is deleted.
+    """
+    if not path.is_file():
+        return None
+    db = sqlite3.connect(path)
+    try:
+        stale = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='planner_modelspec'").fetchone()
+    finally:
+        db.close()  # the last connection's close checkpoints a WAL file into the database
+    if not stale:
+        return None
+    aside = path.with_name(path.name + ".before-relaid-migrations")
+    path.rename(aside)
+    for suffix in ("-wal", "-shm"):  # never leave a WAL beside the name the new database takes
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            side.rename(aside.with_name(aside.name + suffix))
+    return aside
+
+
 class Command(BaseCommand):
     help = "Create var/ (SQLite, static files, the filesystem broker's folders) and var/secret_key, once."
 
@@ -49,6 +75,9 @@ class Command(BaseCommand):
             if not folder.is_dir():
                 folder.mkdir(parents=True, exist_ok=True)
                 self.stdout.write(f"created {folder}/")
+        database = settings.DATABASES["default"]
+        if database["ENGINE"].endswith("sqlite3") and (aside := set_aside_stale_sqlite(Path(database["NAME"]))):
+            self.stdout.write(f"moved {database['NAME']} (from before the re-laid migrations) to {aside}")
         if os.environ.get("FLEETCAP_SECRET_KEY") or os.environ.get("FLEETCAP_SECRET_KEY_FILE"):
             return  # the key comes from the environment; nothing to generate
         path = Path(settings.LOCAL_SECRET_KEY_FILE)
