@@ -238,31 +238,9 @@ def check_templates() -> None:
 
 def outcome_template() -> dict[str, Any]:
     """A poll outcome as ``fleet.polling.PollOutcome.to_dict()`` stores it for a vLLM endpoint."""
-    ttft_le = [
-        0.001,
-        0.005,
-        0.01,
-        0.02,
-        0.04,
-        0.06,
-        0.08,
-        0.1,
-        0.25,
-        0.5,
-        0.75,
-        1.0,
-        2.5,
-        5.0,
-        7.5,
-        10.0,
-        20.0,
-        40.0,
-        80.0,
-        160.0,
-        640.0,
-        2560.0,
-    ]
-    itl_le = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0]
+    from fleet.polling.fake_vllm import VLLM_ITL_BUCKETS, VLLM_TTFT_BUCKETS
+
+    ttft_le, itl_le = list(VLLM_TTFT_BUCKETS), list(VLLM_ITL_BUCKETS)
 
     def histogram(bounds: list[float], total: float, scale: float) -> dict[str, Any]:
         buckets = [[le, round(total * min(1.0, le / scale))] for le in bounds] + [["+Inf", total]]
