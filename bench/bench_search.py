@@ -54,11 +54,10 @@ def offers() -> list[SkuOffer]:
     """The seeds' SKUs with no scale-up link stated (what-ifs), then the catalogue (GB300 as one NVL72 domain)."""
     out = []
     for slug in SEED_SKUS:
-        acc = dataclasses.replace(reference.accelerator(slug), interconnect_gbps=0)
+        acc = dataclasses.replace(reference.accelerator(slug), interconnect_gbps=0, scaleup_domain_gpus=None)
         out.append(SkuOffer(acc, PRICE, name=f"{acc.name}, no link stated"))
     for slug in SKU_SLUGS:
-        acc = reference.accelerator(slug)
-        out.append(SkuOffer(acc, PRICE, scaleup_domain_gpus=72 if "NVL72" in acc.name else None))
+        out.append(SkuOffer(reference.accelerator(slug), PRICE))  # GB300's 72-GPU domain is the catalogue's
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import date
 from decimal import Decimal
+from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -119,3 +120,14 @@ def test_a_bad_catalogue_fails_loudly_and_loads_nothing(tmp_path):
 def test_catalogue_dates_parse():
     for q in json.loads((CATALOG_DIR / "gpu_quotes.json").read_text()):
         date.fromisoformat(q["quoted_on"])
+
+
+@pytest.mark.django_db
+def test_a_skus_scaleup_domain_reaches_the_engine_and_the_api(viewer_api):
+    """GB300 NVL72: 4 GPUs a tray, 72 on one NVLink domain (skus.json cites NVIDIA's product page)."""
+    call_command("load_catalog", stdout=StringIO())
+    sku = HardwareSku.objects.get(slug="gb300-288gb")
+    assert (sku.gpus_per_node, sku.scaleup_domain_gpus) == (4, 72)
+    assert sku.to_engine().scaleup_domain == 72
+    body = viewer_api.get("/api/v1/skus/gb300-288gb/").json()
+    assert body["scaleup_domain_gpus"] == 72

@@ -47,6 +47,13 @@ class HardwareSku(TimeStamped, Sourced):
         "scale-up link (GB/s per GPU)", validators=[non_negative], help_text="Per-GPU scale-up bandwidth."
     )
     gpus_per_node = models.PositiveSmallIntegerField(default=8, validators=[MinValueValidator(1)])
+    scaleup_domain_gpus = models.PositiveSmallIntegerField(
+        "scale-up domain (GPUs)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="GPUs on one NVLink/Infinity Fabric: 8 for HGX, 72 for a GB300 NVL72 rack. Blank: GPUs per node.",
+    )
 
     class Meta:
         ordering = ["vendor", "hbm_gb", "name"]

@@ -242,6 +242,7 @@ ACCELERATOR_RECORD_FIELDS: tuple[str, ...] = (
     "fp4_tflops",
     "interconnect_gbps",
     "gpus_per_node",
+    "scaleup_domain_gpus",
 )
 #: Fields of a model record that fall back to the dataclass default when missing or ``None``.
 MODEL_OPTIONAL_FIELDS: tuple[str, ...] = (
@@ -289,6 +290,14 @@ class Accelerator:
     fp4_tflops: float | None = None
     interconnect_gbps: float = 0.0
     gpus_per_node: int = 8
+    #: GPUs that share the scale-up fabric (NVLink/NVSwitch, Infinity Fabric): 8 on an HGX or MI300X
+    #: platform, 72 in a GB300 NVL72 rack whose trays hold 4. None: ``gpus_per_node``.
+    scaleup_domain_gpus: int | None = None
+
+    @property
+    def scaleup_domain(self) -> int:
+        """GPUs reachable over the scale-up link, ``scaleup_domain_gpus`` or else ``gpus_per_node``."""
+        return self.scaleup_domain_gpus or max(1, self.gpus_per_node)
 
     @property
     def hbm_bytes(self) -> int:
@@ -301,7 +310,8 @@ class Accelerator:
 
         Units as in the catalogue: ``hbm_gb`` decimal GB, ``hbm_bandwidth_tbps`` TB/s, dense TFLOPS
         (``fp8_tflops``/``fp4_tflops`` ``None`` when the hardware has no such tensor path),
-        ``interconnect_gbps`` GB/s bidirectional (0 = not stated), ``gpus_per_node``. Keys the engine
+        ``interconnect_gbps`` GB/s bidirectional (0 = not stated), ``gpus_per_node``,
+        ``scaleup_domain_gpus`` (GPUs on one NVLink/xGMI fabric; None: a node's). Keys the engine
         does not use (``slug``, ``vendor``, ``source``, ``assumptions``, ``id``, ...) are ignored.
         Raises ``EngineInputError`` listing every bad field.
         """
@@ -319,8 +329,10 @@ class Accelerator:
             if not is_number(value) or value < 0:
                 errors[key] = ["Must be a finite number, zero or more."]
         per_node = record.get("gpus_per_node")
-        if per_node is not None and (not is_int(per_node) or per_node < 1):
-            errors["gpus_per_node"] = ["Must be a positive whole number."]
+        for key in ("gpus_per_node", "scaleup_domain_gpus"):
+            value = record.get(key)
+            if value is not None and (not is_int(value) or value < 1):
+                errors[key] = ["Must be a positive whole number."]
         if errors:
             raise EngineInputError(errors)
         return cls(
@@ -332,6 +344,7 @@ class Accelerator:
             fp4_tflops=record.get("fp4_tflops"),
             interconnect_gbps=record.get("interconnect_gbps") or 0.0,
             gpus_per_node=per_node if per_node is not None else 8,
+            scaleup_domain_gpus=record.get("scaleup_domain_gpus"),
         )
 
 

@@ -144,6 +144,7 @@ def test_k3_disaggregated_decode_in_the_seeds_class():
 def test_anchor_skus_are_the_datasheets():
     """The catalogue rows the anchors use state the datasheets' figures: H100 SXM 3.35 TB/s and NVLink 900 GB/s
     (H100 datasheet, 2023); HGX B200 per GPU 192 GB, 8 TB/s, dense BF16/FP8/FP4 2,250/4,500/9,000 TFLOPS,
-    NVLink 5 1.8 TB/s (HGX/DGX B200 datasheet, platform figures / 8, sparse halved)."""
+    NVLink 5 1.8 TB/s, 8 per board on one NVLink domain (HGX/DGX B200 datasheet, platform figures / 8, sparse
+    halved)."""
     assert (H100.hbm_bandwidth_tbps, H100.interconnect_gbps) == (3.35, 900)
-    assert dataclasses.astuple(B200)[1:] == (192, 8.0, 2250, 4500, 9000, 1800, 8)
+    assert dataclasses.astuple(B200)[1:] == (192, 8.0, 2250, 4500, 9000, 1800, 8, 8)

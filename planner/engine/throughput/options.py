@@ -18,8 +18,9 @@ where a name ends in ``_gbps``. Sources for every default: docs/throughput.md, "
   all-reduce 8 us, InfiniBand 35 us).
 * ``step_overhead_s`` 1 ms per forward step (scheduler, sampling, CUDA-graph launch, the small
   kernels not modelled one by one).
-* ``scaleup_domain_gpus``: GPUs that share the scale-up link (NVLink/Infinity Fabric); defaults to
-  the SKU's ``gpus_per_node``. A GB300 NVL72 rack is one 72-GPU domain of 4-GPU trays.
+* ``scaleup_domain_gpus``: GPUs that share the scale-up link (NVLink/Infinity Fabric), to override
+  the SKU's own (``Accelerator.scaleup_domain``: its ``scaleup_domain_gpus``, else
+  ``gpus_per_node``). A GB300 NVL72 rack is one 72-GPU domain of 4-GPU trays; the catalogue says so.
 * ``prefill_chunk_tokens``: chunked-prefill size; defaults to the runtime's per-step token budget
   (vLLM's ``max_num_batched_tokens``: 8192 on GPUs of 70 GiB and more, else 2048).
 * ``compute_format``: which tensor-core rate the weights run at (``bf16``, ``fp8``, ``fp4``); ``None``
@@ -156,7 +157,8 @@ class Fabric:
         self.net_bw = options.network_gbps * GB * options.link_efficiency
         self.link_lat = options.link_latency_s
         self.net_lat = options.network_latency_s
-        self.domain = options.scaleup_domain_gpus or max(1, accelerator.gpus_per_node)
+        # The SKU's own fabric (72 for an NVL72 rack) unless the options override it.
+        self.domain = options.scaleup_domain_gpus or accelerator.scaleup_domain
 
     def group(self, size: int) -> tuple[float, float]:
         """``(bytes_per_s, latency_s)`` of a collective over ``size`` GPUs (slowest link it crosses)."""
