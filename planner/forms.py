@@ -42,10 +42,10 @@ class WhatIfForm(forms.Form):
     model = forms.ChoiceField()
     sku = forms.ChoiceField(label="SKU")
     gpus = forms.IntegerField(label="GPUs", min_value=1, required=False, widget=_number())
-    tp = forms.IntegerField(min_value=1, required=False, widget=_number())
-    pp = forms.IntegerField(min_value=1, required=False, widget=_number())
-    dp = forms.IntegerField(min_value=1, required=False, widget=_number())
-    ep = forms.IntegerField(min_value=1, required=False, widget=_number())
+    tp = forms.IntegerField(label="tp", min_value=1, required=False, widget=_number())
+    pp = forms.IntegerField(label="pp", min_value=1, required=False, widget=_number())
+    dp = forms.IntegerField(label="dp", min_value=1, required=False, widget=_number())
+    ep = forms.IntegerField(label="ep", min_value=1, required=False, widget=_number())
     kv_cache_dtype = forms.ChoiceField(
         label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial="bf16", required=False
     )
