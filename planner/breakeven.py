@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from fleet.errors import InputError
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models.base import find_by_slug
 from planner.engine import (
     PRICING_KINDS,
     Layout,
@@ -85,27 +86,18 @@ class Resolved:
     model: ModelSpec | None
 
 
-def _lookup(queryset: Any, slug: str | None, field: str, errors: dict[str, list[str]]) -> Any:
-    if slug is None:
-        return None
-    found = queryset.filter(slug=slug).first()
-    if found is None:
-        errors[field] = [f"No {queryset.model._meta.verbose_name} {slug!r}."]
-    return found
-
-
 def resolve(request: BreakevenRequest) -> Resolved:
     """Look up the records and check which combinations were given (InputError per field)."""
     errors: dict[str, list[str]] = {}
     if request.pricing_kind not in PRICING_KINDS:
         errors["pricing_kind"] = [f"Use one of {', '.join(PRICING_KINDS)}."]
-    deployment = _lookup(
+    deployment = find_by_slug(
         Deployment.objects.select_related("cluster__sku", "model"), request.deployment, "deployment", errors
     )
-    sku = _lookup(HardwareSku.objects, request.sku, "sku", errors)
-    api = _lookup(ApiPrice.objects, request.api_price, "api_price", errors)
-    workload = _lookup(Workload.objects, request.workload, "workload", errors)
-    model = _lookup(ModelSpec.objects, request.model, "model", errors)
+    sku = find_by_slug(HardwareSku.objects, request.sku, "sku", errors)
+    api = find_by_slug(ApiPrice.objects, request.api_price, "api_price", errors)
+    workload = find_by_slug(Workload.objects, request.workload, "workload", errors)
+    model = find_by_slug(ModelSpec.objects, request.model, "model", errors)
     gpus = request.gpus
     if deployment is not None:
         gpus = gpus or deployment.replicas * deployment.gpus_per_replica

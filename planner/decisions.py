@@ -11,6 +11,7 @@ from typing import Any
 
 from fleet.errors import FIELD_ERRORS, InputError
 from fleet.models import Workload
+from fleet.models.base import find_by_slug
 from planner.breakeven import BreakevenRequest, compare
 from planner.models import Decision
 
@@ -28,9 +29,7 @@ def record_decision(
     ``breakeven.<field>``.
     """
     errors: dict[str, list[str]] = {}
-    record = Workload.objects.filter(slug=workload).first()
-    if record is None:
-        errors["workload"] = [f"No workload {workload!r}."]
+    record = find_by_slug(Workload.objects, workload, "workload", errors)
     if tier not in Decision.Tier.values:
         errors["tier"] = [f"Pick a tier: {', '.join(f'{v} ({label})' for v, label in Decision.Tier.choices)}."]
     if len(note) > NOTE_MAX_CHARS:

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from fleet.errors import InputError
 from fleet.models import GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models.base import find_by_slug
 from planner.engine import MODES, EngineInputError, SearchCancelled, SkuOffer, search
 from planner.engine import Workload as SearchWorkload
 from planner.models import Plan
@@ -80,12 +81,8 @@ def create_plan(request: PlanRequest, user: Any) -> Plan:
     """Record a queued plan with its priced SKUs (InputError with field names when it cannot run);
     the caller enqueues it (``enqueue``)."""
     errors = request.errors()
-    model = ModelSpec.objects.filter(slug=request.model).first()
-    workload = Workload.objects.filter(slug=request.workload).first()
-    if model is None:
-        errors["model"] = [f"No model {request.model!r}."]
-    if workload is None:
-        errors["workload"] = [f"No workload {request.workload!r}."]
+    model = find_by_slug(ModelSpec.objects, request.model, "model", errors)
+    workload = find_by_slug(Workload.objects, request.workload, "workload", errors)
     skus = list(HardwareSku.objects.filter(slug__in=request.skus)) if request.skus else list(HardwareSku.objects.all())
     if unknown := sorted(set(request.skus) - {s.slug for s in skus}):
         errors["skus"] = [f"No SKU {', '.join(unknown)}."]

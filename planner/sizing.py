@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from fleet.errors import InputError
 from fleet.models import HardwareSku, ModelSpec
+from fleet.models.base import find_by_slug
 from planner.engine import KV_CACHE_DTYPES, Layout, SizingResult, ThroughputResult, estimate, size
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
@@ -68,12 +69,8 @@ class Sizing:
 def resolve(model_slug: str, sku_slug: str) -> tuple[ModelSpec, HardwareSku]:
     """The model and SKU records by slug (InputError naming each one that does not exist)."""
     errors: dict[str, list[str]] = {}
-    model = ModelSpec.objects.filter(slug=model_slug).first()
-    sku = HardwareSku.objects.filter(slug=sku_slug).first()
-    if model is None:
-        errors["model"] = [f"No model {model_slug!r}."]
-    if sku is None:
-        errors["sku"] = [f"No SKU {sku_slug!r}."]
+    model = find_by_slug(ModelSpec.objects, model_slug, "model", errors)
+    sku = find_by_slug(HardwareSku.objects, sku_slug, "sku", errors)
     if errors:
         raise InputError(errors)
     return model, sku

@@ -1,5 +1,7 @@
 """Abstract bases and fields shared by every record."""
 
+from typing import Any
+
 from django.core.validators import RegexValidator
 from django.db import models
 
@@ -42,3 +44,20 @@ class Sourced(models.Model):
 
     class Meta:
         abstract = True
+
+
+#: How a service's message names a record ("No model 'x'."); otherwise the model's verbose name.
+RECORD_NOUNS = {"modelspec": "model", "hardwaresku": "SKU", "apiprice": "API price"}
+
+
+def find_by_slug(queryset: models.QuerySet, slug: str | None, field: str, errors: dict[str, list[str]]) -> Any:
+    """The record of ``queryset`` with ``slug`` (None when ``slug`` is None); when there is none,
+    ``errors[field]`` says so (``No model 'x'.``) and None is returned. Services collect every
+    such problem and raise them together as one ``InputError``."""
+    if slug is None:
+        return None
+    found = queryset.filter(slug=slug).first()
+    if found is None:
+        meta = queryset.model._meta
+        errors[field] = [f"No {RECORD_NOUNS.get(meta.model_name, meta.verbose_name)} {slug!r}."]
+    return found
