@@ -54,6 +54,17 @@ class HardwareSku(TimeStamped, Sourced):
         validators=[MinValueValidator(1)],
         help_text="GPUs on one NVLink/Infinity Fabric: 8 for HGX, 72 for a GB300 NVL72 rack. Blank: GPUs per node.",
     )
+    hbm_bytes_reported = models.PositiveBigIntegerField(
+        "HBM the driver reports (bytes)",
+        null=True,
+        blank=True,
+        validators=[positive],
+        help_text="Total memory as the driver reports it to the engine (torch.cuda.mem_get_info); "
+        "usable memory is this x gpu_memory_utilization. Blank: the nominal decimal GB.",
+    )
+    hbm_reported_source = models.CharField(
+        "source of the reported HBM", max_length=300, blank=True, help_text="Where the reported figure was read."
+    )
 
     class Meta:
         ordering = ["vendor", "hbm_gb", "name"]
@@ -142,6 +153,8 @@ class Deployment(TimeStamped):
         "dp",
         "ep",
         "engine",
+        "engine_version",
+        "block_size_tokens",
         "kv_cache_dtype",
         "max_model_len",
         "gpu_memory_utilization",
@@ -172,6 +185,16 @@ class Deployment(TimeStamped):
     dp = models.PositiveSmallIntegerField("data parallel (attention)", default=1, validators=[MinValueValidator(1)])
     ep = models.PositiveSmallIntegerField("expert parallel", default=1, validators=[MinValueValidator(1)])
     engine = models.CharField(max_length=10, choices=Engine.choices, default=Engine.VLLM)
+    engine_version = models.CharField(
+        max_length=20, blank=True, help_text="The engine's release (e.g. 0.11.0); blank: the newest the app models."
+    )
+    block_size_tokens = models.PositiveIntegerField(
+        "KV block size (tokens)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="--block-size / --page-size as served; blank: the engine's default.",
+    )
     base_url = models.CharField(
         max_length=300,
         blank=True,

@@ -243,6 +243,7 @@ ACCELERATOR_RECORD_FIELDS: tuple[str, ...] = (
     "interconnect_gbps",
     "gpus_per_node",
     "scaleup_domain_gpus",
+    "hbm_bytes_reported",
 )
 #: Fields of a model record that fall back to the dataclass default when missing or ``None``.
 MODEL_OPTIONAL_FIELDS: tuple[str, ...] = (
@@ -293,6 +294,9 @@ class Accelerator:
     #: GPUs that share the scale-up fabric (NVLink/NVSwitch, Infinity Fabric): 8 on an HGX or MI300X
     #: platform, 72 in a GB300 NVL72 rack whose trays hold 4. None: ``gpus_per_node``.
     scaleup_domain_gpus: int | None = None
+    #: Total memory as the driver reports it to a serving engine (``torch.cuda.mem_get_info``), in
+    #: bytes: an H100 80GB reports about 79.2 GiB, not 80e9 B. None: not known, use ``hbm_bytes``.
+    hbm_bytes_reported: int | None = None
 
     @property
     def scaleup_domain(self) -> int:
@@ -303,6 +307,11 @@ class Accelerator:
     def hbm_bytes(self) -> int:
         """Nominal HBM in bytes (decimal: hbm_gb x 1e9)."""
         return round(self.hbm_gb * GB)
+
+    @property
+    def driver_hbm_bytes(self) -> int:
+        """The memory an engine sees (bytes): ``hbm_bytes_reported``, else the nominal ``hbm_bytes``."""
+        return self.hbm_bytes_reported or self.hbm_bytes
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Accelerator:
@@ -329,7 +338,7 @@ class Accelerator:
             if not is_number(value) or value < 0:
                 errors[key] = ["Must be a finite number, zero or more."]
         per_node = record.get("gpus_per_node")
-        for key in ("gpus_per_node", "scaleup_domain_gpus"):
+        for key in ("gpus_per_node", "scaleup_domain_gpus", "hbm_bytes_reported"):
             value = record.get(key)
             if value is not None and (not is_int(value) or value < 1):
                 errors[key] = ["Must be a positive whole number."]
@@ -345,6 +354,7 @@ class Accelerator:
             interconnect_gbps=record.get("interconnect_gbps") or 0.0,
             gpus_per_node=per_node if per_node is not None else 8,
             scaleup_domain_gpus=record.get("scaleup_domain_gpus"),
+            hbm_bytes_reported=record.get("hbm_bytes_reported"),
         )
 
 
