@@ -191,9 +191,9 @@ def model_record_from_config(
     vocab = r.integer("vocab_size")
     context = r.integer("max_position_embeddings")
     experts, top_k = routed_experts(r)
-    counts = count_params(r, model_type, layers, notes) if not r.errors else None
+    counts = count_params(r, model_type, layers, notes)  # run anyway: it names its own missing keys
     errors.update(r.errors)
-    if errors or counts is None:
+    if errors:
         raise EngineInputError(errors)
     if counts.total > MAX_PARAMS:
         raise EngineInputError.single("config", f"The dimensions give {counts.total:,} parameters, more than 10^15.")

@@ -147,7 +147,7 @@ def stated_state_dtype(r: ConfigReader, key: str, notes: list[str]) -> dict[str,
     value = r.raw(key)
     if value is None:
         return {}
-    if value not in STATE_DTYPES:
+    if not isinstance(value, str) or value not in STATE_DTYPES:
         r.error(key, f"Unknown dtype {value!r}; use one of {', '.join(STATE_DTYPES)}.")
         return {}
     notes.append(f"Recurrent state in {STATE_DTYPES[value]}: the config's {key} is {value}.")

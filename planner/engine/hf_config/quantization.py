@@ -137,7 +137,9 @@ def compressed_tensors_format(group: Mapping[str, Any], where: str) -> str:
     weights = group.get("weights")
     if not isinstance(weights, Mapping):
         raise EngineInputError.single(where, "A config group needs its weights (num_bits, type).")
-    bits, kind, size = weights.get("num_bits"), weights.get("type"), weights.get("group_size")
+    bits, kind, size = (
+        v if isinstance(v, int | str) else None for v in (weights.get(k) for k in ("num_bits", "type", "group_size"))
+    )
     table = {
         (4, "float", 16): "nvfp4",
         (4, "float", 32): "mxfp4",

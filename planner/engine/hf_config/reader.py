@@ -60,7 +60,9 @@ class ConfigReader:
 
     def error(self, key: str, message: str) -> None:
         """Record a problem with ``key`` (a path relative to the language model's keys)."""
-        self.errors.setdefault(self.path(key), []).append(message)
+        messages = self.errors.setdefault(self.path(key), [])
+        if message not in messages:
+            messages.append(message)
 
     def _required(self) -> str:
         return f"Required for a {self.family} config." if self.family else "Required."
