@@ -483,3 +483,20 @@ def test_mutated_configs_raise_only_field_errors():
             assert exc.errors and all(isinstance(m, str) for ms in exc.errors.values() for m in ms)
         else:
             ModelArch.from_record(imported_model.record)
+
+
+def test_catalogue_kimi_k3_is_what_the_importer_derives_from_its_config():
+    """One definition: the catalogue row names the config; the importer gives its figures, and the
+    published config (the fixture) gives the same record, with the model card's 2.8T / 104B."""
+    from fleet.catalog import reference
+
+    catalogue_copy = Path(reference.CATALOG_DIR) / "hf-configs" / "moonshotai--Kimi-K3_config.json"
+    assert catalogue_copy.read_bytes() == (FIXTURES / "moonshotai--Kimi-K3_config.json").read_bytes()
+    derived = imported("moonshotai--Kimi-K3", total_params=2_800_000_000_000, active_params=104_000_000_000)
+    row = reference.model_record("kimi-k3")
+    assert {key: row[key] for key in derived.record} == {**derived.record, "name": "Kimi K3"}
+    # The figures the catalogue held before it derived them (issue 12): unchanged.
+    assert row["expert_params"] == 2_722_740_830_208
+    assert (row["weight_format"], row["expert_weight_format"]) == ("bf16", "mxfp4")
+    assert (row["n_routed_experts"], row["n_active_experts"], row["n_shared_experts"]) == (896, 16, 2)
+    assert (row["hidden_size"], row["vocab_size"], row["attention_heads"]) == (7168, 163_840, 96)
