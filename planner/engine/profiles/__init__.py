@@ -43,13 +43,14 @@ def allocate(
         )
     raise EngineInputError.single("engine", f"No allocator profile for {engine!r}; use vllm or generic.")
 
+
 __all__ = [
     "ENGINES",
-    "allocate",
     "NEWEST_VLLM",
     "VLLM_RELEASES",
     "CacheGroup",
     "EngineAllocation",
+    "allocate",
     "parse_version",
     "vllm_allocation",
     "vllm_release",

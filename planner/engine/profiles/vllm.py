@@ -61,7 +61,7 @@ class VllmRelease:
     """The allocator rules of the vLLM releases from ``since`` up to the next entry."""
 
     since: str
-    token_log: str  # "blocks" | "per_group" | "concurrency"
+    logged_tokens: str  # "blocks" | "per_group" | "concurrency"
     group_size_rule: str  # "min" | "min_or_max"
     mla_hybrid_alignment: int
     source: str
@@ -143,7 +143,11 @@ def state_dtypes(group: LayerGroup) -> tuple[str, str, str]:
     if group.variant == "kda":
         return "fp32", conv, "KDA: recurrent state fp32, conv in the model dtype (kda_state_dtype)"
     if group.variant in ("gated_deltanet", "mamba2"):
-        return MODEL_DTYPE, conv, f"{group.variant}: conv and recurrent state in the model dtype (mamba_ssm_cache_dtype auto)"
+        return (
+            MODEL_DTYPE,
+            conv,
+            f"{group.variant}: conv and recurrent state in the model dtype (mamba_ssm_cache_dtype auto)",
+        )
     return "fp32", conv, "kernel family not stated: recurrent state assumed fp32"
 
 
@@ -225,7 +229,11 @@ def vllm_allocation(
     if block_size_tokens is None:
         notes.append(
             f"Block size {base_block} tokens ("
-            + ("MLA: FlashMLA's 64 on Hopper; CUTLASS MLA on Blackwell uses 128, give block_size_tokens" if has_mla else "vLLM's default on CUDA")
+            + (
+                "MLA: FlashMLA's 64 on Hopper; CUTLASS MLA on Blackwell uses 128, give block_size_tokens"
+                if has_mla
+                else "vLLM's default on CUDA"
+            )
             + ")."
         )
     else:
@@ -288,7 +296,9 @@ def vllm_allocation(
                     block_size_tokens=0 if t.kind == "linear" else block * scale,
                     page_bytes=page,
                     window=t.window,
-                    extra_blocks=(1 if prefix_caching else 0) if t.kind == "linear" else (1 if t.kind == "sliding" else 0),
+                    extra_blocks=(1 if prefix_caching else 0)
+                    if t.kind == "linear"
+                    else (1 if t.kind == "sliding" else 0),
                     padding_layers=pad if i == n_groups - 1 else 0,
                     batch_tokens=batch_tokens if t.kind == "sliding" else 0,
                 )
@@ -302,10 +312,10 @@ def vllm_allocation(
     need = sum(g.blocks_per_request(max_model_len) for g in groups)
     concurrency = num_blocks / need if need else 0.0
     min_block = min(g.block_size_tokens for g in groups if g.block_size_tokens)
-    if rules.token_log == "blocks":
+    if rules.logged_tokens == "blocks":
         tokens = num_blocks * block
         formula = "num_blocks x block_size"
-    elif rules.token_log == "per_group":
+    elif rules.logged_tokens == "per_group":
         tokens = num_blocks // len(groups) * min_block
         formula = "num_blocks // groups x block_size"
     else:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import EngineInputError, is_int, is_number
 from ..formats import DTYPE_BYTES, RAW_BITS, WEIGHT_FORMATS
+from ..profiles import ENGINES, EngineAllocation, allocate
 from ..spec import Accelerator, Layout, ModelArch
 from ..units import GB, GIB, ceil_div, gib_to_bytes
 from .admission import (
@@ -32,7 +33,6 @@ from .admission import (
     pool_capacities,
     usable_bytes,
 )
-from ..profiles import ENGINES, EngineAllocation, allocate
 from .memo import ModelConstants, model_constants
 from .result import CapacityPoint, SizingResult
 from .runtime import (
@@ -176,15 +176,14 @@ class _Plan:
     """Everything ``size()`` knows before the context length is applied."""
 
     __slots__ = (
-        "alloc",
-        "engine",
-        "max_model_len",
         "accelerator",
+        "alloc",
         "batch_tokens",
         "c",
         "cache",
         "cache_notes",
         "context_default",
+        "engine",
         "expert_b",
         "expert_fmt",
         "geometry",
@@ -194,6 +193,7 @@ class _Plan:
         "include_scale_overhead",
         "kv_cache_dtype",
         "layout",
+        "max_model_len",
         "model",
         "need_state",
         "other_b",
@@ -355,15 +355,14 @@ def _assumptions(p: _Plan, context: int) -> tuple[str, ...]:
 def _budget_notes(p: _Plan) -> tuple[str, ...]:
     reported = p.accelerator.hbm_bytes_reported
     memory = (
-        f"{reported / GIB:.2f} GiB as the driver reports it" if reported else f"{p.hbm / GB:g} GB nominal (no reported figure)"
+        f"{reported / GIB:.2f} GiB as the driver reports it"
+        if reported
+        else f"{p.hbm / GB:g} GB nominal (no reported figure)"
     )
-    usable = (
-        f"Usable memory per GPU = {memory} x {p.utilization:g} (gpu_memory_utilization); "
-        + (
-            f"cache budget given: {p.engine.available_kv_cache_gib:g} GiB per GPU (as the engine logs it)."
-            if p.engine.available_kv_cache_gib is not None
-            else "cache budget = usable - weights - runtime reserve."
-        )
+    usable = f"Usable memory per GPU = {memory} x {p.utilization:g} (gpu_memory_utilization); " + (
+        f"cache budget given: {p.engine.available_kv_cache_gib:g} GiB per GPU (as the engine logs it)."
+        if p.engine.available_kv_cache_gib is not None
+        else "cache budget = usable - weights - runtime reserve."
     )
     slots = f" x {p.slots} state slots per sequence" if p.slots > 1 else ""
     if not p.c.has_linear:
@@ -487,7 +486,9 @@ def size(
         batch_tokens,
         state_slots_per_sequence,
         (context_tokens,),
-        _engine_options(engine, engine_version, max_model_len, block_size_tokens, available_kv_cache_gib, prefix_caching),
+        _engine_options(
+            engine, engine_version, max_model_len, block_size_tokens, available_kv_cache_gib, prefix_caching
+        ),
     )
     if context_tokens is None:
         context_tokens = model.max_context_tokens or DEFAULT_CONTEXT_TOKENS
@@ -511,7 +512,9 @@ def _engine_options(
         False,
     ):
         return GENERIC
-    return EngineOptions(engine, engine_version, max_model_len, block_size_tokens, available_kv_cache_gib, prefix_caching)
+    return EngineOptions(
+        engine, engine_version, max_model_len, block_size_tokens, available_kv_cache_gib, prefix_caching
+    )
 
 
 def capacity_curve(
@@ -540,7 +543,14 @@ def capacity_curve(
         "batch_tokens": None,
         "state_slots_per_sequence": 1,
     }
-    engine_keys = ("engine", "engine_version", "max_model_len", "block_size_tokens", "available_kv_cache_gib", "prefix_caching")
+    engine_keys = (
+        "engine",
+        "engine_version",
+        "max_model_len",
+        "block_size_tokens",
+        "available_kv_cache_gib",
+        "prefix_caching",
+    )
     engine_defaults: dict[str, Any] = dict(zip(engine_keys, ("generic", None, None, None, None, False), strict=True))
     unknown = set(kwargs) - set(options) - set(engine_keys)
     if unknown:
