@@ -112,6 +112,11 @@ class EngineAllocation:
     state_slots: int | None
     assumptions: tuple[str, ...]
 
+    @property
+    def page_padding_percent(self) -> float:
+        """``page_padding_fraction`` in percent, as vLLM logs it ("Padding mamba page size by 1.49%")."""
+        return self.page_padding_fraction * 100
+
     def blocks_per_request(self, tokens: int) -> int:
         """Blocks one request of ``tokens`` tokens takes from the shared pool (its groups summed)."""
         return sum(g.blocks_per_request(tokens) for g in self.groups if g.pool == "shared")
