@@ -18,9 +18,6 @@ from planner.engine import ENGINES, KV_CACHE_DTYPES, Layout, SizingResult, Throu
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
 POOLS = ("unified", "split")
-#: The engine profile a deployment's serving engine is sized with (llama.cpp and OpenAI-compatible
-#: endpoints have no modelled allocator: generic).
-DEPLOYMENT_PROFILE = {"vllm": "vllm", "sglang": "sglang"}
 
 
 @dataclass(frozen=True)
@@ -105,7 +102,7 @@ def with_deployment_defaults(request: SizingRequest) -> SizingRequest:
         "sku": deployment.cluster.sku.slug,
         "kv_cache_dtype": deployment.kv_cache_dtype,
         "gpu_memory_utilization": deployment.gpu_memory_utilization,
-        "engine": DEPLOYMENT_PROFILE.get(deployment.engine, "generic"),
+        "engine": deployment.engine_profile,
         "engine_version": deployment.engine_version or None,
         "max_model_len": deployment.max_model_len,
         "block_size_tokens": deployment.block_size_tokens,
