@@ -196,6 +196,12 @@ class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
 class EndpointPollSerializer(serializers.ModelSerializer):
     deployment = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     calibration_ratio = serializers.FloatField(read_only=True, allow_null=True)
+    block_check_ok = serializers.BooleanField(
+        read_only=True,
+        allow_null=True,
+        help_text="vLLM's published blocks and block size within 0.97-1.03 of the vLLM profile's; "
+        "null: nothing to compare.",
+    )
 
     class Meta:
         model = EndpointPoll
@@ -220,6 +226,11 @@ class EndpointPollSerializer(serializers.ModelSerializer):
             "observed_cache_tokens",
             "predicted_cache_tokens",
             "calibration_ratio",
+            "observed_num_blocks",
+            "predicted_num_blocks",
+            "observed_block_size",
+            "predicted_block_size",
+            "block_check_ok",
             "outcome",
         )
         read_only_fields = fields

@@ -13,7 +13,10 @@ Layer groups describe the attention/state layout of a model, one item per kind o
   ``qk_rope_head_dim``. One latent "head" per token per layer.
 * ``linear``: linear attention with a fixed-size recurrent state per sequence (KDA, gated
   DeltaNet, Mamba-style); ``key_heads``, ``value_heads``, ``key_dim``, ``value_dim``,
-  ``conv_kernel``, optional ``state_dtype`` (default fp32) and ``conv_dtype`` (default bf16).
+  ``conv_kernel``; optional ``variant`` (``kda``, ``gated_deltanet``, ``mamba2``: which kernel
+  family, because serving engines keep their states in different dtypes), and optional
+  ``state_dtype`` / ``conv_dtype``. A dtype left out is the serving engine's default for that
+  variant (``planner.engine.profiles``); the ``generic`` profile uses fp32 state and bf16 conv.
 
 Every group has ``count`` (number of layers of that kind).
 """
@@ -38,12 +41,17 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "linear": ("key_heads", "value_heads", "key_dim", "value_dim", "conv_kernel"),
 }
 #: Optional dtype keys per layer kind, with their defaults.
-OPTIONAL_DTYPES: dict[str, dict[str, str]] = {
-    "full": {},
-    "sliding": {},
-    "mla": {},
-    "linear": {"state_dtype": "fp32", "conv_dtype": "bf16"},
+OPTIONAL_DTYPES: dict[str, tuple[str, ...]] = {
+    "full": (),
+    "sliding": (),
+    "mla": (),
+    "linear": ("state_dtype", "conv_dtype"),
 }
+#: Kernel families of linear-attention layers (``variant`` of a ``linear`` group).
+LINEAR_VARIANTS: tuple[str, ...] = ("kda", "gated_deltanet", "mamba2")
+#: Dtypes of the ``generic`` profile when a linear group names none (SGLang's defaults).
+GENERIC_STATE_DTYPE: str = "fp32"
+GENERIC_CONV_DTYPE: str = "bf16"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +70,22 @@ class LayerGroup:
     key_dim: int = 0
     value_dim: int = 0
     conv_kernel: int = 0
-    state_dtype: str = "fp32"
-    conv_dtype: str = "bf16"
+    #: ``None``: the serving engine's default for this variant (see ``planner.engine.profiles``).
+    state_dtype: str | None = None
+    conv_dtype: str | None = None
+    #: Linear-attention kernel family (``LINEAR_VARIANTS``); ``""``: not stated.
+    variant: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """The canonical JSON form: only the keys that matter for this kind."""
+        """The canonical JSON form: only the keys that matter for this kind (dtypes and variant when set)."""
         out: dict[str, Any] = {"kind": self.kind, "count": self.count}
         for key in REQUIRED_KEYS[self.kind]:
             out[key] = getattr(self, key)
+        if self.kind == "linear" and self.variant:
+            out["variant"] = self.variant
         for key in OPTIONAL_DTYPES[self.kind]:
-            out[key] = getattr(self, key)
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         return out
 
 
@@ -97,6 +111,8 @@ def parse_layer_groups(raw: Any) -> tuple[LayerGroup, ...]:
             )
             continue
         allowed = {"kind", "count", *REQUIRED_KEYS[kind], *OPTIONAL_DTYPES[kind]}
+        if kind == "linear":
+            allowed.add("variant")
         for key in sorted(set(item) - allowed):
             errors.setdefault(f"{path}.{key}", []).append(
                 f"Not a field of a {kind!r} layer group (allowed: {', '.join(sorted(allowed))})."
@@ -110,14 +126,24 @@ def parse_layer_groups(raw: Any) -> tuple[LayerGroup, ...]:
                 errors.setdefault(f"{path}.{key}", []).append("Must be a positive whole number.")
             else:
                 values[key] = value
-        for key, default in OPTIONAL_DTYPES[kind].items():
-            value = item.get(key, default)
-            if value not in DTYPE_BYTES:
+        for key in OPTIONAL_DTYPES[kind]:
+            value = item.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, str) or value not in DTYPE_BYTES:
                 errors.setdefault(f"{path}.{key}", []).append(
                     f"Unknown dtype {value!r}; use one of {', '.join(DTYPE_BYTES)}."
                 )
             else:
                 values[key] = value
+        if kind == "linear" and item.get("variant") not in (None, ""):
+            variant = item["variant"]
+            if not isinstance(variant, str) or variant not in LINEAR_VARIANTS:
+                errors.setdefault(f"{path}.variant", []).append(
+                    f"Unknown linear-attention variant {variant!r}; use one of {', '.join(LINEAR_VARIANTS)}."
+                )
+            else:
+                values["variant"] = variant
         if kind == "linear" and "conv_kernel" in values and values["conv_kernel"] < 1:
             errors.setdefault(f"{path}.conv_kernel", []).append("Must be at least 1.")
         if not any(k.startswith(path) for k in errors):

@@ -41,15 +41,30 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
         if fmt != "fp16"
     ]
     shipped = weights_bytes(arch)
+    # The seeds' floors: every weight in the model's low-bit format, raw (K3: 2.8T x 0.5 B = 1.4 TB),
+    # then with that format's block scales, then as the checkpoint ships (bf16 parts kept).
+    low_bit = arch.expert_weight_format or arch.weight_format
+    raw, scaled = weights_bytes(arch, low_bit, False), weights_bytes(arch, low_bit)
     floors = []
     for sku in HardwareSku.objects.all():
         accel = sku.to_engine()
         fit = single_gpu_fit(arch, accel, context_tokens=min(8192, model.max_context_tokens))
-        floors.append({"sku": sku, "min_gpus": min_gpus_for_weights(shipped, accel), "single": fit})
+        floors.append(
+            {
+                "sku": sku,
+                "raw": min_gpus_for_weights(raw, accel),
+                "scaled": min_gpus_for_weights(scaled, accel),
+                "min_gpus": min_gpus_for_weights(shipped, accel),
+                "single": fit,
+            }
+        )
     context = {
         "m": model,
         "by_format": by_format,
         "shipped_tb": shipped / 1e12,
+        "low_bit": low_bit,
+        "raw_tb": raw / 1e12,
+        "scaled_tb": scaled / 1e12,
         "floors": floors,
         "kv_bf16": kv_bytes_per_token(arch, "bf16"),
         "kv_fp8": kv_bytes_per_token(arch, "fp8"),

@@ -66,6 +66,7 @@ def test_qwen3_next_80b_a3b():
                 "key_dim": 128,
                 "value_dim": 128,
                 "conv_kernel": 4,
+                "variant": "gated_deltanet",
             },
             {"kind": "full", "count": 12, "kv_heads": 2, "head_dim": 256},
         ]

@@ -220,6 +220,7 @@ def test_kimi_k3_kda_and_mla():
             "key_dim": 128,
             "value_dim": 128,
             "conv_kernel": 4,
+            "variant": "kda",
         },
         {"kind": "mla", "count": 24, "kv_lora_rank": 512, "qk_rope_head_dim": 64},
     ]
@@ -262,6 +263,7 @@ def test_nemotron_mamba2_hybrids_map_exactly():
         "key_dim": 256,
         "value_dim": 64,
         "conv_kernel": 4,
+        "variant": "mamba2",
     }
     assert groups[1] == {"kind": "full", "count": 10, "kv_heads": 8, "head_dim": 128}
     model = ModelArch.from_record(h56.record)
@@ -355,6 +357,7 @@ def test_state_dtypes_only_where_the_config_states_them():
             assert "state_dtype" not in group and "conv_dtype" not in group
     qwen = imported("Qwen--Qwen3.5-27B").record["layer_groups"][0]
     assert qwen["state_dtype"] == "fp32" and "conv_dtype" not in qwen  # mamba_ssm_dtype float32
+    assert qwen["variant"] == "gated_deltanet"  # the profile picks the conv dtype for the variant
 
 
 # --- parameter counts against published figures ------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import EngineInputError, is_int
 from ..formats import WEIGHT_FORMATS
-from ..spec import OPTIONAL_DTYPES, LayerGroup, ModelArch
+from ..spec import ModelArch
 from .layers import Layer, count_groups, gdn_layers, gqa_layers, kda_layers, mamba2_layers, mla_layers, routed_experts
 from .params import ParamCounts, count_params
 from .quantization import weight_formats
@@ -227,7 +227,9 @@ def model_record_from_config(
         "attention_heads": heads,
         "weight_format": weight_format or formats.weight_format,
         "expert_weight_format": None if weight_format else formats.expert_weight_format,
-        "layer_groups": [group_record(g, r.stated_dtypes) for g in groups],
+        # A linear group's dtypes appear only where the config states them (None otherwise): the
+        # serving-engine profile decides the defaults for its variant.
+        "layer_groups": [g.to_dict() for g in groups],
     }
     if weight_format is not None:
         notes.append(f"weight_format given: every weight counted in {weight_format}.")
@@ -240,16 +242,6 @@ def model_record_from_config(
         architecture=f"{model_type}: {description}",
         hf_model_id=name_or_path if isinstance(name_or_path, str) else "",
     )
-
-
-def group_record(group: LayerGroup, stated: set[str]) -> dict[str, Any]:
-    """A layer group's JSON, with a linear group's dtypes only where the config states them (the
-    serving-engine profile decides the defaults)."""
-    out = group.to_dict()
-    for key in OPTIONAL_DTYPES[group.kind]:
-        if key not in stated:
-            out.pop(key, None)
-    return out
 
 
 def parameter_notes(counts: ParamCounts, given_total: int | None, given_active: int | None, experts: int) -> list[str]:

@@ -24,6 +24,10 @@ from config.json":
   recurrent state ``value_heads x value_dim x key_dim`` is then vLLM's temporal state
   ``(nheads, head_dim, d_state)`` and its convolution channels ``2 x key_heads x key_dim + value_heads
   x value_dim`` are vLLM's ``intermediate + 2 x n_groups x d_state`` (``mamba2_state_shape``), exactly.
+
+Linear groups name their ``variant`` (``kda``, ``gated_deltanet``, ``mamba2``) and carry a
+``state_dtype`` only where the config states one (``mamba_ssm_cache_dtype``, ``mamba_ssm_dtype``):
+otherwise the serving-engine profile (``planner.engine.profiles``) decides the dtypes.
 """
 
 from __future__ import annotations
@@ -151,7 +155,6 @@ def stated_state_dtype(r: ConfigReader, key: str, notes: list[str]) -> dict[str,
         r.error(key, f"Unknown dtype {value!r}; use one of {', '.join(STATE_DTYPES)}.")
         return {}
     notes.append(f"Recurrent state in {STATE_DTYPES[value]}: the config's {key} is {value}.")
-    r.stated_dtypes.add("state_dtype")
     return {"state_dtype": STATE_DTYPES[value]}
 
 
@@ -286,6 +289,7 @@ def kda_layers(r: ConfigReader, notes: list[str]) -> list[Layer]:
             key_dim=head_dim,
             value_dim=head_dim,
             conv_kernel=kernel,
+            variant="kda",
         )
     mla = mla_group(r)
     notes.append(
@@ -326,6 +330,7 @@ def gdn_layers(r: ConfigReader, notes: list[str]) -> list[Layer]:
             key_dim=k_dim,
             value_dim=v_dim,
             conv_kernel=kernel,
+            variant="gated_deltanet",
             **dtypes,
         )
     full = softmax_group(r, kv_heads, head_dim, False)
@@ -390,6 +395,7 @@ def mamba2_layers(r: ConfigReader, notes: list[str]) -> list[Layer]:
             key_dim=state,
             value_dim=head_dim,
             conv_kernel=kernel,
+            variant="mamba2",
             **dtypes,
         )
     full = None

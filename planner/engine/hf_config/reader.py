@@ -35,8 +35,6 @@ class ConfigReader:
         self.text: Mapping[str, Any] | None = text if isinstance(text, Mapping) else None
         self.family = family
         self.errors: dict[str, list[str]] = {}
-        #: Linear-group dtype fields (``state_dtype``, ``conv_dtype``) the config states explicitly.
-        self.stated_dtypes: set[str] = set()
 
     @property
     def prefix(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import EngineInputError
-from ..spec import Layout, ModelArch, layout_errors, model_errors
+from ..spec import GENERIC_CONV_DTYPE, GENERIC_STATE_DTYPE, Layout, ModelArch, layout_errors, model_errors
 from .kv_cache import KvGeometry, kv_dtype_bytes, kv_geometry
 from .state import has_linear_layers, state_bytes_per_sequence
 from .weights import resolve_formats, weight_assumptions, weight_components
@@ -131,7 +131,13 @@ def _cache_assumptions(
         parts.append(f"sliding-window layers hold at most {window} tokens")
     out = ["; ".join(parts) + "; layers split by pp (busiest stage)."]
     if has_linear:
-        dtypes = sorted({(g.state_dtype, g.conv_dtype) for g in model.layer_groups if g.kind == "linear"})
+        dtypes = sorted(
+            {
+                (g.state_dtype or GENERIC_STATE_DTYPE, g.conv_dtype or GENERIC_CONV_DTYPE)
+                for g in model.layer_groups
+                if g.kind == "linear"
+            }
+        )
         names = ", ".join(f"state {s}, conv {c}" for s, c in dtypes)
         out.append(
             "Linear-attention layers keep a fixed state per sequence: value_heads x value_dim x key_dim "

@@ -23,7 +23,7 @@ checkpoint can be copied before a continuation overwrites it.
 from __future__ import annotations
 
 from ..formats import DTYPE_BYTES
-from ..spec import LayerGroup, ModelArch
+from ..spec import GENERIC_CONV_DTYPE, GENERIC_STATE_DTYPE, LayerGroup, ModelArch
 from ..units import ceil_div
 
 
@@ -32,29 +32,39 @@ def heads_per_rank(heads: int, tp: int) -> int:
     return max(1, heads // tp)
 
 
-def recurrent_state_bytes(group: LayerGroup, tp: int = 1) -> int:
-    """Recurrent state bytes of **one layer** of a linear group, for one sequence on one tp rank."""
+def recurrent_state_bytes(group: LayerGroup, tp: int = 1, dtype: str | None = None) -> int:
+    """Recurrent state bytes of **one layer** of a linear group, for one sequence on one tp rank.
+
+    ``dtype`` (default: the group's ``state_dtype``, else fp32) is the element type.
+    """
     value_heads = heads_per_rank(group.value_heads, tp)
-    return value_heads * group.value_dim * group.key_dim * int(DTYPE_BYTES[group.state_dtype])
+    dtype = dtype or group.state_dtype or GENERIC_STATE_DTYPE
+    return value_heads * group.value_dim * group.key_dim * int(DTYPE_BYTES[dtype])
 
 
-def conv_state_bytes(group: LayerGroup, tp: int = 1) -> int:
-    """Short-convolution state bytes of **one layer** of a linear group, for one sequence on one tp rank."""
+def conv_state_bytes(group: LayerGroup, tp: int = 1, dtype: str | None = None) -> int:
+    """Short-convolution state bytes of **one layer** of a linear group, for one sequence on one tp rank.
+
+    ``dtype`` (default: the group's ``conv_dtype``, else bf16) is the element type.
+    """
     value_heads = heads_per_rank(group.value_heads, tp)
     key_heads = heads_per_rank(group.key_heads, tp)
     channels = 2 * key_heads * group.key_dim + value_heads * group.value_dim
-    return (group.conv_kernel - 1) * channels * int(DTYPE_BYTES[group.conv_dtype])
+    dtype = dtype or group.conv_dtype or GENERIC_CONV_DTYPE
+    return (group.conv_kernel - 1) * channels * int(DTYPE_BYTES[dtype])
 
 
-def layer_state_bytes(group: LayerGroup, tp: int = 1) -> int:
+def layer_state_bytes(
+    group: LayerGroup, tp: int = 1, state_dtype: str | None = None, conv_dtype: str | None = None
+) -> int:
     """State bytes of **one layer** of ``group`` for one sequence on one tp rank (0 if not linear)."""
     if group.kind != "linear":
         return 0
-    return recurrent_state_bytes(group, tp) + conv_state_bytes(group, tp)
+    return recurrent_state_bytes(group, tp, state_dtype) + conv_state_bytes(group, tp, conv_dtype)
 
 
 def state_bytes_per_sequence(model: ModelArch, tp: int = 1, pp: int = 1) -> int:
-    """Linear-attention state of one sequence: all layers with tp = pp = 1, else one GPU's share."""
+    """Linear-attention state of one sequence (generic dtypes): all layers with tp = pp = 1, else one GPU's share."""
     total = 0
     for group in model.layer_groups:
         if group.kind == "linear":

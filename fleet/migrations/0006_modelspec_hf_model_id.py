@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('fleet', '0004_engine_facts'),
+        ('fleet', '0005_poll_block_check'),
     ]
 
     operations = [
