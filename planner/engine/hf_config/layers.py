@@ -408,11 +408,9 @@ def mamba2_layers(r: ConfigReader, notes: list[str]) -> list[Layer]:
         f"{head_dim}, key_heads = n_groups {groups}, key_dim = ssm_state_size {state}, conv_kernel {kernel} "
         "(state = heads x head_dim x d_state; conv channels = heads x head_dim + 2 x n_groups x d_state)."
     )
-    if "-" in pattern or "E" in pattern:
-        notes.append(
-            f"{pattern.count('-')} MLP-only and {pattern.count('E')} MoE-only layers hold no cache and are not "
-            "in layer_groups."
-        )
+    cacheless = [f"{pattern.count(c)} {what}" for c, what in (("-", "MLP-only"), ("E", "MoE-only")) if c in pattern]
+    if cacheless:
+        notes.append(f"{' and '.join(cacheless)} layers hold no cache and are not in layer_groups.")
     mixers = {
         "M": ("mamba2", linear, "none"),
         "*": ("gqa", full, "none"),
