@@ -203,3 +203,14 @@ def test_release_table():
     assert vllm_release("0.11.0rc2")[1].logged_tokens == "per_group"
     assert vllm_release("v0.10.1.1")[1].logged_tokens == "blocks"
     assert vllm_release(None)[0] == "0.33.0"
+
+
+def test_state_bytes_follow_the_engine_dtypes():
+    """Qwen3-Next's 36 GDN layers: generic fp32 recurrent state 2,146,304 B per layer (77,266,944 B);
+    vLLM keeps it in bf16: 32 x 128 x 128 x 2 + 3 x 8,192 x 2 = 1,097,728 B per layer, 39,518,208 B;
+    at tp 2 one GPU holds 548,864 x 36 = 19,759,104 B."""
+    generic = size(QWEN3_NEXT, H200, gpus=2, context_tokens=8192)
+    vllm = size(QWEN3_NEXT, H200, gpus=2, context_tokens=8192, engine="vllm")
+    assert generic.state_bytes_per_sequence == 77_266_944
+    assert vllm.state_bytes_per_sequence == 1_097_728 * 36 == 39_518_208
+    assert vllm.state_bytes_per_sequence_per_gpu == 548_864 * 36

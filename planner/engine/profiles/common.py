@@ -111,6 +111,10 @@ class EngineAllocation:
     conv_dtype: str | None
     state_slots: int | None
     assumptions: tuple[str, ...]
+    #: One sequence's linear-attention state in this engine's dtypes, unpadded: all layers (tp = pp = 1),
+    #: and one GPU's share (bytes; 0 without linear layers).
+    state_bytes_per_sequence: int = 0
+    state_bytes_per_sequence_per_gpu: int = 0
 
     @property
     def page_padding_percent(self) -> float:
