@@ -18,7 +18,9 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
 - ``profiles/`` (what a named serving engine allocates): ``ENGINES``, ``EngineAllocation``; ``size(engine=...)``;
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
-  ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``.
+  ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
+- ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
+  ``ImportedModel``.
 """
 
 from planner.engine.costs import (
@@ -38,6 +40,7 @@ from planner.engine.costs import (
 )
 from planner.engine.errors import EngineInputError
 from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
+from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
 from planner.engine.profiles import ENGINES, NEWEST_VLLM, EngineAllocation
 from planner.engine.sizing import (
@@ -89,6 +92,7 @@ __all__ = [
     "ClusterState",
     "EngineAllocation",
     "EngineInputError",
+    "ImportedModel",
     "LayerGroup",
     "Layout",
     "ModelArch",
@@ -108,6 +112,7 @@ __all__ = [
     "kv_bytes_per_token",
     "layout_errors",
     "min_gpus_for_weights",
+    "model_record_from_config",
     "monthly_spend",
     "parse_layer_groups",
     "quote_in_force",
