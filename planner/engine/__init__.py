@@ -17,7 +17,9 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``throughput/`` (speed of one layout): ``estimate``;
 - ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
-  ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``.
+  ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
+- ``startup_log`` (calibration input): ``parse_startup_log`` reads a vLLM or SGLang startup log into
+  a ``StartupLog`` (the settings it ran with and the KV-cache figures it logged).
 """
 
 from planner.engine.costs import (
@@ -59,6 +61,7 @@ from planner.engine.spec import (
     layout_errors,
     parse_layer_groups,
 )
+from planner.engine.startup_log import MAX_LOG_BYTES, StartupLog, parse_startup_log
 from planner.engine.throughput import ThroughputOptions, ThroughputResult, estimate
 from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
 
@@ -70,6 +73,7 @@ __all__ = [
     "HOURS_PER_DAY",
     "KIB",
     "KV_CACHE_DTYPES",
+    "MAX_LOG_BYTES",
     "MIB",
     "MODEL_RECORD_FIELDS",
     "MODES",
@@ -93,6 +97,7 @@ __all__ = [
     "SizingResult",
     "SkuOffer",
     "SpendResult",
+    "StartupLog",
     "ThroughputOptions",
     "ThroughputResult",
     "Workload",
@@ -105,6 +110,7 @@ __all__ = [
     "min_gpus_for_weights",
     "monthly_spend",
     "parse_layer_groups",
+    "parse_startup_log",
     "quote_in_force",
     "quotes_in_force",
     "rate_from_quotes",
