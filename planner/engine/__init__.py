@@ -19,7 +19,8 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
   ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
 - ``startup_log`` (calibration input): ``parse_startup_log`` reads a vLLM or SGLang startup log into
-  a ``StartupLog`` (the settings it ran with and the KV-cache figures it logged).
+  a ``StartupLog`` (the settings it ran with and the KV-cache figures it logged);
+  ``redact_startup_log`` masks the secrets a log can carry.
 """
 
 from planner.engine.costs import (
@@ -61,7 +62,7 @@ from planner.engine.spec import (
     layout_errors,
     parse_layer_groups,
 )
-from planner.engine.startup_log import MAX_LOG_BYTES, StartupLog, parse_startup_log
+from planner.engine.startup_log import MAX_LOG_BYTES, StartupLog, parse_startup_log, redact_startup_log
 from planner.engine.throughput import ThroughputOptions, ThroughputResult, estimate
 from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
 
@@ -114,6 +115,7 @@ __all__ = [
     "quote_in_force",
     "quotes_in_force",
     "rate_from_quotes",
+    "redact_startup_log",
     "search",
     "single_gpu_fit",
     "size",

@@ -416,3 +416,34 @@ def _prefer_rank0(values: list[tuple[int | None, Any]]) -> Any:
         if rank == 0:
             return value
     return values[0][1] if values else None
+
+
+# --- secrets ----------------------------------------------------------------------------------------
+
+_MASK = "***"
+#: An argument name that holds a secret: api_key, hf_token, access_token, secret_key, password, ...
+_SECRET_NAME = r"(?:[A-Za-z0-9]+_)*(?:api_?key|token|secret|password|passwd|key)(?:_[A-Za-z0-9]+)*"  # noqa: S105
+_SECRETS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Python reprs of the arguments: {'api_key': ['k1', 'k2']} / {'hf_token': 'x'} / ServerArgs(api_key='x')
+    (re.compile(r"('(?:" + _SECRET_NAME + r")'\s*:\s*)(\[[^\]]*\]|'[^']*'|\"[^\"]*\")", re.I), r"\1'" + _MASK + "'"),
+    (re.compile(r"(\b(?:" + _SECRET_NAME + r")=)('[^']*'|\"[^\"]*\")", re.I), r"\1'" + _MASK + "'"),
+    # Command lines and environment dumps: --api-key X, --hf-token=X, HF_TOKEN=X, OPENAI_API_KEY=X
+    (re.compile(r"(--[a-z0-9-]*(?:api-key|token|secret|password)[a-z0-9-]*[ =])(\S+)", re.I), r"\1" + _MASK),
+    (re.compile(r"(\b[A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD)[A-Z0-9_]*=)(\S+)"), r"\1" + _MASK),
+    # Bare credentials wherever they appear.
+    (re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.I), r"\1" + _MASK),
+    (re.compile(r"\bhf_[A-Za-z0-9]{16,}\b"), _MASK),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}\b"), _MASK),
+    (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@", re.I), r"\1" + _MASK + "@"),
+)
+
+
+def redact_startup_log(text: str) -> str:
+    """``text`` with API keys, tokens, passwords and URL credentials replaced by ``***``.
+
+    vLLM prints its command line back (``non-default args: {..., 'api_key': ['...']}``) and SGLang
+    its ``ServerArgs(..., api_key='...')``; a stored or displayed log must not carry them.
+    """
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
