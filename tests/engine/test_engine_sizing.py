@@ -56,10 +56,18 @@ def test_18_h100_hold_the_raw_weights_but_not_the_shipped_model():
 def test_api_fields_and_json():
     d = size(QWEN3_NEXT_80B, H200_141GB, gpus=4, context_tokens=65_536, pool="split").to_dict()
     assert set(d) >= API_FIELDS
-    assert set(d["per_gpu"]) == {"hbm_bytes", "usable_bytes", "weights_bytes", "runtime_bytes", "cache_bytes"}
+    assert set(d["per_gpu"]) == {
+        "hbm_bytes",
+        "hbm_bytes_reported",
+        "usable_bytes",
+        "weights_bytes",
+        "runtime_bytes",
+        "cache_bytes",
+    }
     for key in API_FIELDS - {"assumptions", "per_gpu", "fits"}:
         assert isinstance(d[key], int), key
-    assert all(isinstance(v, int) for v in d["per_gpu"].values())
+    assert all(isinstance(v, int) for k, v in d["per_gpu"].items() if k != "hbm_bytes_reported")
+    assert d["engine"] == "generic" and d["engine_num_blocks"] is None  # no engine profile asked
     assert isinstance(d["fits"], bool)
     assert d["assumptions"] and all(isinstance(a, str) for a in d["assumptions"])
     assert d["inputs"]["layout"] == {"tp": 4, "pp": 1, "dp": 1, "ep": 1}

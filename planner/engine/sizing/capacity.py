@@ -19,12 +19,14 @@ keyed by the REST API's field names: ``gpu_memory_utilization``, ``pool``, ``sta
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import EngineInputError, is_int, is_number
 from ..formats import DTYPE_BYTES, RAW_BITS, WEIGHT_FORMATS
+from ..profiles import ENGINES, EngineAllocation, allocate
 from ..spec import Accelerator, Layout, ModelArch
-from ..units import GB, ceil_div, gib_to_bytes
+from ..units import GB, GIB, ceil_div, gib_to_bytes
 from .admission import (
     DEFAULT_STATE_POOL_RATIO,
     POOLS,
@@ -49,6 +51,54 @@ DEFAULT_GPU_MEMORY_UTILIZATION: float = 0.9
 _ONE = Layout()
 
 
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """Which serving engine's allocator to reproduce (``profiles``), and its settings.
+
+    ``engine``: ``generic`` (the app's engine-neutral arithmetic), ``vllm`` or ``sglang``;
+    ``engine_version``: the release whose formulas apply (None: the newest modelled);
+    ``max_model_len``: tokens the engine's concurrency is quoted at (None: the context asked, else the
+    model's maximum); ``block_size_tokens``: ``--block-size`` / ``--page-size``;
+    ``available_kv_cache_gib``: KV cache memory per GPU as the engine logs it (GiB), replacing the
+    computed cache budget; ``prefix_caching``: vLLM's mamba "align" mode for hybrid models.
+    """
+
+    engine: str = "generic"
+    engine_version: str | None = None
+    max_model_len: int | None = None
+    block_size_tokens: int | None = None
+    available_kv_cache_gib: float | None = None
+    prefix_caching: bool = False
+
+    def errors(self, limit: int) -> dict[str, list[str]]:
+        """Field errors (empty when valid); ``limit`` is the model's maximum context (0: none)."""
+        errors: dict[str, list[str]] = {}
+        if self.engine not in ENGINES:
+            errors["engine"] = [f"Unknown engine {self.engine!r}; use one of {', '.join(ENGINES)}."]
+        if self.engine_version is not None and (
+            not isinstance(self.engine_version, str) or not self.engine_version.strip() or len(self.engine_version) > 20
+        ):
+            errors["engine_version"] = ["Give a release such as 0.11.0."]
+        if self.max_model_len is not None:
+            if not is_int(self.max_model_len) or self.max_model_len < 1:
+                errors["max_model_len"] = ["Must be a positive whole number of tokens."]
+            elif limit and self.max_model_len > limit:
+                errors["max_model_len"] = [f"The model's maximum context is {limit} tokens."]
+        if self.block_size_tokens is not None and (
+            not is_int(self.block_size_tokens) or not 1 <= self.block_size_tokens <= 1 << 16
+        ):
+            errors["block_size_tokens"] = ["Must be a whole number of tokens from 1 to 65536."]
+        gib = self.available_kv_cache_gib
+        if gib is not None and (not is_number(gib) or gib < 0 or gib > 1 << 20):
+            errors["available_kv_cache_gib"] = ["Must be a finite number of GiB, zero or more."]
+        if not isinstance(self.prefix_caching, bool):
+            errors["prefix_caching"] = ["Must be true or false."]
+        return errors
+
+
+GENERIC = EngineOptions()
+
+
 def check_inputs(
     c: ModelConstants,
     accelerator: Accelerator,
@@ -64,6 +114,7 @@ def check_inputs(
     batch_tokens: int | None,
     state_slots_per_sequence: int,
     contexts: Iterable[int | None],
+    engine: EngineOptions = GENERIC,
 ) -> tuple[Layout, int, bool, bool]:
     """Validate; return ``(layout, gpus, gpus_defaulted, context_defaulted)`` after defaults.
 
@@ -90,6 +141,8 @@ def check_inputs(
         errors.update(runtime_errors(runtime_reserve_gib, batch_tokens))
     if not is_number(accelerator.hbm_gb) or accelerator.hbm_gb <= 0:
         errors["hbm_gb"] = ["The accelerator's memory must be a positive number of GB."]
+    if engine is not GENERIC:
+        errors.update(engine.errors(c.model.max_context_tokens))
 
     gpus_default = False
     if gpus is not None and (not is_int(gpus) or gpus < 1):
@@ -124,11 +177,13 @@ class _Plan:
 
     __slots__ = (
         "accelerator",
+        "alloc",
         "batch_tokens",
         "c",
         "cache",
         "cache_notes",
         "context_default",
+        "engine",
         "expert_b",
         "expert_fmt",
         "geometry",
@@ -138,6 +193,7 @@ class _Plan:
         "include_scale_overhead",
         "kv_cache_dtype",
         "layout",
+        "max_model_len",
         "model",
         "need_state",
         "other_b",
@@ -188,7 +244,9 @@ def _prepare(
     batch_tokens: int | None,
     state_slots_per_sequence: int,
     contexts: Iterable[int | None],
+    engine: EngineOptions = GENERIC,
 ) -> _Plan:
+    contexts = list(contexts)
     c = model_constants(model)
     layout, gpus, gpus_default, context_default = check_inputs(
         c,
@@ -205,6 +263,7 @@ def _prepare(
         batch_tokens,
         state_slots_per_sequence,
         contexts,
+        engine,
     )
     u = gpu_memory_utilization
 
@@ -230,18 +289,56 @@ def _prepare(
     else:
         p.runtime = gib_to_bytes(runtime_reserve_gib)
         p.rt = (p.runtime, 0, 0, 0, (f"Runtime reserve overridden: {runtime_reserve_gib:g} GiB per GPU.",))
-    p.usable = usable_bytes(p.hbm, u)
+    p.usable = usable_bytes(accelerator.driver_hbm_bytes, u)
     p.cache = p.usable - p.w_gpu - p.runtime
+    if engine.available_kv_cache_gib is not None:
+        p.cache = gib_to_bytes(engine.available_kv_cache_gib)
+    p.engine = engine
+    p.alloc = None
+    asked = [x for x in contexts if x is not None]
+    p.max_model_len = engine.max_model_len or model.max_context_tokens or max(asked, default=DEFAULT_CONTEXT_TOKENS)
+    if engine.engine != "generic":
+        p.alloc = allocate(
+            engine.engine,
+            model,
+            layout,
+            available_bytes=max(0, p.cache),
+            max_model_len=p.max_model_len,
+            kv_cache_dtype=kv_cache_dtype,
+            block_size_tokens=engine.block_size_tokens,
+            version=engine.engine_version,
+            batch_tokens=p.batch_tokens,
+            prefix_caching=engine.prefix_caching,
+            state_pool_ratio=state_pool_ratio,
+        )
     return p
+
+
+def _capacities(p: _Plan, context: int, kv_gpu: int) -> tuple[int, int, int, int, int]:
+    """``(chosen, unified, split, stranded, deficit)`` per rank: the generic pools' figures
+    (``pool_capacities``), with an engine profile's own count as the chosen one (and as that
+    engine's pool: vLLM's unified, SGLang's split)."""
+    chosen, unified, split, stranded, deficit = pool_capacities(p.cache, p.need_state, kv_gpu, p.pool, p.ratio)
+    alloc: EngineAllocation | None = p.alloc
+    if alloc is not None:
+        chosen = alloc.sequences(context)
+        if alloc.engine == "vllm":
+            unified = chosen
+        else:
+            split = chosen
+        deficit = 0 if chosen >= 1 else max(deficit, 1)
+    return chosen, unified, split, stranded, deficit
 
 
 def _assumptions(p: _Plan, context: int) -> tuple[str, ...]:
     c = p.c
     budget = c.text(
-        ("budget", p.hbm, p.utilization, p.pool, p.ratio, p.slots),
+        ("budget", p.hbm, p.accelerator.hbm_bytes_reported, p.utilization, p.pool, p.ratio, p.slots, p.engine),
         lambda: _budget_notes(p),
     )
     notes = (*p.weight_notes, *p.cache_notes, *p.rt[4], *budget)
+    if p.alloc is not None:
+        notes += p.alloc.assumptions
     if p.ranks > 1:
         notes += (
             f"{p.replicas} replica(s) x {p.layout.dp} data-parallel attention rank(s); each rank holds only "
@@ -256,9 +353,16 @@ def _assumptions(p: _Plan, context: int) -> tuple[str, ...]:
 
 
 def _budget_notes(p: _Plan) -> tuple[str, ...]:
-    usable = (
-        f"Usable memory per GPU = {p.hbm / GB:g} GB nominal x {p.utilization:g} (gpu_memory_utilization); "
-        "cache budget = usable - weights - runtime reserve."
+    reported = p.accelerator.hbm_bytes_reported
+    memory = (
+        f"{reported / GIB:.2f} GiB as the driver reports it"
+        if reported
+        else f"{p.hbm / GB:g} GB nominal (no reported figure)"
+    )
+    usable = f"Usable memory per GPU = {memory} x {p.utilization:g} (gpu_memory_utilization); " + (
+        f"cache budget given: {p.engine.available_kv_cache_gib:g} GiB per GPU (as the engine logs it)."
+        if p.engine.available_kv_cache_gib is not None
+        else "cache budget = usable - weights - runtime reserve."
     )
     slots = f" x {p.slots} state slots per sequence" if p.slots > 1 else ""
     if not p.c.has_linear:
@@ -277,7 +381,7 @@ def _budget_notes(p: _Plan) -> tuple[str, ...]:
 def _evaluate(p: _Plan, context: int) -> SizingResult:
     geometry = p.geometry
     kv_gpu = geometry.bytes_per_sequence_per_gpu(context)
-    chosen, unified, split, stranded, deficit = pool_capacities(p.cache, p.need_state, kv_gpu, p.pool, p.ratio)
+    chosen, unified, split, stranded, deficit = _capacities(p, context, kv_gpu)
     weights = p.expert_b + p.other_b
     layout = p.layout
     return SizingResult(
@@ -325,6 +429,12 @@ def _evaluate(p: _Plan, context: int) -> SizingResult:
         deficit_bytes=deficit,
         aggregate_hbm_bytes=p.hbm * p.gpus,
         assumptions=_assumptions(p, context),
+        hbm_bytes_reported=p.accelerator.hbm_bytes_reported,
+        engine=p.engine.engine,
+        engine_version=p.alloc.engine_version if p.alloc else None,
+        max_model_len=p.max_model_len,
+        available_kv_cache_bytes=max(0, p.cache),
+        allocation=p.alloc,
     )
 
 
@@ -344,8 +454,18 @@ def size(
     state_pool_ratio: float = DEFAULT_STATE_POOL_RATIO,
     batch_tokens: int | None = None,
     state_slots_per_sequence: int = 1,
+    engine: str = "generic",
+    engine_version: str | None = None,
+    max_model_len: int | None = None,
+    block_size_tokens: int | None = None,
+    available_kv_cache_gib: float | None = None,
+    prefix_caching: bool = False,
 ) -> SizingResult:
     """Size ``model`` on ``gpus`` GPUs of ``accelerator`` laid out as ``layout``.
+
+    ``engine`` names the serving engine whose allocator is reproduced (``EngineOptions``): with
+    ``vllm`` or ``sglang`` the result carries that engine's block size, blocks, logged token count
+    and float concurrency, and ``max_concurrent_sequences`` is the engine's own count.
 
     Raises ``EngineInputError`` whose ``errors`` keys are the API field names (``tp``, ``pp``,
     ``dp``, ``ep``, ``gpus``, ``context_tokens``, ``gpu_memory_utilization``, ``weight_format``,
@@ -366,10 +486,35 @@ def size(
         batch_tokens,
         state_slots_per_sequence,
         (context_tokens,),
+        _engine_options(
+            engine, engine_version, max_model_len, block_size_tokens, available_kv_cache_gib, prefix_caching
+        ),
     )
     if context_tokens is None:
         context_tokens = model.max_context_tokens or DEFAULT_CONTEXT_TOKENS
     return _evaluate(p, context_tokens)
+
+
+def _engine_options(
+    engine: str,
+    engine_version: str | None,
+    max_model_len: int | None,
+    block_size_tokens: int | None,
+    available_kv_cache_gib: float | None,
+    prefix_caching: bool,
+) -> EngineOptions:
+    if (engine, engine_version, max_model_len, block_size_tokens, available_kv_cache_gib, prefix_caching) == (
+        "generic",
+        None,
+        None,
+        None,
+        None,
+        False,
+    ):
+        return GENERIC
+    return EngineOptions(
+        engine, engine_version, max_model_len, block_size_tokens, available_kv_cache_gib, prefix_caching
+    )
 
 
 def capacity_curve(
@@ -398,15 +543,26 @@ def capacity_curve(
         "batch_tokens": None,
         "state_slots_per_sequence": 1,
     }
-    unknown = set(kwargs) - set(options)
+    engine_keys = (
+        "engine",
+        "engine_version",
+        "max_model_len",
+        "block_size_tokens",
+        "available_kv_cache_gib",
+        "prefix_caching",
+    )
+    engine_defaults: dict[str, Any] = dict(zip(engine_keys, ("generic", None, None, None, None, False), strict=True))
+    unknown = set(kwargs) - set(options) - set(engine_keys)
     if unknown:
         raise TypeError(f"capacity_curve() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    for key in engine_keys:
+        engine_defaults[key] = kwargs.pop(key, engine_defaults[key])
     options.update(kwargs)
-    p = _prepare(model, accelerator, contexts=contexts, **options)
+    p = _prepare(model, accelerator, contexts=contexts, engine=_engine_options(**engine_defaults), **options)
     points = []
     for context in contexts:
         kv_gpu = p.geometry.bytes_per_sequence_per_gpu(context)
-        chosen, unified, split, stranded, _ = pool_capacities(p.cache, p.need_state, kv_gpu, p.pool, p.ratio)
+        chosen, unified, split, stranded, _ = _capacities(p, context, kv_gpu)
         points.append(
             CapacityPoint(
                 context_tokens=context,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..profiles import EngineAllocation
 from ..spec import Layout
 
 
@@ -74,11 +75,74 @@ class SizingResult:
     deficit_bytes: int
     aggregate_hbm_bytes: int
     assumptions: tuple[str, ...]
+    # the serving engine whose allocator was reproduced (profiles/), and what it decides
+    hbm_bytes_reported: int | None = None
+    engine: str = "generic"
+    engine_version: str | None = None
+    max_model_len: int = 0
+    available_kv_cache_bytes: int = 0
+    allocation: EngineAllocation | None = None
+
+    @property
+    def engine_block_size_tokens(self) -> int | None:
+        """Attention block size the engine uses (tokens), after any hybrid adjustment."""
+        return self.allocation.block_size_tokens if self.allocation else None
+
+    @property
+    def engine_num_blocks(self) -> int | None:
+        """Blocks in the engine's pool per GPU (vLLM ``num_gpu_blocks``)."""
+        return self.allocation.num_blocks if self.allocation else None
+
+    @property
+    def engine_kv_cache_tokens(self) -> int | None:
+        """The token figure the engine logs ("GPU KV cache size"; SGLang ``max_total_num_tokens``)."""
+        return self.allocation.kv_cache_tokens if self.allocation else None
+
+    @property
+    def engine_max_concurrency(self) -> float | None:
+        """Requests of ``max_model_len`` tokens held at once, per data-parallel rank (float, as logged)."""
+        return self.allocation.max_concurrency if self.allocation else None
+
+    @property
+    def state_page_bytes(self) -> int | None:
+        """One linear layer's state page for one sequence before padding (engine profiles only)."""
+        return self.allocation.state_page_bytes if self.allocation else None
+
+    @property
+    def page_padding_fraction(self) -> float | None:
+        """Padding added to the state page to match the attention page (0.0149 = 1.49%)."""
+        return self.allocation.page_padding_fraction if self.allocation else None
+
+    @property
+    def kv_cache_groups(self) -> tuple[dict[str, Any], ...]:
+        """The engine's KV cache groups (kind, layer slots, block size, page bytes, ...)."""
+        return tuple(g.to_dict() for g in self.allocation.groups) if self.allocation else ()
+
+    def engine_dict(self) -> dict[str, Any]:
+        """The engine-profile fields of the API response (None for the generic profile)."""
+        alloc = self.allocation
+        return {
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "max_model_len": self.max_model_len,
+            "available_kv_cache_bytes": self.available_kv_cache_bytes,
+            "engine_block_size_tokens": self.engine_block_size_tokens,
+            "engine_num_blocks": self.engine_num_blocks,
+            "engine_kv_cache_tokens": self.engine_kv_cache_tokens,
+            "engine_max_concurrency": round(alloc.max_concurrency, 4) if alloc else None,
+            "state_page_bytes": self.state_page_bytes,
+            "page_padding_fraction": round(alloc.page_padding_fraction, 6) if alloc else None,
+            "kv_cache_groups": list(self.kv_cache_groups),
+            "engine_state_slots": alloc.state_slots if alloc else None,
+            "engine_state_dtype": alloc.state_dtype if alloc else None,
+            "engine_conv_dtype": alloc.conv_dtype if alloc else None,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """The API response body (JSON-ready; bytes are ints)."""
         layout = self.layout.as_dict()
         return {
+            **self.engine_dict(),
             "weights_bytes": self.weights_bytes,
             "weights_bytes_per_gpu": self.weights_bytes_per_gpu,
             "min_gpus_for_weights": self.min_gpus_for_weights,
@@ -90,6 +154,7 @@ class SizingResult:
             "kv_bytes_per_sequence_per_gpu": self.kv_bytes_per_sequence_per_gpu,
             "per_gpu": {
                 "hbm_bytes": self.hbm_bytes,
+                "hbm_bytes_reported": self.hbm_bytes_reported,
                 "usable_bytes": self.usable_bytes,
                 "weights_bytes": self.weights_bytes_per_gpu,
                 "runtime_bytes": self.runtime_bytes,

@@ -1,0 +1,147 @@
+"""What a serving engine's allocator decides, in one shape for every engine profile.
+
+Units: bytes (``int``), tokens (``int``), one GPU (the busiest pipeline stage) unless a name says
+otherwise. A profile (``vllm.py``, ``sglang.py``) turns a model, a layout and the KV cache memory
+the engine has per GPU into an ``EngineAllocation``: its cache groups, block size, number of
+blocks, the token figure it logs and the concurrency it reports, and the assumptions behind them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..units import ceil_div
+
+#: Engine profiles: ``generic`` is the app's own engine-neutral arithmetic (``sizing/capacity.py``).
+ENGINES: tuple[str, ...] = ("generic", "vllm", "sglang")
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``"0.11.0"`` -> ``(0, 11, 0)``; a suffix such as ``rc1``, ``.post1`` or ``+cu128`` is ignored.
+
+    Raises ``ValueError`` for text that does not start with a dotted number.
+    """
+    parts: list[int] = []
+    for piece in text.strip().lstrip("v").split("+")[0].split("."):
+        digits = ""
+        for char in piece:
+            if not char.isdigit():
+                break
+            digits += char
+        if not digits:
+            break
+        parts.append(int(digits))
+        if len(digits) < len(piece):
+            break
+    if not parts:
+        raise ValueError(f"not a version: {text!r}")
+    return tuple(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheGroup:
+    """One KV cache group as the engine allocates it (vLLM ``KVCacheGroupSpec``; SGLang: one pool).
+
+    ``layers`` is the number of layer slots in the group on one GPU (``padding_layers`` of them
+    empty, vLLM pads groups to one size); ``page_bytes`` one layer's page of one block, after any
+    padding; ``block_size_tokens`` tokens per block (0 for state groups, one state per block);
+    ``window`` the sliding window (tokens, 0 for none); ``extra_blocks`` blocks a request holds
+    beyond its tokens' (vLLM's sliding-window "+1", a state group's prefix-cache checkpoint).
+    """
+
+    kind: str
+    layers: int
+    block_size_tokens: int
+    page_bytes: int
+    window: int = 0
+    extra_blocks: int = 0
+    padding_layers: int = 0
+    batch_tokens: int = 0
+    #: ``"shared"``: drawn from the engine's one block pool (vLLM, SGLang's KV pool); ``"state"``: a
+    #: separate pool of state slots (SGLang's mamba pool), counted by ``EngineAllocation.state_slots``.
+    pool: str = "shared"
+
+    def blocks_per_request(self, tokens: int) -> int:
+        """Blocks of this group one request of ``tokens`` tokens holds (vLLM ``max_memory_usage_bytes`` / page)."""
+        if self.kind == "linear":
+            return 1 + self.extra_blocks
+        if self.kind == "sliding" and self.window:
+            tokens = min(self.window - 1 + self.batch_tokens, tokens)
+        return ceil_div(tokens, self.block_size_tokens) + self.extra_blocks
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "layers": self.layers,
+            "padding_layers": self.padding_layers,
+            "block_size_tokens": self.block_size_tokens,
+            "page_bytes": self.page_bytes,
+            "window": self.window,
+            "extra_blocks": self.extra_blocks,
+            "pool": self.pool,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EngineAllocation:
+    """A serving engine's KV cache allocation on one GPU, and what it logs about it.
+
+    ``kv_cache_tokens`` is the figure the engine logs ("GPU KV cache size: N tokens" for vLLM,
+    ``max_total_num_tokens`` for SGLang); ``max_concurrency`` the float it reports for requests of
+    ``max_model_len`` tokens ("Maximum concurrency for L tokens per request: X x"), per
+    data-parallel rank. ``state_page_bytes`` is one linear layer's state for one sequence before
+    padding (None without linear layers), ``page_padding_fraction`` the padding added to it so
+    state and attention pages are equal (0 when none).
+    """
+
+    engine: str
+    engine_version: str
+    block_size_tokens: int
+    num_blocks: int
+    kv_cache_tokens: int
+    max_concurrency: float
+    max_model_len: int
+    available_kv_cache_bytes: int
+    groups: tuple[CacheGroup, ...]
+    state_page_bytes: int | None
+    page_padding_fraction: float
+    state_dtype: str | None
+    conv_dtype: str | None
+    state_slots: int | None
+    assumptions: tuple[str, ...]
+
+    def blocks_per_request(self, tokens: int) -> int:
+        """Blocks one request of ``tokens`` tokens takes from the shared pool (its groups summed)."""
+        return sum(g.blocks_per_request(tokens) for g in self.groups if g.pool == "shared")
+
+    def concurrency(self, tokens: int) -> float:
+        """Requests of ``tokens`` tokens held at once (float, as the engine reports it): shared blocks
+        over blocks per request (vLLM ``get_max_concurrency_for_kv_cache_config``), capped by the state
+        slots of a separate state pool when there is one."""
+        need = self.blocks_per_request(tokens)
+        by_blocks = self.num_blocks / need if need else math.inf
+        if self.state_slots is not None:
+            by_blocks = min(by_blocks, float(self.state_slots))
+        return 0.0 if by_blocks == math.inf else by_blocks
+
+    def sequences(self, tokens: int) -> int:
+        """Whole requests of ``tokens`` tokens that fit at once (``floor(concurrency)``)."""
+        return math.floor(self.concurrency(tokens) + 1e-9)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "engine_block_size_tokens": self.block_size_tokens,
+            "engine_num_blocks": self.num_blocks,
+            "engine_kv_cache_tokens": self.kv_cache_tokens,
+            "engine_max_concurrency": round(self.max_concurrency, 4),
+            "max_model_len": self.max_model_len,
+            "available_kv_cache_bytes": self.available_kv_cache_bytes,
+            "state_page_bytes": self.state_page_bytes,
+            "page_padding_fraction": round(self.page_padding_fraction, 6),
+            "kv_cache_groups": [g.to_dict() for g in self.groups],
+            "state_slots": self.state_slots,
+        }

@@ -1,0 +1,347 @@
+"""vLLM V1's KV cache allocator, release by release. Units: bytes, tokens; one GPU (worker).
+
+Read from vLLM's own source, per release (``pip download vllm==X --no-deps``; paths inside the wheel):
+
+* **Pages** (``vllm/v1/kv_cache_interface.py``): full and sliding attention
+  ``2 x block_size x kv_heads x head_dim x dtype`` (``AttentionSpec.page_size_bytes``); MLA
+  ``block_size x (kv_lora_rank + qk_rope_head_dim) x dtype`` (``MLAAttentionSpec``, one latent
+  "head"); a linear-attention (mamba) layer one page per request holding its conv and recurrent
+  state (``MambaSpec.page_size_bytes``, padded to ``page_size_padded``).
+* **Block size**: 16 tokens (``platforms/cuda.py``: ``cache_config.block_size = 16``); MLA models 64
+  (FlashMLA backend on Hopper; "Forcing kv cache block size to 64 for FlashMLA backend"); a user's
+  ``--block-size`` overrides. Hybrid (linear + attention) models raise the attention block so that
+  one attention page holds at least one state page, and pad the state page to equal it
+  (``HybridAttentionMambaModelConfig.verify_and_update_config`` in ``model_executor/models/config.py``
+  up to 0.19, ``Platform._align_hybrid_block_size`` in ``platforms/interface.py`` from 0.20):
+  ``block = align x cdiv(state_page, align x attention_page_per_token)``, logged as "Setting
+  attention block size to N tokens", and "Padding mamba page size by P%". ``align`` is 16; for MLA
+  hybrids 64 from 0.11.1 (128 with CUTLASS MLA) and 128 from 0.28.
+* **State dtypes** (``model_executor/layers/mamba/mamba_utils.py``, ``MambaStateDtypeCalculator``):
+  gated DeltaNet and Mamba2 keep conv and recurrent state in the model dtype unless
+  ``--mamba-ssm-cache-dtype`` (or, from 0.2x, a Qwen3.5 config's ``mamba_ssm_dtype``) says otherwise;
+  KDA keeps the recurrent state in fp32 and the conv state in the model dtype (``kda_state_dtype``).
+* **Groups** (``v1/core/kv_cache_utils.py`` ``_get_kv_cache_groups_uniform_page_size``; from 0.2x
+  ``kv_cache_planning.py``): layers of one spec form a type; ``group_size`` is the smallest type's
+  layer count (from 0.18 the largest's when it is under 1.5x the smallest); each type is cut into
+  ``cdiv(layers, group_size)`` groups, the last padded. A model with one spec has one group.
+* **Blocks**: ``num_blocks = available // page // group_size`` (``get_num_blocks``): every layer
+  slot of a group gets its own tensor of ``num_blocks`` pages, shared by one layer of each group.
+* **Concurrency** ("Maximum concurrency for L tokens per request: X x"): ``num_blocks / sum over
+  groups of blocks per request at L`` (``get_max_concurrency_for_kv_cache_config``); a request holds
+  ``cdiv(L, block)`` blocks of an attention group, ``cdiv(min(window - 1 + batch_tokens, L), block)
+  + 1`` of a sliding group, and one block of a state group (two in prefix-caching "align" mode).
+* **Logged token count** ("GPU KV cache size: N tokens"): ``num_blocks x block_size`` before 0.11.0;
+  ``num_blocks // number_of_groups x smallest block`` from 0.11.0; ``int(concurrency x L)`` from
+  0.22.0 (``get_kv_cache_capacity``).
+
+Not modelled: decode-context parallelism, speculative-decoding state blocks, 0.30+'s packing of
+mixed page sizes (used only when pages cannot be unified), hisparse host pools, fp8_ds_mla's 656-byte
+token, per-layer KV dtype skips.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import EngineInputError
+from ..formats import DTYPE_BYTES
+from ..sizing.state import layer_state_bytes
+from ..spec import LayerGroup, Layout, ModelArch
+from ..units import ceil_div
+from .common import CacheGroup, EngineAllocation, parse_version
+
+DEFAULT_BLOCK_SIZE: int = 16
+MLA_BLOCK_SIZE: int = 64
+HYBRID_ALIGNMENT: int = 16
+MODEL_DTYPE: str = "bf16"
+
+
+@dataclass(frozen=True, slots=True)
+class VllmRelease:
+    """The allocator rules of the vLLM releases from ``since`` up to the next entry."""
+
+    since: str
+    logged_tokens: str  # "blocks" | "per_group" | "concurrency"
+    group_size_rule: str  # "min" | "min_or_max"
+    mla_hybrid_alignment: int
+    source: str
+
+
+#: The modelled releases, oldest first; each holds until the next.
+VLLM_RELEASES: tuple[VllmRelease, ...] = (
+    VllmRelease(
+        "0.10.0",
+        "blocks",
+        "min",
+        HYBRID_ALIGNMENT,
+        "vllm 0.10.2 v1/core/kv_cache_utils.py get_kv_cache_config_from_groups: num_tokens = num_blocks * block_size",
+    ),
+    VllmRelease(
+        "0.11.0",
+        "per_group",
+        "min",
+        HYBRID_ALIGNMENT,
+        "vllm 0.11.0 v1/core/kv_cache_utils.py: num_tokens = num_blocks // len(kv_cache_groups) * min_block_size",
+    ),
+    VllmRelease(
+        "0.11.1",
+        "per_group",
+        "min",
+        64,
+        "vllm 0.11.1 model_executor/models/config.py: MLA hybrids align the attention block to 64 (FlashMLA)",
+    ),
+    VllmRelease(
+        "0.18.0",
+        "per_group",
+        "min_or_max",
+        64,
+        "vllm 0.18.0 v1/core/kv_cache_utils.py: group_size = max layers when max < 1.5 x min",
+    ),
+    VllmRelease(
+        "0.22.0",
+        "concurrency",
+        "min_or_max",
+        64,
+        "vllm 0.22.0 v1/core/kv_cache_utils.py: GPU KV cache size = int(max_concurrency * max_model_len)",
+    ),
+    VllmRelease(
+        "0.28.0",
+        "concurrency",
+        "min_or_max",
+        128,
+        "vllm 0.28.0 platforms/interface.py _align_hybrid_block_size: MLA hybrids align to at least 128",
+    ),
+)
+#: The newest release whose source was read for these rules.
+NEWEST_VLLM: str = "0.33.0"
+
+
+def vllm_release(version: str | None) -> tuple[str, VllmRelease]:
+    """``(version, rules)`` for ``version`` (default: the newest modelled); ``EngineInputError`` if unknown."""
+    version = version or NEWEST_VLLM
+    try:
+        wanted = parse_version(version)
+    except ValueError:
+        raise EngineInputError.single("engine_version", f"Not a vLLM version: {version!r} (e.g. 0.11.0).") from None
+    if wanted < parse_version(VLLM_RELEASES[0].since):
+        raise EngineInputError.single(
+            "engine_version",
+            f"vLLM {version} predates the V1 allocator the app models (0.10.0 to {NEWEST_VLLM}).",
+        )
+    chosen = VLLM_RELEASES[0]
+    for release in VLLM_RELEASES:
+        if parse_version(release.since) <= wanted:
+            chosen = release
+    return version, chosen
+
+
+def state_dtypes(group: LayerGroup) -> tuple[str, str, str]:
+    """``(recurrent dtype, conv dtype, why)`` vLLM keeps for a linear group with ``--mamba-*-cache-dtype auto``."""
+    conv = group.conv_dtype or MODEL_DTYPE
+    if group.state_dtype:
+        return group.state_dtype, conv, "as the model states"
+    if group.variant == "kda":
+        return "fp32", conv, "KDA: recurrent state fp32, conv in the model dtype (kda_state_dtype)"
+    if group.variant in ("gated_deltanet", "mamba2"):
+        return (
+            MODEL_DTYPE,
+            conv,
+            f"{group.variant}: conv and recurrent state in the model dtype (mamba_ssm_cache_dtype auto)",
+        )
+    return "fp32", conv, "kernel family not stated: recurrent state assumed fp32"
+
+
+def _state_page(group: LayerGroup, tp: int, state_dtype: str, conv_dtype: str) -> int:
+    """One linear layer's state for one request on one tp rank (vLLM ``MambaStateShapeCalculator``)."""
+    return layer_state_bytes(group, tp, state_dtype, conv_dtype)
+
+
+def _attention_page_per_token(group: LayerGroup, tp: int, element_bytes: int) -> int:
+    if group.kind == "mla":
+        return (group.kv_lora_rank + group.qk_rope_head_dim) * element_bytes
+    return 2 * max(1, group.kv_heads // tp) * group.head_dim * element_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Type:
+    kind: str
+    layers: int
+    page_per_token: int  # attention types; 0 for state
+    state_page: int  # state types; 0 for attention
+    window: int
+
+
+def _types(model: ModelArch, layout: Layout, element_bytes: int) -> tuple[list[_Type], tuple[str, str, str] | None]:
+    """Layer types on one GPU (the busiest pipeline stage), merged when their specs are equal."""
+    merged: dict[tuple, _Type] = {}
+    dtypes: tuple[str, str, str] | None = None
+    for group in model.layer_groups:
+        layers = ceil_div(group.count, layout.pp)
+        if group.kind == "linear":
+            state, conv, why = state_dtypes(group)
+            dtypes = dtypes or (state, conv, why)
+            page = _state_page(group, layout.tp, state, conv)
+            key: tuple = ("linear", page)
+            item = _Type("linear", layers, 0, page, 0)
+        else:
+            per_token = _attention_page_per_token(group, layout.tp, element_bytes)
+            window = group.window if group.kind == "sliding" else 0
+            key = (group.kind, per_token, window)
+            item = _Type(group.kind, layers, per_token, 0, window)
+        if key in merged:
+            item = _Type(item.kind, merged[key].layers + layers, item.page_per_token, item.state_page, item.window)
+        merged[key] = item
+    return list(merged.values()), dtypes
+
+
+def vllm_allocation(
+    model: ModelArch,
+    layout: Layout,
+    *,
+    available_bytes: int,
+    max_model_len: int,
+    kv_cache_dtype: str = "bf16",
+    block_size_tokens: int | None = None,
+    version: str | None = None,
+    batch_tokens: int = 8192,
+    prefix_caching: bool = False,
+) -> EngineAllocation:
+    """vLLM's allocation for ``model`` under ``layout`` with ``available_bytes`` of KV cache memory per GPU.
+
+    ``max_model_len`` (tokens) is what the logged concurrency is quoted at; ``block_size_tokens`` is
+    ``--block-size``; ``prefix_caching`` puts hybrid models in mamba "align" mode (one more state block
+    per request). Raises ``EngineInputError`` keyed by ``engine_version`` / ``block_size_tokens`` /
+    ``layer_groups`` for what the allocator cannot take.
+    """
+    version, rules = vllm_release(version)
+    element_bytes = int(DTYPE_BYTES[kv_cache_dtype])
+    types, dtypes = _types(model, layout, element_bytes)
+    attention = [t for t in types if t.kind != "linear"]
+    states = [t for t in types if t.kind == "linear"]
+    has_mla = any(t.kind == "mla" for t in attention)
+    notes: list[str] = [
+        f"vLLM {version} allocator ({rules.source}).",
+    ]
+    if not attention:
+        raise EngineInputError.single("layer_groups", "vLLM needs at least one attention layer to size blocks.")
+
+    base_block = block_size_tokens or (MLA_BLOCK_SIZE if has_mla else DEFAULT_BLOCK_SIZE)
+    if block_size_tokens is None:
+        notes.append(
+            f"Block size {base_block} tokens ("
+            + (
+                "MLA: FlashMLA's 64 on Hopper; CUTLASS MLA on Blackwell uses 128, give block_size_tokens"
+                if has_mla
+                else "vLLM's default on CUDA"
+            )
+            + ")."
+        )
+    else:
+        notes.append(f"Block size {base_block} tokens (--block-size).")
+
+    # Attention pages must be one size across attention types (unify_kv_cache_spec_page_size scales blocks).
+    page_per_token = max(t.page_per_token for t in attention)
+    for t in attention:
+        if page_per_token % t.page_per_token:
+            raise EngineInputError.single(
+                "layer_groups",
+                "Attention layers whose per-token pages do not divide each other cannot share vLLM's block pool.",
+            )
+    block = base_block
+    state_page = None
+    padding = 0.0
+    if states:
+        state_page = max(t.state_page for t in states)
+        if parse_version(version) >= (0, 20):
+            # kernel_block_alignment_size = max(smallest kernel block, cache_config.block_size)
+            align = max(MLA_BLOCK_SIZE if has_mla else HYBRID_ALIGNMENT, base_block)
+            if has_mla:
+                align = max(align, rules.mla_hybrid_alignment)
+        else:
+            align = rules.mla_hybrid_alignment if has_mla else HYBRID_ALIGNMENT
+        needed = align * ceil_div(state_page, align * page_per_token)
+        if block_size_tokens is None or block_size_tokens < needed:
+            block = needed
+            notes.append(
+                f"Hybrid model: attention block raised to {block} tokens so one attention page "
+                f"({block} x {page_per_token} B) holds a state page of {state_page:,} B "
+                f"(alignment {align}; 'Setting attention block size to {block} tokens')."
+            )
+        padded = block * page_per_token
+        padding = (padded - state_page) / state_page
+        notes.append(
+            f"State page padded by {padding * 100:.2f}% to {padded:,} B ('Padding mamba page size'); "
+            f"state dtypes: recurrent {dtypes[0]}, conv {dtypes[1]} ({dtypes[2]})."  # type: ignore[index]
+        )
+    page = block * page_per_token
+
+    # Groups.
+    counts = [t.layers for t in types]
+    if len(types) == 1:
+        group_size = counts[0]
+    else:
+        group_size = min(counts)
+        if rules.group_size_rule == "min_or_max" and max(counts) < 1.5 * min(counts):
+            group_size = max(counts)
+    groups: list[CacheGroup] = []
+    for t in types:
+        n_groups = ceil_div(t.layers, group_size)
+        pad = n_groups * group_size - t.layers
+        scale = page_per_token // t.page_per_token if t.page_per_token else 1
+        for i in range(n_groups):
+            groups.append(
+                CacheGroup(
+                    kind=t.kind,
+                    layers=group_size,
+                    block_size_tokens=0 if t.kind == "linear" else block * scale,
+                    page_bytes=page,
+                    window=t.window,
+                    extra_blocks=(1 if prefix_caching else 0)
+                    if t.kind == "linear"
+                    else (1 if t.kind == "sliding" else 0),
+                    padding_layers=pad if i == n_groups - 1 else 0,
+                    batch_tokens=batch_tokens if t.kind == "sliding" else 0,
+                )
+            )
+    if len(groups) > 1:
+        notes.append(
+            f"{len(groups)} KV cache groups of {group_size} layer slots share {group_size} tensors of "
+            f"num_blocks pages each (vLLM hybrid allocator)."
+        )
+    num_blocks = max(0, available_bytes // page // group_size)
+    need = sum(g.blocks_per_request(max_model_len) for g in groups)
+    concurrency = num_blocks / need if need else 0.0
+    min_block = min(g.block_size_tokens for g in groups if g.block_size_tokens)
+    if rules.logged_tokens == "blocks":
+        tokens = num_blocks * block
+        formula = "num_blocks x block_size"
+    elif rules.logged_tokens == "per_group":
+        tokens = num_blocks // len(groups) * min_block
+        formula = "num_blocks // groups x block_size"
+    else:
+        tokens = int(concurrency * max_model_len)
+        formula = "int(max_concurrency x max_model_len)"
+    notes.append(
+        f"num_blocks = {available_bytes:,} B // {page:,} B per page // {group_size} = {num_blocks:,}; logged tokens = "
+        f"{formula} = {tokens:,}; concurrency at {max_model_len:,} tokens = {num_blocks:,} / {need} blocks per request "
+        f"= {concurrency:.2f}x."
+    )
+    if prefix_caching and states:
+        notes.append("Prefix caching on: mamba 'align' mode keeps 2 state blocks per request.")
+    return EngineAllocation(
+        engine="vllm",
+        engine_version=version,
+        block_size_tokens=block,
+        num_blocks=num_blocks,
+        kv_cache_tokens=tokens,
+        max_concurrency=concurrency,
+        max_model_len=max_model_len,
+        available_kv_cache_bytes=available_bytes,
+        groups=tuple(groups),
+        state_page_bytes=state_page,
+        page_padding_fraction=padding,
+        state_dtype=dtypes[0] if dtypes else None,
+        conv_dtype=dtypes[1] if dtypes else None,
+        state_slots=None,
+        assumptions=tuple(notes),
+    )
