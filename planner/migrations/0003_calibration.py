@@ -40,7 +40,7 @@ class Migration(migrations.Migration):
                 ('logged_model', models.CharField(blank=True, help_text='The model id or path the log names.', max_length=300)),
                 ('parsed', models.JSONField(default=dict, help_text='Everything the parser read from the log.')),
                 ('prediction', models.JSONField(blank=True, default=dict, help_text='Engine inputs and its predicted figures.')),
-                ('figures', models.JSONField(blank=True, default=dict, help_text='Per figure: logged, predicted, ratio.')),
+                ('figures', models.JSONField(blank=True, default=list, help_text='Per figure: logged, predicted, ratio.')),
                 ('unsupported_architecture', models.CharField(blank=True, max_length=200)),
                 ('log_text', models.TextField(blank=True, help_text='The uploaded log, secrets masked, first 262144 chars.')),
                 ('log_truncated', models.BooleanField(default=False)),

@@ -15,9 +15,11 @@ RATIO_BAND: tuple[float, float] = (0.97, 1.03)
 class Calibration(models.Model):
     """One startup log, parsed, and the engine's prediction for the same inputs.
 
-    ``figures`` maps a figure name (``kv_cache_tokens``, ``max_concurrency``, ...) to
-    ``{"label", "unit", "logged", "predicted", "ratio"}`` where ``ratio = predicted / logged``
-    (``None`` when either side is missing). ``parsed`` is the parser's ``StartupLog.to_dict()``;
+    ``figures`` lists the logged figures in display order, each
+    ``{"name", "label", "unit", "logged", "predicted", "ratio", "basis"}`` where
+    ``ratio = predicted / logged`` (``None`` when either side is missing) and ``basis`` says which
+    prediction it was read from (``logged_memory``: given the KV memory the engine logged;
+    ``hardware``: from the SKU's memory). ``parsed`` is the parser's ``StartupLog.to_dict()``;
     ``prediction`` holds the engine inputs and outputs the figures were read from.
     """
 
@@ -37,9 +39,11 @@ class Calibration(models.Model):
     logged_model = models.CharField(max_length=300, blank=True, help_text="The model id or path the log names.")
     parsed = models.JSONField(default=dict, help_text="Everything the parser read from the log.")
     prediction = models.JSONField(default=dict, blank=True, help_text="Engine inputs and its predicted figures.")
-    figures = models.JSONField(default=dict, blank=True, help_text="Per figure: logged, predicted, ratio.")
+    figures = models.JSONField(default=list, blank=True, help_text="Per figure: logged, predicted, ratio.")
     unsupported_architecture = models.CharField(max_length=200, blank=True)
-    log_text = models.TextField(blank=True, help_text=f"The uploaded log, secrets masked, first {LOG_TEXT_MAX_CHARS} chars.")
+    log_text = models.TextField(
+        blank=True, help_text=f"The uploaded log, secrets masked, first {LOG_TEXT_MAX_CHARS} chars."
+    )
     log_truncated = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -64,7 +68,7 @@ class Calibration(models.Model):
         """The figures in display order, each with ``off_band`` (ratio outside ``RATIO_BAND``)."""
         low, high = RATIO_BAND
         out = []
-        for name, figure in self.figures.items():
+        for figure in self.figures:
             ratio = figure.get("ratio")
-            out.append({"name": name, **figure, "off_band": ratio is not None and not low <= ratio <= high})
+            out.append({**figure, "off_band": ratio is not None and not low <= ratio <= high})
         return out
