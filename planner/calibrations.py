@@ -17,7 +17,7 @@ cannot model), both keyed by field.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
@@ -152,7 +152,7 @@ def _kv_cache_dtype(log: StartupLog, deployment: Deployment | None) -> tuple[str
             return model_dtype, None
         fallback = deployment.kv_cache_dtype if deployment and not logged else "bf16"
         return fallback, f"KV cache dtype {logged or 'not logged'}: taken as {fallback}."
-    raise EngineInputError.single("kv_cache_dtype", f"The logged KV cache dtype {logged!r} is not modelled.")
+    raise InputError.single("log", f"The logged KV cache dtype {logged!r} is not modelled.")
 
 
 def _release(version: str | None) -> str | None:
@@ -217,13 +217,19 @@ def _engine_inputs(
 def _size(model: ModelSpec, sku: HardwareSku, kwargs: dict[str, Any], notes: list[str]) -> SizingResult:
     """``size()``; when the engine has no profile for this serving engine yet, its generic arithmetic."""
     try:
-        return size(model.to_engine(), sku.to_engine(), **kwargs)
+        try:
+            return size(model.to_engine(), sku.to_engine(), **kwargs)
+        except EngineInputError as exc:
+            if set(exc.errors) != {"engine"}:
+                raise
+        notes.append(f"The engine has no allocator profile for {kwargs['engine']} yet: its generic arithmetic is used.")
+        generic = {**kwargs, "engine": "generic", "engine_version": None, "block_size_tokens": None}
+        return size(model.to_engine(), sku.to_engine(), **generic)
     except EngineInputError as exc:
-        if set(exc.errors) != {"engine"}:
-            raise
-    notes.append(f"The engine has no allocator profile for {kwargs['engine']} yet: its generic arithmetic is used.")
-    generic = {**kwargs, "engine": "generic", "engine_version": None, "block_size_tokens": None}
-    return size(model.to_engine(), sku.to_engine(), **generic)
+        # The inputs came from the log: say so beside the log, naming the setting.
+        raise InputError(
+            {"log": [f"The log's {name}: {' '.join(messages)}" for name, messages in exc.errors.items()]}
+        ) from None
 
 
 def _token_pool(result: SizingResult) -> int | None:
@@ -309,6 +315,11 @@ def _prediction(
 
 def calibrate(request: CalibrationRequest, user: Any = None) -> Calibration:
     """Parse, predict, compare and store (raises InputError / EngineInputError keyed by field)."""
+    if not isinstance(request.log, str):
+        raise InputError.single("log", "Give the log as text.")
+    # What a database cannot store (NUL, lone surrogates from a hostile JSON body) is dropped first.
+    clean = request.log.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    request = replace(request, log=clean)
     log = parse_startup_log(request.log)
     deployment, model, sku = _resolve(request, log)
     prediction: dict[str, Any] = {}

@@ -151,6 +151,16 @@ def test_text_that_is_not_a_log_is_a_field_error(catalogue):
     assert Calibration.objects.count() == 0
 
 
+def test_a_logged_setting_the_engine_refuses_is_reported_beside_the_log(catalogue):
+    log = text(QWEN3_NEXT).replace("tensor_parallel_size=2,", "tensor_parallel_size=3,").replace(
+        "'tensor_parallel_size': 2", "'tensor_parallel_size': 3"
+    )
+    with pytest.raises(InputError) as exc:
+        calibrate(CalibrationRequest(log, sku_slug="h200-141gb"))
+    assert set(exc.value.errors) == {"log"}
+    assert exc.value.errors["log"][0].startswith("The log's tp: Tensor parallel size 3 must divide")
+
+
 def test_an_unsupported_architecture_is_stored_without_a_prediction(catalogue):
     c = calibrate(CalibrationRequest(text(UNSUPPORTED)))
     assert c.unsupported_architecture == "LlavaQwenForCausalLM"
@@ -174,6 +184,14 @@ def test_secrets_are_masked_and_the_stored_log_is_capped(catalogue):
     assert secret not in c.log_text and secret not in str(c.parsed) and secret not in str(c.prediction)
     assert "'api_key': '***'" in c.log_text
     assert len(c.log_text) == LOG_TEXT_MAX_CHARS and c.log_truncated
+
+
+def test_what_a_database_cannot_store_is_dropped_before_parsing(catalogue):
+    log = text(QWEN3_NEXT) + "\x00stray NUL and a lone surrogate \ud800 at the end\n"
+    c = calibrate(CalibrationRequest(log, sku_slug="h200-141gb"))
+    c.refresh_from_db()
+    assert "\x00" not in c.log_text and "\ud800" not in c.log_text
+    assert "stray NUL and a lone surrogate ? at the end" in c.log_text
 
 
 def test_rows_flag_ratios_outside_the_band(catalogue):
