@@ -152,8 +152,10 @@ def test_text_that_is_not_a_log_is_a_field_error(catalogue):
 
 
 def test_a_logged_setting_the_engine_refuses_is_reported_beside_the_log(catalogue):
-    log = text(QWEN3_NEXT).replace("tensor_parallel_size=2,", "tensor_parallel_size=3,").replace(
-        "'tensor_parallel_size': 2", "'tensor_parallel_size': 3"
+    log = (
+        text(QWEN3_NEXT)
+        .replace("tensor_parallel_size=2,", "tensor_parallel_size=3,")
+        .replace("'tensor_parallel_size': 2", "'tensor_parallel_size': 3")
     )
     with pytest.raises(InputError) as exc:
         calibrate(CalibrationRequest(log, sku_slug="h200-141gb"))

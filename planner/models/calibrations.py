@@ -72,3 +72,8 @@ class Calibration(models.Model):
             ratio = figure.get("ratio")
             out.append({**figure, "off_band": ratio is not None and not low <= ratio <= high})
         return out
+
+    @property
+    def off_band_count(self) -> int:
+        """Figures whose ratio is outside ``RATIO_BAND``."""
+        return sum(1 for row in self.rows() if row["off_band"])
