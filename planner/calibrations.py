@@ -66,6 +66,7 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("kv_cache_gib", "KV cache pool per GPU (SGLang, K + V)", "GiB"),
     ("kv_cache_tokens", "GPU KV cache size", "tokens"),
     ("max_total_num_tokens", "Token pool (SGLang max_total_num_tokens)", "tokens"),
+    ("kv_pool_tokens", "Token pool (SGLang KV cache #tokens)", "tokens"),
     ("max_concurrency", "Maximum concurrency at max_model_len", "requests"),
     ("num_gpu_blocks", "KV cache blocks per GPU", "blocks"),
     ("attention_block_size_tokens", "Attention block size (hybrid models)", "tokens"),
@@ -249,6 +250,7 @@ def _predicted(name: str, given: SizingResult | None, hardware: SizingResult) ->
     values = {
         "kv_cache_tokens": r.engine_kv_cache_tokens,
         "max_total_num_tokens": _token_pool(r),
+        "kv_pool_tokens": _token_pool(r),
         "max_concurrency": r.engine_max_concurrency,
         "num_gpu_blocks": r.engine_num_blocks,
         "attention_block_size_tokens": r.engine_block_size_tokens,
@@ -270,8 +272,8 @@ def compare(log: StartupLog, given: SizingResult | None, hardware: SizingResult)
     rows = []
     for name, label, unit in FIGURES:
         logged = getattr(log, name)
-        if logged is None:
-            continue
+        if logged is None or (name == "kv_pool_tokens" and log.max_total_num_tokens is not None):
+            continue  # SGLang prints its pool twice; one row is enough
         predicted, basis = _predicted(name, given, hardware)
         ratio = predicted / logged if predicted is not None and logged else None
         rows.append(

@@ -28,6 +28,8 @@ QWEN3_NEXT = "vllm-0.10.2-Qwen3-Next-80B-A3B-Instruct-tp2.log"
 QWEN3_235B = "vllm-0.10.2-Qwen3-235B-A22B-Instruct-2507-FP8-tp8.log"
 QWQ_SGLANG = "sglang-0.4.3.post4-QwQ-32B-tp4.log"
 UNSUPPORTED = "vllm-0.13.0-LLaVA-Video-7B-Qwen2-tp1.log"
+LLAVA_MISTRAL = "vllm-0.10.2-llava-v1.6-mistral-7b-hf-tp1.log"
+SGLANG_235B = "sglang-unversioned-Qwen3-235B-A22B-FP8-tp4.log"
 WITHIN = 0.01  # see the module docstring
 
 
@@ -47,7 +49,7 @@ def catalogue(db):
     for slug in ("qwen3-next-80b-a3b", "qwen3-235b-a22b"):
         record = model_record(slug)
         ModelSpec.objects.create(**{**record, "expert_weight_format": record.get("expert_weight_format") or ""})
-    for slug in ("h200-141gb", "l40s-48gb"):
+    for slug in ("h200-141gb", "l40s-48gb", "h100-sxm-80gb"):
         HardwareSku.objects.create(**sku_record(slug))
     # QwQ-32B config.json: 64 layers, 40 query / 8 KV heads of 128, hidden 5120, vocab 152064; the log's
     # "context_len=131072" is the context SGLang served.
@@ -55,6 +57,15 @@ def catalogue(db):
         slug="qwq-32b", name="QwQ-32B", total_params=32_763_876_352, active_params=32_763_876_352,
         hidden_size=5120, vocab_size=152064, max_context_tokens=131072, attention_heads=40, weight_format="bf16",
         layer_groups=[{"kind": "full", "count": 64, "kv_heads": 8, "head_dim": 128}],
+    )  # fmt: skip
+    # llava-v1.6-mistral-7b-hf: its language model is Mistral-7B-Instruct-v0.2 (config.json text_config:
+    # 32 layers, 32 query / 8 KV heads of 128, hidden 4096, vocab 32064, 32k positions); the vision
+    # tower's ~0.3B parameters hold no KV cache.
+    ModelSpec.objects.create(
+        slug="llava-v1.6-mistral-7b-hf", name="llava-v1.6-mistral-7b-hf", total_params=7_566_747_648,
+        active_params=7_566_747_648, hidden_size=4096, vocab_size=32064, max_context_tokens=32768,
+        attention_heads=32, weight_format="fp16",
+        layer_groups=[{"kind": "full", "count": 32, "kv_heads": 8, "head_dim": 128}],
     )  # fmt: skip
     # NVIDIA L4 datasheet: 24 GB GDDR6, 300 GB/s, 121 dense BF16 TFLOPS, PCIe Gen4 x16.
     HardwareSku.objects.create(
@@ -96,6 +107,24 @@ def test_qwen3_next_tp2_h200_concurrency_block_and_padding(catalogue):
 def test_qwen3_next_tp2_h200_logged_token_count(catalogue):
     c = calibrate(CalibrationRequest(text(QWEN3_NEXT), sku_slug="h200-141gb"))
     assert figure(c, "kv_cache_tokens")["predicted"] == pytest.approx(973_760, rel=WITHIN)  # "973,760 tokens"
+
+
+def test_llava_mistral_7b_tp1_fp16_tokens_and_concurrency(catalogue):
+    c = calibrate(CalibrationRequest(text(LLAVA_MISTRAL), sku_slug="h100-sxm-80gb"))
+    assert c.model.slug == "llava-v1.6-mistral-7b-hf"  # the logged 'llava-hf/llava-v1.6-mistral-7b-hf'
+    assert c.prediction["inputs"]["kv_cache_dtype"] == "fp16"  # "dtype=torch.float16, ... kv_cache_dtype=auto"
+    # "GPU KV cache size: 451,744 tokens" / "Maximum concurrency for 4,096 tokens per request: 110.29x"
+    assert figure(c, "kv_cache_tokens")["predicted"] == pytest.approx(451_744, rel=WITHIN)
+    assert figure(c, "max_concurrency")["predicted"] == pytest.approx(110.29, rel=WITHIN)
+
+
+def test_sglang_qwen3_235b_fp8_tp4_token_pool(catalogue):
+    c = calibrate(CalibrationRequest(text(SGLANG_235B), model_slug="qwen3-235b-a22b", sku_slug="h100-sxm-80gb"))
+    # "KV Cache is allocated. #tokens: 367404, K size: 8.23 GB, V size: 8.23 GB": given 16.46 GiB,
+    # 94 layers x 1 KV head per rank (4 over tp 4) x 128 x 2 (K, V) x 2 B = 48,128 B per token.
+    pool = figure(c, "kv_pool_tokens")
+    assert pool["logged"] == 367_404
+    assert pool["predicted"] == pytest.approx(367_404, rel=WITHIN)
 
 
 def test_sglang_qwq_32b_token_pool(catalogue):

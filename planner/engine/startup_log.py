@@ -67,7 +67,8 @@ class StartupLog:
 
     Memory figures are per GPU (one rank) in GiB; ``kv_cache_tokens`` and ``max_concurrency`` are
     the engine's own arithmetic (vLLM: tokens for one KV-cache group, requests of
-    ``max_concurrency_tokens`` tokens that fit); ``max_total_num_tokens`` is SGLang's token pool.
+    ``max_concurrency_tokens`` tokens that fit); ``max_total_num_tokens`` is SGLang's token pool and
+    ``kv_pool_tokens`` the "#tokens" of its "KV Cache is allocated" line (the same figure, printed earlier).
     """
 
     engine: str | None = None
@@ -99,6 +100,7 @@ class StartupLog:
     max_concurrency: float | None = None
     max_concurrency_tokens: int | None = None
     max_total_num_tokens: int | None = None
+    kv_pool_tokens: int | None = None
     max_running_requests: int | None = None
     kv_cache_k_gib: float | None = None
     kv_cache_v_gib: float | None = None
@@ -230,12 +232,35 @@ _LINE_RULES: tuple[Rule, ...] = (
     _r("max_total_num_tokens", r"max_total_num_tokens=(" + _NUM + r")", _int),
     _r("max_running_requests", r"max_total_num_tokens=[\d,]+.*?, max_running_requests=(" + _NUM + r")", _int),
     _r("max_model_len", r"max_total_num_tokens=[\d,]+.*?, context_len=(" + _NUM + r")", _int),
+    _r("kv_pool_tokens", r"KV Cache is allocated\. #tokens: (" + _NUM + r")", _int),
     _r("kv_cache_k_gib", _SGL_KV + r"K size: (" + _FLOAT + r") ?GB", _float),
     _r("kv_cache_v_gib", _SGL_KV + r"K size: [\d.,]+ ?GB, V size: (" + _FLOAT + r") ?GB", _float),
     _r("kv_cache_kv_gib", _SGL_KV + r"KV size: (" + _FLOAT + r") ?GB", _float),
     _r("mamba_cache_slots", r"Mamba Cache is allocated\. max_mamba_cache_size: (" + _NUM + r")", _int),
     _r("mamba_conv_state_gib", r"Mamba Cache is allocated\..*?conv_state size: (" + _FLOAT + r") ?GB", _float),
     _r("mamba_ssm_state_gib", r"Mamba Cache is allocated\..*?ssm_state size: (" + _FLOAT + r") ?GB", _float),
+)
+
+# The command that started the server, when the log shows it (``vllm serve M --tensor-parallel-size 4``,
+# ``python -m sglang.launch_server --model-path M --tp 4``); read last, only for what the log itself
+# does not print. Continuation lines (ending in ``\``) are joined first.
+_COMMAND = re.compile(r"(?:\bvllm\s+serve\b|vllm\.entrypoints\.\S+|sglang\.launch_server\b)")
+_FLAG = r"(?:\s+|=)('[^']*'|\"[^\"]*\"|[^\s\\]+)"
+_CLI_RULES: tuple[Rule, ...] = (
+    _r("model", r"\bvllm\s+serve\s+(?!-)(\S+)"),
+    _r("model", r"\s--model(?:-path)?" + _FLAG),
+    _r("served_model_name", r"\s--served-model-name" + _FLAG),
+    _r("tensor_parallel_size", r"\s(?:--tensor-parallel-size|-tp|--tp-size|--tp)" + _FLAG, int),
+    _r("pipeline_parallel_size", r"\s(?:--pipeline-parallel-size|-pp|--pp-size)" + _FLAG, int),
+    _r("data_parallel_size", r"\s(?:--data-parallel-size|-dp|--dp-size|--dp)" + _FLAG, int),
+    _r("max_model_len", r"\s(?:--max-model-len|--context-length)" + _FLAG, int),
+    _r("gpu_memory_utilization", r"\s--gpu-memory-utilization" + _FLAG, float),
+    _r("mem_fraction_static", r"\s--mem-fraction-static" + _FLAG, float),
+    _r("kv_cache_dtype", r"\s--kv-cache-dtype" + _FLAG),
+    _r("block_size_tokens", r"\s(?:--block-size|--page-size)" + _FLAG, int),
+)
+_CLI_FLAGS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("expert_parallel", re.compile(r"\s(?:--enable-expert-parallel|-ep)\b")),
 )
 
 _AVAILABLE = re.compile(r"Available KV cache memory: (" + _FLOAT + r") ?GiB")
@@ -305,11 +330,24 @@ def parse_startup_log(text: str) -> StartupLog:
     concurrency: list[tuple[int | None, int, float]] = []
     sglang_hits = vllm_hits = lines = truncated = 0
     unsupported: str | None = None
+    command: list[str] = []
+    cli = _Collector()
     for raw in text.splitlines():
         lines += 1
         if len(raw) > MAX_LINE_CHARS:
             raw, truncated = raw[:MAX_LINE_CHARS], truncated + 1
         line = _ANSI.sub("", raw).replace("\r", "")
+        if command:
+            command.append(line.rstrip().removesuffix("\\"))
+            if not line.rstrip().endswith("\\") or len(command) > 200:
+                _read_command(" ".join(command), cli)
+                command = []
+            continue
+        if _COMMAND.search(line) and not _CONFIG_LINE.search(line):
+            if line.rstrip().endswith("\\"):
+                command = [line.rstrip().removesuffix("\\")]
+            else:
+                _read_command(line, cli)
         if not line.strip():
             continue
         if _SGLANG_HINT.search(line):
@@ -342,7 +380,14 @@ def parse_startup_log(text: str) -> StartupLog:
         if unsupported is None and (name := _unsupported(line)):
             unsupported = name
         c.put_all(_LINE_RULES, line, rank)
+    if command:
+        _read_command(" ".join(command), cli)
     v = c.values
+    for name, value in cli.values.items():
+        if not name.startswith("_"):
+            v.setdefault(name, value)
+    if "sglang" in cli.values.get("_engine", ""):
+        sglang_hits += 1
     if sglang_hits > vllm_hits:
         engine: str | None = "sglang"
     elif vllm_hits:
@@ -396,6 +441,7 @@ def parse_startup_log(text: str) -> StartupLog:
         max_concurrency=chosen_concurrency[1] if chosen_concurrency else None,
         max_concurrency_tokens=chosen_concurrency[0] if chosen_concurrency else None,
         max_total_num_tokens=v.get("max_total_num_tokens"),
+        kv_pool_tokens=v.get("kv_pool_tokens"),
         max_running_requests=v.get("max_running_requests"),
         kv_cache_k_gib=v.get("kv_cache_k_gib"),
         kv_cache_v_gib=v.get("kv_cache_v_gib"),
@@ -408,6 +454,15 @@ def parse_startup_log(text: str) -> StartupLog:
         truncated_lines=truncated,
         notes=tuple(notes),
     )
+
+
+def _read_command(command: str, into: _Collector) -> None:
+    """The flags of the command that started the server (lowest priority: see ``_CLI_RULES``)."""
+    into.put("_engine", "sglang" if "sglang" in command else "vllm")
+    into.put_all(_CLI_RULES, " " + command)
+    for name, pattern in _CLI_FLAGS:
+        if pattern.search(" " + command):
+            into.put(name, True)
 
 
 def _prefer_rank0(values: list[tuple[int | None, Any]]) -> Any:

@@ -109,6 +109,45 @@ def test_sglang_qwq_32b_tp4():
     assert log.available_kv_cache_gib is None and log.kv_cache_tokens is None  # vLLM's lines only
 
 
+def test_vllm_llava_mistral_7b_tp1_fp16():
+    log = parsed("vllm-0.10.2-llava-v1.6-mistral-7b-hf-tp1.log")
+    assert (log.engine, log.engine_version, log.model) == ("vllm", "0.10.2", "llava-hf/llava-v1.6-mistral-7b-hf")
+    assert log.architecture == "LlavaNextForConditionalGeneration"
+    assert (log.dtype, log.kv_cache_dtype, log.tensor_parallel_size, log.max_model_len) == ("float16", "auto", 1, 4096)
+    assert log.weights_gib == pytest.approx(14.0786)  # "Model loading took 14.0786 GiB"
+    assert log.available_kv_cache_gib == pytest.approx(55.15)  # "Available KV cache memory: 55.15 GiB"
+    assert log.kv_cache_tokens == 451_744  # "GPU KV cache size: 451,744 tokens"
+    assert (log.max_concurrency_tokens, log.max_concurrency) == (4096, pytest.approx(110.29))
+    assert log.total_gpu_memory_gib == pytest.approx(79.19)  # "Free memory on device (78.66/79.19 GiB)"
+    assert log.gpu_memory_utilization == pytest.approx(0.9)  # "Desired GPU memory utilization is (0.9, ..."
+
+
+def test_a_quoted_launch_command_fills_what_the_log_does_not_print():
+    vllm = parsed("vllm-unversioned-Qwen3-235B-A22B-FP8-tp4.log")
+    # "vllm serve /path/to/Qwen3-235B-A22B-FP8 \" ... "--tensor-parallel-size 4 \" (continuation lines)
+    assert (vllm.engine, vllm.engine_version) == ("vllm", None)
+    assert (vllm.model, vllm.tensor_parallel_size) == ("/path/to/Qwen3-235B-A22B-FP8", 4)
+    assert (vllm.available_kv_cache_gib, vllm.kv_cache_tokens) == (pytest.approx(8.11), 178_880)
+    sglang = parsed("sglang-unversioned-Qwen3-235B-A22B-FP8-tp4.log")
+    # "python3 -m sglang.launch_server --model /path/to/Qwen3-235B-A22B-FP8 --tp 4 ... --mem-fraction-static 0.93"
+    assert sglang.engine == "sglang"
+    assert (sglang.model, sglang.tensor_parallel_size) == ("/path/to/Qwen3-235B-A22B-FP8", 4)
+    assert sglang.mem_fraction_static == pytest.approx(0.93)
+    # "KV Cache is allocated. #tokens: 367404, K size: 8.23 GB, V size: 8.23 GB"
+    assert sglang.kv_pool_tokens == 367_404 and sglang.max_total_num_tokens is None
+    assert sglang.kv_cache_gib == pytest.approx(16.46)
+
+
+def test_the_log_wins_over_the_command_line():
+    text = (
+        "vllm serve org/model --tensor-parallel-size 8 --max-model-len 4096\n"
+        "INFO [core.py:76] Initializing a V1 LLM engine (v0.11.0) with config: model='org/model', "
+        "max_seq_len=8192, tensor_parallel_size=4, kv_cache_dtype=auto\n"
+    )
+    log = parse_startup_log(text)
+    assert (log.tensor_parallel_size, log.max_model_len, log.engine_version) == (4, 8192, "0.11.0")
+
+
 def test_unsupported_architecture_says_the_runtime_is_older():
     log = parsed("vllm-0.13.0-LLaVA-Video-7B-Qwen2-tp1.log")
     # "Value error, Model architectures ['LlavaQwenForCausalLM'] are not supported for now."
