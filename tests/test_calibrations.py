@@ -97,6 +97,9 @@ def test_qwen3_next_tp2_h200_concurrency_block_and_padding(catalogue):
     # "Setting attention block size to 544 tokens ..." / "Padding mamba page size by 1.49% ..."
     assert figure(c, "attention_block_size_tokens")["predicted"] == 544
     assert figure(c, "mamba_page_padding_percent")["predicted"] == pytest.approx(1.49, abs=0.005)
+    # "num_gpu_blocks is: 7162": 44.59 GiB over 12 layers x 544 tokens x 1,024 B pages (the state pages
+    # padded to the same 557,056 B).
+    assert figure(c, "num_gpu_blocks")["predicted"] == 7162
 
 
 @pytest.mark.xfail(

@@ -57,7 +57,10 @@ def test_vllm_qwen3_next_tp2_hybrid():
     assert log.kv_cache_tokens == 973_760  # "GPU KV cache size: 973,760 tokens"
     assert log.max_concurrency_tokens == 262_144  # "Maximum concurrency for 262,144 tokens per request: 14.77x"
     assert log.max_concurrency == pytest.approx(14.77)
-    assert log.gpu_memory_utilization is None  # the log does not say it (vLLM's default is 0.9)
+    # "Free memory on device (139.21/139.81 GiB) on startup. Desired GPU memory utilization is (0.9, ..."
+    assert log.total_gpu_memory_gib == pytest.approx(139.81)
+    assert log.gpu_memory_utilization == pytest.approx(0.9)
+    assert log.num_gpu_blocks == 7162  # "vllm cache_config_info with initialization after num_gpu_blocks is: 7162"
     assert log.unsupported_architecture is None and log.unsupported_message is None
 
 
