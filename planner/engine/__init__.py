@@ -16,8 +16,11 @@ Layout, by concept (each package's ``__init__`` lists its modules):
   ``state_bytes_per_sequence``, ``min_gpus_for_weights``, ``single_gpu_fit``;
 - ``throughput/`` (speed of one layout): ``estimate``;
 - ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
+- ``profiles/`` (what a named serving engine allocates): ``ENGINES``, ``EngineAllocation``; ``size(engine=...)``;
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
   ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
+- ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
+  ``ImportedModel``;
 - ``startup_log`` (calibration input): ``parse_startup_log`` reads a vLLM or SGLang startup log into
   a ``StartupLog`` (the settings it ran with and the KV-cache figures it logged);
   ``redact_startup_log`` masks the secrets a log can carry.
@@ -40,7 +43,9 @@ from planner.engine.costs import (
 )
 from planner.engine.errors import EngineInputError
 from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
+from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
+from planner.engine.profiles import ENGINES, NEWEST_VLLM, EngineAllocation
 from planner.engine.sizing import (
     CapacityPoint,
     SizingResult,
@@ -69,6 +74,7 @@ from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_D
 __all__ = [
     "ACCELERATOR_RECORD_FIELDS",
     "CACHE_DTYPES",
+    "ENGINES",
     "GB",
     "GIB",
     "HOURS_PER_DAY",
@@ -78,6 +84,7 @@ __all__ = [
     "MIB",
     "MODEL_RECORD_FIELDS",
     "MODES",
+    "NEWEST_VLLM",
     "PRICING_KINDS",
     "REASONS",
     "SECONDS_PER_DAY",
@@ -88,7 +95,9 @@ __all__ = [
     "BreakevenResult",
     "CapacityPoint",
     "ClusterState",
+    "EngineAllocation",
     "EngineInputError",
+    "ImportedModel",
     "LayerGroup",
     "Layout",
     "ModelArch",
@@ -109,6 +118,7 @@ __all__ = [
     "kv_bytes_per_token",
     "layout_errors",
     "min_gpus_for_weights",
+    "model_record_from_config",
     "monthly_spend",
     "parse_layer_groups",
     "parse_startup_log",
