@@ -1,9 +1,10 @@
 """Calibration service: a serving engine's startup log against the sizing engine's prediction.
 
 ``calibrate(CalibrationRequest(log, ...))`` parses the log (``planner.engine.parse_startup_log``),
-finds the model and SKU (the deployment's, else the request's, else a model matching the id the
-log names), sizes the same inputs with the engine's profile for that serving engine, and stores a
-``Calibration`` with, per figure the log states, ``{logged, predicted, ratio}``.
+finds the model and SKU (the deployment's, else the request's, else the model whose Hugging Face
+id, slug or name the logged model id names: ``find_logged_model``), sizes the same inputs with the
+engine's profile for that serving engine, and stores a ``Calibration`` with, per figure the log
+states, ``{logged, predicted, ratio}``.
 
 Two predictions are made. Given the KV cache memory the engine logged (vLLM's "Available KV cache
 memory", SGLang's K + V pool) the engine predicts the token count, blocks, block size, padding and
@@ -93,21 +94,19 @@ class CalibrationRequest:
 def find_logged_model(logged_id: str | None) -> ModelSpec | None:
     """The ModelSpec a logged model id or path names, or None.
 
-    EXTEND HERE when ``ModelSpec.hf_model_id`` lands (branch hf-import): it is matched first, exactly
-    (case-insensitive), against the id as logged (``Qwen/Qwen3-32B``). Until then the last path part
-    (``/data/models/Qwen3-Next-80B-A3B-Instruct`` -> ``Qwen3-Next-80B-A3B-Instruct``) is matched
-    against a record's slug or name, case-insensitive.
+    The one place a logged name meets the records; extend it here. In order (case-insensitive):
+    ``ModelSpec.hf_model_id`` equal to the id as logged (``Qwen/Qwen3-32B``) or to a path's last two
+    parts (``/root/models/Qwen/Qwen3-32B``); then the path's last part
+    (``/data/models/Qwen3-Next-80B-A3B-Instruct``) against a record's slug or name.
     """
-    if not logged_id:
+    if not logged_id or not logged_id.strip().strip("/\\"):
         return None
-    fields = {f.name for f in ModelSpec._meta.get_fields()}
-    if "hf_model_id" in fields:
-        found = ModelSpec.objects.filter(hf_model_id__iexact=logged_id.strip().strip("/")).first()
+    parts = [p for p in re.split(r"[/\\]", logged_id.strip()) if p]
+    for hub_id in dict.fromkeys(["/".join(parts), "/".join(parts[-2:])]):
+        found = ModelSpec.objects.filter(hf_model_id__iexact=hub_id).exclude(hf_model_id="").first()
         if found:
             return found
-    base = re.split(r"[/\\]", logged_id.strip().rstrip("/\\"))[-1]
-    if not base:
-        return None
+    base = parts[-1]
     return (
         ModelSpec.objects.filter(slug__iexact=base).first()
         or ModelSpec.objects.filter(name__iexact=base).first()

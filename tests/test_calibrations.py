@@ -209,6 +209,15 @@ def test_find_logged_model_matches_the_last_path_part(catalogue):
     assert find_logged_model(None) is None and find_logged_model("/") is None
 
 
+def test_find_logged_model_matches_the_hugging_face_id_first(catalogue):
+    ModelSpec.objects.filter(slug="qwen3-235b-a22b").update(hf_model_id="Qwen/Qwen3-235B-A22B-Instruct-2507-FP8")
+    assert find_logged_model("qwen/qwen3-235b-a22b-instruct-2507-fp8").slug == "qwen3-235b-a22b"
+    assert find_logged_model("/root/models/Qwen/Qwen3-235B-A22B-Instruct-2507-FP8").slug == "qwen3-235b-a22b"
+    # The tp 8 log names "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": no model slug needed now.
+    c = calibrate(CalibrationRequest(text(QWEN3_235B), sku_slug="l40s-48gb"))
+    assert c.model.slug == "qwen3-235b-a22b"
+
+
 def test_secrets_are_masked_and_the_stored_log_is_capped(catalogue):
     secret = "sk-live-0123456789abcdefghij"
     log = text(QWEN3_NEXT).replace(
