@@ -28,6 +28,7 @@ class HardwareSkuSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "name",
             "vendor",
             *HardwareSku.FIGURES,
+            "hbm_reported_source",
             "source",
             "assumptions",
             *TIMESTAMPS,

@@ -30,6 +30,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='hardwaresku',
             name='hbm_reported_source',
-            field=models.CharField(blank=True, help_text='Where the reported figure was read.', max_length=300, verbose_name='source of the reported HBM'),
+            field=models.CharField(blank=True, help_text='Where the reported figure was read.', max_length=500, verbose_name='source of the reported HBM'),
         ),
     ]

@@ -63,7 +63,7 @@ class HardwareSku(TimeStamped, Sourced):
         "usable memory is this x gpu_memory_utilization. Blank: the nominal decimal GB.",
     )
     hbm_reported_source = models.CharField(
-        "source of the reported HBM", max_length=300, blank=True, help_text="Where the reported figure was read."
+        "source of the reported HBM", max_length=500, blank=True, help_text="Where the reported figure was read."
     )
 
     class Meta:

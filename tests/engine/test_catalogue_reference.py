@@ -40,7 +40,8 @@ def test_unknown_slug_names_the_known_ones():
 
 def test_accelerator_from_record_maps_the_catalogue_fields():
     """H100 SXM datasheet (2023) as the catalogue states it: 80 GB, 3.35 TB/s, dense BF16 989.4 / FP8 1,978.9
-    TFLOPS (half the sparse figures), no FP4, NVLink 900 GB/s, 8 per HGX board, one NVSwitch domain of 8."""
+    TFLOPS (half the sparse figures), no FP4, NVLink 900 GB/s, 8 per HGX board, one NVSwitch domain of 8;
+    the driver reports 79.18 GiB to vLLM (round(79.18 x 2^30) = 85,018,877,624 B)."""
     row = reference.sku_record("h100-sxm-80gb")
     assert Accelerator.from_record(row) == Accelerator(
         name="NVIDIA H100 SXM 80GB",
@@ -52,6 +53,7 @@ def test_accelerator_from_record_maps_the_catalogue_fields():
         interconnect_gbps=900,
         gpus_per_node=8,
         scaleup_domain_gpus=8,
+        hbm_bytes_reported=85_018_877_624,
     )
 
 
