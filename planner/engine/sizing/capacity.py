@@ -365,7 +365,9 @@ def _budget_notes(p: _Plan) -> tuple[str, ...]:
         else "cache budget = usable - weights - runtime reserve."
     )
     slots = f" x {p.slots} state slots per sequence" if p.slots > 1 else ""
-    if not p.c.has_linear:
+    if p.engine.engine == "sglang":
+        pool = "Pools: SGLang's own token and state pools (profiles/sglang.py), below."
+    elif not p.c.has_linear:
         pool = "Single KV pool (no linear-attention state), so unified and split capacities agree."
     elif p.pool == "split":
         pool = (
