@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Model
 
+from fleet.catalog.reference import model_row
 from fleet.models import ApiPrice, GpuQuote, HardwareSku, ModelSpec
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
@@ -77,6 +78,10 @@ def load_catalog(directory: Path = CATALOG_DIR) -> LoadReport:
         slug = values.pop("slug")
         report.count("skus", _upsert(HardwareSku, {"slug": slug}, values, f"skus.json[{i}] {slug}"))
     for i, item in enumerate(_read("models.json", directory)):
+        try:
+            item = model_row(item, directory)  # a row naming its config.json: figures derived from it
+        except (ValueError, OSError) as exc:
+            raise CatalogError(f"models.json[{i}]: {exc}") from None
         values = _fields(ModelSpec, item)
         slug = values.pop("slug")
         values["expert_weight_format"] = values.get("expert_weight_format") or ""

@@ -9,9 +9,13 @@ import json
 from django import forms
 
 from fleet import registration
-from fleet.errors import InputError
+from fleet.errors import ConflictError, InputError
 from fleet.models import Cluster, Deployment, ModelSpec
-from planner.engine import EngineInputError
+from planner.engine import WEIGHT_FORMATS, EngineInputError
+
+#: The largest config.json (or hf_quant_config.json) the import page takes: 2 MB (the biggest real
+#: one in tests/fixtures/hf-configs is under 0.9 MB).
+MAX_CONFIG_BYTES = 2 * 1000 * 1000
 
 
 class ClusterForm(forms.ModelForm):
@@ -98,6 +102,7 @@ class ModelSpecForm(forms.ModelForm):
         fields = [
             "name",
             "slug",
+            "hf_model_id",
             *ModelSpec.FIGURES,
             "source",
         ]
@@ -106,6 +111,116 @@ class ModelSpecForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk and not self.is_bound:
             self.initial["layer_groups"] = json.dumps(self.instance.layer_groups, indent=1)
+
+
+def parse_json_object(raw: bytes | str, what: str) -> tuple[dict | None, str | None]:
+    """``(object, None)`` from JSON text, or ``(None, message)``: too large, not JSON, not an object."""
+    size = len(raw.encode() if isinstance(raw, str) else raw)
+    if size > MAX_CONFIG_BYTES:
+        return None, f"{what} is {size:,} bytes; the limit is {MAX_CONFIG_BYTES:,}."
+    try:
+        text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+        value = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return None, f"{what} is not valid JSON ({str(exc)[:120]})."
+    if not isinstance(value, dict):
+        return None, f"{what} must be a JSON object ({{...}}), not {type(value).__name__}."
+    return value, None
+
+
+class ModelImportForm(forms.Form):
+    """Import a model from its config.json (pasted or uploaded): the service derives the rest."""
+
+    config_text = forms.CharField(
+        label="config.json",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 12, "class": "mono", "placeholder": '{"model_type": "qwen3", ...}'}),
+        help_text="Paste the model's config.json, or upload it below (at most 2 MB).",
+    )
+    config_file = forms.FileField(label="or upload config.json", required=False)
+    quant_config_file = forms.FileField(
+        label="hf_quant_config.json (optional)",
+        required=False,
+        help_text="NVIDIA ModelOpt checkpoints ship their quantisation beside config.json.",
+    )
+    name = forms.CharField(max_length=100)
+    slug = forms.CharField(max_length=64)
+    hf_model_id = forms.CharField(
+        label="Hugging Face model id", required=False, max_length=200, help_text="owner/name; default: from the config."
+    )
+    total_params = forms.IntegerField(
+        required=False, min_value=1, max_value=10**15, help_text="Default: counted from the config's dimensions."
+    )
+    active_params = forms.IntegerField(required=False, min_value=1, max_value=10**15, help_text="Default: counted.")
+    weight_format = forms.ChoiceField(
+        required=False,
+        choices=[("", "as the config's quantisation says"), *((f, f) for f in WEIGHT_FORMATS)],
+    )
+
+    def clean(self) -> dict:
+        data = super().clean()
+        text, upload = data.get("config_text") or "", data.get("config_file")
+        if text.strip() and upload:
+            self.add_error("config_file", "Paste the config or upload it, not both.")
+        elif not text.strip() and not upload:
+            self.add_error("config_text", "Paste the config.json or upload it.")
+        else:
+            raw = self.read_upload("config_file", upload) if upload else text
+            if raw is not None:
+                config, problem = parse_json_object(raw, "config.json")
+                if problem:
+                    self.add_error("config_file" if upload else "config_text", problem)
+                data["config"] = config
+        quant = data.get("quant_config_file")
+        data["quant_config"] = None
+        if quant:
+            raw = self.read_upload("quant_config_file", quant)
+            if raw is not None:
+                data["quant_config"], problem = parse_json_object(raw, "hf_quant_config.json")
+                if problem:
+                    self.add_error("quant_config_file", problem)
+        return data
+
+    def read_upload(self, field: str, upload) -> bytes | None:
+        """An upload's bytes, or ``None`` with an error beside ``field`` when it is too large."""
+        if upload.size > MAX_CONFIG_BYTES:
+            self.add_error(field, f"The file is {upload.size:,} bytes; the limit is {MAX_CONFIG_BYTES:,}.")
+            return None
+        return upload.read()
+
+    def to_request(self) -> registration.ImportModelRequest:
+        data = self.cleaned_data
+        return registration.ImportModelRequest(
+            slug=data["slug"],
+            name=data["name"],
+            config=data["config"],
+            total_params=data.get("total_params"),
+            active_params=data.get("active_params"),
+            weight_format=data.get("weight_format") or None,
+            quant_config=data.get("quant_config"),
+            hf_model_id=data.get("hf_model_id") or "",
+        )
+
+    def add_import_errors(self, exc: InputError | ConflictError) -> None:
+        """The service's errors beside the inputs: the config's keys beside the config (named), a
+        taken slug beside the slug."""
+        if isinstance(exc, ConflictError):
+            self.add_error("slug", str(exc))
+            return
+        config_field = "config_file" if self.cleaned_data.get("config_file") else "config_text"
+        for field, messages in exc.errors.items():
+            if field == "config" or field.startswith("config."):
+                where = field.removeprefix("config.") if field != "config" else ""
+                for message in messages:
+                    self.add_error(config_field, f"{where}: {message}" if where else message)
+            elif field == "quant_config" or field.startswith("quant_config."):
+                for message in messages:
+                    self.add_error("quant_config_file", message)
+            elif field in self.fields:
+                for message in messages:
+                    self.add_error(field, message)
+            else:
+                self.add_error(None, f"{field}: {' '.join(messages)}" if field != "__all__" else " ".join(messages))
 
 
 def add_service_errors(form: forms.Form, exc: InputError | EngineInputError, prefix: str = "") -> None:

@@ -89,6 +89,18 @@ def predicted_cache_tokens(deployment: Deployment) -> int | None:
     return result.cache_bytes // result.kv_bytes_per_token_per_gpu * deployment.dp
 
 
+def predicted_blocks(deployment: Deployment) -> tuple[int, int] | None:
+    """``(engine_num_blocks, engine_block_size_tokens)`` the vLLM profile predicts per GPU for this deployment
+    (its release, block size and max_model_len), to set beside what vLLM's ``cache_config_info`` publishes."""
+    try:
+        result = deployment.sizing(engine="vllm")
+    except EngineInputError:
+        return None
+    if result.engine_num_blocks is None or result.engine_block_size_tokens is None:
+        return None
+    return result.engine_num_blocks, result.engine_block_size_tokens
+
+
 def previous_snapshots(deployment_ids: Iterable[int]) -> dict[int, MetricsSnapshot]:
     """The snapshot of each deployment's latest poll (for rates), one query per 500 deployments."""
     latest = EndpointPoll.objects.filter(deployment=OuterRef("pk")).order_by("-polled_at").values("outcome")[:1]
@@ -124,6 +136,10 @@ def _poll_row(item: Polled) -> tuple[EndpointPoll, dict[str, Any]]:
     values |= {column: _ms(getattr(derived, seconds, None)) for column, seconds in MILLISECOND_FIELDS.items()}
     values["observed_cache_tokens"] = observed
     values["predicted_cache_tokens"] = predicted_cache_tokens(deployment) if observed else None
+    blocks = (snap.num_gpu_blocks, snap.block_size_tokens) if snap else (None, None)
+    predicted = predicted_blocks(deployment) if blocks[0] and deployment.engine == "vllm" else None
+    values["observed_num_blocks"], values["observed_block_size"] = blocks
+    values["predicted_num_blocks"], values["predicted_block_size"] = predicted or (None, None)
     poll = EndpointPoll(
         deployment_id=deployment.pk, polled_at=item.at, status=str(outcome.status), reason=outcome.reason or "",
         latency_ms=_ms(outcome.latencies_s.get("models")), counter_reset=bool(derived and derived.counter_reset),

@@ -1,4 +1,5 @@
-"""Registering a deployment: the checks that go beyond plain field validation.
+"""Registering a deployment (the checks beyond plain field validation) and importing a model from
+its Hugging Face config.json.
 
 ``Deployment.clean()`` holds the cheap, pure rules (layout against cluster and model). The checks
 here cost more or reach outside, so they run where a person registers or edits a deployment (the
@@ -9,17 +10,28 @@ API serializer, the page form, the admin form, which is the page form) and never
   ``min(POLL_TIMEOUT_S, 5)`` seconds);
 * the sizing engine's own rules (e.g. tp against KV heads): a saved deployment must size.
 
-Errors are ``fleet.errors.InputError`` (field -> messages), which each front door shows per field.
+Importing a model (``import_model``) converts a config.json with the engine's
+``model_record_from_config`` and creates the ``ModelSpec`` through the same validation as the create
+path (``full_clean``), storing the derived assumptions and the source.
+
+Errors are ``fleet.errors.InputError`` (field -> messages), which each front door shows per field;
+a slug already taken is a ``fleet.errors.ConflictError``.
 """
 
 from __future__ import annotations
 
-from django.conf import settings
+import re
+from dataclasses import dataclass
+from typing import Any
 
-from fleet.errors import InputError
-from fleet.models import Deployment
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from fleet.errors import ConflictError, InputError
+from fleet.models import Deployment, ModelSpec
 from fleet.polling import UrlRefused, check_url
-from planner.engine import EngineInputError
+from planner.engine import EngineInputError, model_record_from_config
 
 #: Deployment fields the engine's messages are shown beside; others go to the whole form.
 SIZING_FIELDS = {"tp", "pp", "dp", "ep", "replicas", "kv_cache_dtype", "gpu_memory_utilization"}
@@ -65,3 +77,71 @@ def check_deployment(deployment: Deployment, *, valid: bool = True) -> None:
                 errors.setdefault(name, []).extend(messages)
     if errors:
         raise InputError(errors)
+
+
+#: A Hub id as ``_name_or_path`` gives it when it names one (not a local path).
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+
+
+@dataclass(frozen=True)
+class ImportModelRequest:
+    """Import a model from a parsed ``config.json``. Counts are plain integers (``None``: computed
+    from the config); ``weight_format`` replaces the formats the config's quantisation gives;
+    ``quant_config`` is a ModelOpt ``hf_quant_config.json``; ``hf_model_id`` (``owner/name``) and
+    ``source`` default to what the config says (``_name_or_path``)."""
+
+    slug: str
+    name: str
+    config: Any
+    total_params: int | None = None
+    active_params: int | None = None
+    weight_format: str | None = None
+    quant_config: Any = None
+    source: str = ""
+    hf_model_id: str = ""
+
+
+def import_model(request: ImportModelRequest) -> ModelSpec:
+    """Create a ``ModelSpec`` from a config.json (its first assumption names the architecture read).
+
+    Raises ``InputError`` keyed by field (the engine's ``config.<key>`` paths for the config,
+    ``slug``, ``name``, the counts, ``weight_format``, ``quant_config``, ``hf_model_id``) and
+    ``ConflictError`` when the slug is taken.
+    """
+    try:
+        imported = model_record_from_config(
+            request.config,
+            name=request.name,
+            total_params=request.total_params,
+            active_params=request.active_params,
+            weight_format=request.weight_format or None,
+            quant_config=request.quant_config,
+        )
+    except EngineInputError as exc:
+        raise InputError(exc.errors) from None
+    hf_model_id = (request.hf_model_id or "").strip()
+    if not hf_model_id and HUB_ID.match(imported.hf_model_id):
+        hf_model_id = imported.hf_model_id
+    source = request.source.strip() or (
+        f"config.json of {hf_model_id} (imported)" if hf_model_id else "config.json (imported)"
+    )
+    model = ModelSpec(
+        slug=request.slug,
+        hf_model_id=hf_model_id,
+        source=source,
+        assumptions=[f"Architecture: {imported.architecture}.", *imported.assumptions],
+        **imported.record,
+    )
+    model.expert_weight_format = model.expert_weight_format or ""
+    try:
+        model.full_clean(validate_unique=False)
+    except ValidationError as exc:
+        raise InputError(exc.message_dict) from None
+    if ModelSpec.objects.filter(slug=request.slug).exists():
+        raise ConflictError(f"A model with the slug {request.slug!r} already exists.")
+    try:
+        with transaction.atomic():
+            model.save()
+    except IntegrityError:
+        raise ConflictError(f"A model with the slug {request.slug!r} already exists.") from None
+    return model

@@ -12,7 +12,7 @@ from django import forms
 from fleet.models import ApiPrice, Deployment, HardwareSku, ModelSpec, Workload
 from planner.breakeven import BreakevenRequest
 from planner.decisions import NOTE_MAX_CHARS
-from planner.engine import KV_CACHE_DTYPES, MODES
+from planner.engine import ENGINES, KV_CACHE_DTYPES, MODES, NEWEST_VLLM
 from planner.models import Decision
 from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PlanRequest
 from planner.sizing import POOLS, SizingRequest
@@ -57,6 +57,24 @@ class WhatIfForm(forms.Form):
         max_value=1,
         required=False,
         widget=forms.NumberInput(attrs={"step": "0.01", "min": "0.01", "max": "1", "placeholder": "0.9"}),
+    )
+    engine = forms.ChoiceField(label="Engine", choices=[(e, e) for e in ENGINES], initial="generic", required=False)
+    engine_version = forms.CharField(
+        label="Release",
+        max_length=20,
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": NEWEST_VLLM, "size": "7"}),
+    )
+    max_model_len = forms.IntegerField(label="max_model_len", min_value=1, required=False, widget=_number())
+    block_size_tokens = forms.IntegerField(
+        label="Block size", min_value=1, max_value=65536, required=False, widget=_number()
+    )
+    available_kv_cache_gib = forms.FloatField(
+        label="KV memory as logged (GiB/GPU)",
+        min_value=0,
+        max_value=1 << 20,
+        required=False,
+        widget=forms.NumberInput(attrs={"step": "0.01", "min": "0"}),
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

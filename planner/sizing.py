@@ -9,12 +9,12 @@ size`` are front doors that only turn their input into a ``SizingRequest``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fleet.errors import InputError
-from fleet.models import HardwareSku, ModelSpec
+from fleet.models import Deployment, HardwareSku, ModelSpec
 from fleet.models.base import find_by_slug
-from planner.engine import KV_CACHE_DTYPES, Layout, SizingResult, ThroughputResult, estimate, size
+from planner.engine import ENGINES, KV_CACHE_DTYPES, Layout, SizingResult, ThroughputResult, estimate, size
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
 POOLS = ("unified", "split")
@@ -22,12 +22,18 @@ POOLS = ("unified", "split")
 
 @dataclass(frozen=True)
 class SizingRequest:
-    """What to size. Records by slug; ``None`` means the engine's default (documented per field
-    in docs/api.md): ``gpus`` one replica of the layout, ``tp`` = gpus, ``context_tokens`` the
-    model's maximum, ``weight_format`` the model's own."""
+    """What to size. Records by slug; ``None`` means the default (documented per field in
+    docs/api.md): ``gpus`` one replica of the layout, ``tp`` = gpus, ``context_tokens`` the
+    model's maximum, ``weight_format`` the model's own, ``engine`` generic.
 
-    model: str
-    sku: str
+    With ``deployment`` given, its model, SKU, layout, replicas, KV dtype, served maximum length,
+    memory utilisation, engine, engine release and block size are the defaults of every field
+    left out (``model`` and ``sku`` may then be omitted).
+    """
+
+    model: str | None = None
+    sku: str | None = None
+    deployment: str | None = None
     gpus: int | None = None
     tp: int | None = None
     pp: int | None = None
@@ -35,12 +41,17 @@ class SizingRequest:
     ep: int | None = None
     weight_format: str | None = None
     include_scale_overhead: bool = True
-    kv_cache_dtype: str = "bf16"
+    kv_cache_dtype: str | None = None
     context_tokens: int | None = None
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float | None = None
     runtime_reserve_gib: float | None = None
     pool: str = "unified"
     state_pool_ratio: float = 0.9
+    engine: str | None = None
+    engine_version: str | None = None
+    max_model_len: int | None = None
+    block_size_tokens: int | None = None
+    available_kv_cache_gib: float | None = None
 
     def layout(self) -> Layout | None:
         """The layout asked for; None when no parallel degree is given (the engine uses tp = gpus).
@@ -76,11 +87,48 @@ def resolve(model_slug: str, sku_slug: str) -> tuple[ModelSpec, HardwareSku]:
     return model, sku
 
 
+def with_deployment_defaults(request: SizingRequest) -> SizingRequest:
+    """``request`` with every field it leaves out taken from its ``deployment`` (InputError if unknown)."""
+    if not request.deployment:
+        return request
+    errors: dict[str, list[str]] = {}
+    deployment = find_by_slug(
+        Deployment.objects.select_related("cluster__sku", "model"), request.deployment, "deployment", errors
+    )
+    if errors:
+        raise InputError(errors)
+    defaults = {
+        "model": deployment.model.slug,
+        "sku": deployment.cluster.sku.slug,
+        "kv_cache_dtype": deployment.kv_cache_dtype,
+        "gpu_memory_utilization": deployment.gpu_memory_utilization,
+        "engine": deployment.engine_profile,
+        "engine_version": deployment.engine_version or None,
+        "max_model_len": deployment.max_model_len,
+        "block_size_tokens": deployment.block_size_tokens,
+    }
+    changes = {name: value for name, value in defaults.items() if getattr(request, name) is None}
+    if not any(getattr(request, name) for name in (*LAYOUT_FIELDS, "gpus")):
+        changes.update(deployment.layout.as_dict(), gpus=deployment.gpus)
+    return replace(request, **changes)
+
+
 def size_layout(request: SizingRequest) -> Sizing:
     """Size the request (raises InputError / EngineInputError with field names)."""
+    request = with_deployment_defaults(request)
+    errors: dict[str, list[str]] = {}
+    for name in ("model", "sku"):
+        if not getattr(request, name):
+            errors[name] = ["This field is required (or give a deployment)."]
+    if errors:
+        raise InputError(errors)
     model, sku = resolve(request.model, request.sku)
-    if request.kv_cache_dtype not in KV_CACHE_DTYPES:
+    kv_cache_dtype = request.kv_cache_dtype or "bf16"
+    if kv_cache_dtype not in KV_CACHE_DTYPES:
         raise InputError.single("kv_cache_dtype", f"Use one of {', '.join(KV_CACHE_DTYPES)}.")
+    engine = request.engine or "generic"
+    if engine not in ENGINES:
+        raise InputError.single("engine", f"Use one of {', '.join(ENGINES)}.")
     result = size(
         model.to_engine(),
         sku.to_engine(),
@@ -88,12 +136,17 @@ def size_layout(request: SizingRequest) -> Sizing:
         layout=request.layout(),
         weight_format=request.weight_format,
         include_scale_overhead=request.include_scale_overhead,
-        kv_cache_dtype=request.kv_cache_dtype,
+        kv_cache_dtype=kv_cache_dtype,
         context_tokens=request.context_tokens,
-        gpu_memory_utilization=request.gpu_memory_utilization,
+        gpu_memory_utilization=request.gpu_memory_utilization or 0.9,
         runtime_reserve_gib=request.runtime_reserve_gib,
         pool=request.pool,
         state_pool_ratio=request.state_pool_ratio,
+        engine=engine,
+        engine_version=request.engine_version,
+        max_model_len=request.max_model_len,
+        block_size_tokens=request.block_size_tokens,
+        available_kv_cache_gib=request.available_kv_cache_gib,
     )
     return Sizing(request=request, model=model, sku=sku, result=result)
 
@@ -110,8 +163,8 @@ def speed_of(sizing: Sizing, usd_per_gpu_hour: object = None) -> ThroughputResul
         output_tokens=min(256, max(1, context // 4)),
         context_tokens=context,
         usd_per_gpu_hour=usd_per_gpu_hour,
-        kv_cache_dtype=request.kv_cache_dtype,
+        kv_cache_dtype=request.kv_cache_dtype or "bf16",
         weight_format=request.weight_format,
         include_scale_overhead=request.include_scale_overhead,
-        gpu_memory_utilization=request.gpu_memory_utilization,
+        gpu_memory_utilization=request.gpu_memory_utilization or 0.9,
     )

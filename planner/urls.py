@@ -10,6 +10,7 @@ urlpatterns = [
     path("deployments/<str:slug>/", fleet.deployment_detail, name="deployment"),
     path("models/", models.model_list, name="models"),
     path("models/new/", models.model_form, name="model-new"),
+    path("models/import/", models.model_import, name="model-import"),
     path("models/<str:slug>/", models.model_detail, name="model"),
     path("models/<str:slug>/edit/", models.model_form, name="model-edit"),
     path("what-if/", whatif.what_if, name="what-if"),

@@ -50,6 +50,29 @@ def test_model_pages(viewer, catalog):
 
 
 @pytest.mark.django_db
+def test_model_page_shows_the_seeds_floors_and_the_shipped_ones(viewer, catalog):
+    """K3's weights-only floors in nominal decimal GB (DESIGN.md, seeds):
+    raw MXFP4 2.8e12 x 0.5 B = 1.4 TB: /80 GB = 17.5 -> 18, /141 = 9.93 -> 10, /192 = 7.29 -> 8, /288 = 4.86 -> 5;
+    with the 8-bit scale per 32 (4.25 bits) 1.4875 TB: 18.6 -> 19, 10.5 -> 11, 7.75 -> 8, 5.16 -> 6;
+    as shipped (bf16 non-experts, catalogue assumptions) 1,600,974,405,632 B:
+    20.01 -> 21, 11.4 -> 12, 8.3 -> 9, 5.6 -> 6."""
+    import re
+
+    page = viewer.get("/models/kimi-k3/").content.decode()
+    table = page[page.index('id="floors"') :]
+    rows = dict(
+        (name, tuple(int(n) for n in nums))
+        for name, *nums in re.findall(
+            r'<tr><td>([^<]+)</td><td class="num">(\d+)</td><td class="num">(\d+)</td><td class="num">(\d+)</td>', table
+        )
+    )
+    assert rows["NVIDIA H100 SXM 80GB"] == (18, 19, 21)
+    assert rows["NVIDIA H200 SXM 141GB"] == (10, 11, 12)
+    assert rows["NVIDIA B200 192GB (HGX B200)"] == (8, 8, 9)
+    assert rows["NVIDIA GB300 (Blackwell Ultra) 288GB, NVL72"] == (5, 6, 6)
+
+
+@pytest.mark.django_db
 def test_model_form_reports_layer_group_errors_inline(client, make_user, catalog):
     client.force_login(make_user("p", "platform"))
     form = {

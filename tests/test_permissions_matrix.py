@@ -90,6 +90,7 @@ def api_routes() -> list[Route]:
     decision, plan = "/api/v1/decisions/{decision}/", "/api/v1/plans/{plan}/"
     routes += [
         Route("api", "post", "/api/v1/deployments/{deployment}/poll/", POLLERS, ("fleet.poll_deployment",)),
+        Route("api", "post", "/api/v1/models/import/", INVENTORY, ("fleet.add_modelspec",)),
         Route("api", "post", "/api/v1/decisions/", DECIDERS, ("planner.add_decision",)),
         *(Route("api", method, decision, NOBODY) for method in ("put", "patch", "delete")),
         Route("api", "post", "/api/v1/plans/", PLANNERS, ("planner.add_plan",)),
@@ -110,6 +111,7 @@ PAGE_ROUTES = [
     Route("page", "post", "/deployments/{deployment}/edit/", INVENTORY, ("fleet.change_deployment",)),
     Route("page", "post", "/models/new/", INVENTORY, ("fleet.add_modelspec",)),
     Route("page", "post", "/models/{model}/edit/", INVENTORY, ("fleet.change_modelspec",)),
+    Route("page", "post", "/models/import/", INVENTORY, ("fleet.add_modelspec",)),
     Route("page", "post", "/plans/start/", PLANNERS, ("planner.add_plan",)),
     Route("page", "post", "/plans/{plan}/cancel/", PLANNERS, ("planner.change_plan",)),
     Route("page", "post", "/rent-vs-api/decide/", DECIDERS, ("planner.add_decision",)),

@@ -288,3 +288,39 @@ def test_a_fleet_larger_than_the_concurrency_is_split_into_batches(cluster, llam
         assert [poll_batch(b).polled for b in batches] == [2, 1]
         assert [poll_batch(b).polled for b in batches] == [0, 0]  # delivered again: nothing is due
     assert sorted(EndpointPoll.objects.values_list("deployment__slug", flat=True)) == slugs
+
+
+@pytest.mark.django_db
+def test_live_block_check_sets_vllm_cache_config_beside_the_vllm_profile(cluster, llama):
+    """vLLM publishes cache_config_info (num_gpu_blocks, block_size); each poll stores them beside the vLLM
+    profile's engine_num_blocks / engine_block_size_tokens for the deployment as registered (not the
+    engine's own figures), and flags a ratio outside 0.97-1.03."""
+    from fleet.poller import poll_deployment
+
+    with FakeEngineServer("vllm") as server:
+        d = make_deployment(cluster, llama, server, engine_version="0.11.0")
+        expected = d.sizing(engine="vllm")
+        blocks, block = expected.engine_num_blocks, expected.engine_block_size_tokens
+        assert (blocks, block) != (2000, 16)  # the fake's own default is not what is predicted
+        server.set_cache_config(round(blocks * 1.02), block)
+        near = poll_deployment(d)
+        server.set_cache_config(round(blocks * 0.90), block)
+        far = poll_deployment(d)
+        server.set_cache_config(blocks, 32)
+        other_block = poll_deployment(d)
+    assert (near.observed_num_blocks, near.predicted_num_blocks) == (round(blocks * 1.02), blocks)
+    assert near.predicted_block_size == block == 16 and near.block_check_ok is True
+    assert far.block_check_ok is False and far.block_ratios[0] == pytest.approx(0.90, abs=1e-3)
+    assert other_block.block_check_ok is False and other_block.block_ratios == (1.0, 2.0)
+
+
+@pytest.mark.django_db
+def test_no_block_check_for_engines_without_cache_config(cluster, llama):
+    from fleet.poller import poll_deployment
+
+    with FakeEngineServer("sglang") as server:
+        d = make_deployment(cluster, llama, server)
+        d.engine = "sglang"
+        d.save()
+        poll = poll_deployment(d)
+    assert poll.observed_num_blocks is None and poll.block_check_ok is None

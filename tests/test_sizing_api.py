@@ -159,3 +159,75 @@ def test_the_command_gives_the_api_answer(viewer_api, catalog):
 def test_the_command_reports_field_errors(catalog):
     with pytest.raises(CommandError, match="tp: Tensor parallel size 5"):
         call_command("size", "--model", "kimi-k3", "--sku", "h200-141gb", "--tp", "5", stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_vllm_profile_over_http_with_the_logged_memory(viewer_api, catalog):
+    """Llama-3.1-70B on 4 H100 at tp 4, vLLM 0.11.0, 40 GiB of KV cache memory per GPU as logged:
+    page 2 x (8 / 4) x 128 x 2 B x 16 tokens = 16,384 B; 80 layers; num_blocks = 40 x 2^30 // 16,384 // 80
+    = 32,768; logged tokens 32,768 x 16 = 524,288; at 131,072 tokens 32,768 / 8,192 = 4.00x."""
+    body = {
+        "model": "llama-3.1-70b",
+        "sku": "h100-sxm-80gb",
+        "gpus": 4,
+        "engine": "vllm",
+        "engine_version": "0.11.0",
+        "available_kv_cache_gib": 40,
+        "max_model_len": 131072,
+    }
+    r = viewer_api.post(URL, body, format="json")
+    assert r.status_code == 200, r.json()
+    d = r.json()
+    assert (d["engine"], d["engine_version"]) == ("vllm", "0.11.0")
+    assert (d["engine_block_size_tokens"], d["engine_num_blocks"], d["engine_kv_cache_tokens"]) == (16, 32_768, 524_288)
+    assert d["engine_max_concurrency"] == 4.0
+    assert d["available_kv_cache_bytes"] == 40 * 2**30
+    assert d["kv_cache_groups"] == [
+        {
+            "kind": "full",
+            "layers": 80,
+            "padding_layers": 0,
+            "block_size_tokens": 16,
+            "page_bytes": 16_384,
+            "window": 0,
+            "extra_blocks": 0,
+            "pool": "shared",
+        }
+    ]
+
+
+@pytest.mark.django_db
+def test_a_deployment_supplies_the_defaults(viewer_api, deployment):
+    """The fixture deployment serves K3 with SGLang as tp 8 x dp 4 on its H100 cluster: asking by deployment
+    alone sizes that layout, and the engine comes from the deployment (sglang), unless overridden."""
+    r = viewer_api.post(URL, {"deployment": "k3-prod", "engine": "generic"}, format="json")
+    assert r.status_code == 200, r.json()
+    d = r.json()
+    assert d["inputs"]["layout"] == {"tp": 8, "pp": 1, "dp": 4, "ep": 32}
+    assert d["inputs"]["model"] == "Kimi K3" and d["engine"] == "generic"
+    r = viewer_api.post(URL, {"deployment": "nope"}, format="json")
+    assert r.status_code == 400 and "deployment" in r.json()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"engine": "tgi"}, "engine"),
+        ({"engine": "vllm", "engine_version": "0.8.5"}, "engine_version"),
+        ({"engine": "vllm", "engine_version": "next"}, "engine_version"),
+        ({"engine": "vllm", "block_size_tokens": 0}, "block_size_tokens"),
+        ({"engine": "vllm", "available_kv_cache_gib": -2}, "available_kv_cache_gib"),
+        ({"engine": "vllm", "max_model_len": 99_999_999}, "max_model_len"),
+    ],
+)
+def test_engine_inputs_are_400s_with_their_field(viewer_api, catalog, extra, field):
+    body = {"model": "llama-3.1-70b", "sku": "h100-sxm-80gb", "gpus": 4, **extra}
+    r = viewer_api.post(URL, body, format="json")
+    assert r.status_code == 400 and field in r.json(), r.json()
+
+
+@pytest.mark.django_db
+def test_model_and_sku_required_without_a_deployment(viewer_api, catalog):
+    r = viewer_api.post(URL, {"gpus": 4}, format="json")
+    assert r.status_code == 400 and {"model", "sku"} <= set(r.json())

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from fleet import registration
 from fleet.errors import InputError
 from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
+from planner.engine import WEIGHT_FORMATS
 
 from .cleaning import ModelCleanMixin
 
@@ -195,6 +196,12 @@ class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
 class EndpointPollSerializer(serializers.ModelSerializer):
     deployment = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     calibration_ratio = serializers.FloatField(read_only=True, allow_null=True)
+    block_check_ok = serializers.BooleanField(
+        read_only=True,
+        allow_null=True,
+        help_text="vLLM's published blocks and block size within 0.97-1.03 of the vLLM profile's; "
+        "null: nothing to compare.",
+    )
 
     class Meta:
         model = EndpointPoll
@@ -219,6 +226,11 @@ class EndpointPollSerializer(serializers.ModelSerializer):
             "observed_cache_tokens",
             "predicted_cache_tokens",
             "calibration_ratio",
+            "observed_num_blocks",
+            "predicted_num_blocks",
+            "observed_block_size",
+            "predicted_block_size",
+            "block_check_ok",
             "outcome",
         )
         read_only_fields = fields
@@ -234,11 +246,59 @@ class ModelSpecSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "url",
             "slug",
             "name",
+            "hf_model_id",
             *ModelSpec.FIGURES,
             "is_moe",
             "source",
             "assumptions",
             *TIMESTAMPS,
+        )
+
+
+#: The most parameters a count may give (the engine's limit for an imported model).
+MAX_PARAMS = 10**15
+
+
+class ModelImportSerializer(serializers.Serializer):
+    """``POST /api/v1/models/import/``: a config.json and what it does not say. Only types the body;
+    ``fleet.registration.import_model`` converts and validates it."""
+
+    slug = serializers.CharField(max_length=64)
+    name = serializers.CharField(max_length=100)
+    config = serializers.JSONField(help_text="The model's config.json, as a JSON object.")
+    total_params = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_PARAMS, help_text="Default: computed."
+    )
+    active_params = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_PARAMS, help_text="Default: computed."
+    )
+    weight_format = serializers.ChoiceField(
+        choices=WEIGHT_FORMATS,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="Every weight in this format; default: read from the config's quantization_config.",
+    )
+    quant_config = serializers.JSONField(
+        required=False, allow_null=True, help_text="A ModelOpt hf_quant_config.json shipped beside the config."
+    )
+    hf_model_id = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, help_text="owner/name; default: the config's _name_or_path."
+    )
+    source = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+    def to_request(self) -> registration.ImportModelRequest:
+        data = self.validated_data
+        return registration.ImportModelRequest(
+            slug=data["slug"],
+            name=data["name"],
+            config=data["config"],
+            total_params=data.get("total_params"),
+            active_params=data.get("active_params"),
+            weight_format=data.get("weight_format") or None,
+            quant_config=data.get("quant_config"),
+            hf_model_id=data.get("hf_model_id", ""),
+            source=data.get("source", ""),
         )
 
 

@@ -16,7 +16,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from fleet import filters
+from fleet import filters, registration
 from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.poll_store import lease_is_free
 from fleet.tasks import poll_one_task
@@ -147,6 +147,35 @@ class ModelSpecViewSet(viewsets.ModelViewSet):
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
     ordering_fields = ["name", "total_params", "active_params"]
+
+    @extend_schema(
+        request=serializers.ModelImportSerializer,
+        responses={
+            201: serializers.ModelSpecSerializer,
+            400: OpenApiResponse(
+                description="Field errors: the body's fields, or the config's keys as config.<key> "
+                "(config alone for an architecture the engine does not model)."
+            ),
+            409: OpenApiResponse(description="A model with this slug already exists."),
+        },
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="import",
+        permission_classes=[IsAuthenticated, require("fleet.add_modelspec")],
+        filter_backends=[],
+        pagination_class=None,
+    )
+    def import_config(self, request: Request) -> Response:
+        """Create a model from its Hugging Face config.json: layer groups, parameter counts and
+        weight formats derived from it (docs/sizing.md, "Importing a model from config.json"), each
+        derivation said in ``assumptions``. 201 with the model, as the detail endpoint shows it."""
+        body = serializers.ModelImportSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        model = registration.import_model(body.to_request())
+        data = serializers.ModelSpecSerializer(model, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_201_CREATED, headers={"Location": data["url"]})
 
 
 class WorkloadViewSet(viewsets.ModelViewSet):

@@ -11,6 +11,13 @@ through their ``from_record`` constructors, the same validation the Django recor
 
 Built objects are cached per slug and shared (they are frozen), so the engine's per-model memo hits
 across callers. Rows are returned as fresh copies: mutating one does not change the catalogue.
+
+A model row may name its published ``config.json`` instead of spelling its figures out
+(``"hf_config": "hf-configs/<org>--<repo>_config.json"``, under this folder): ``model_row`` then
+derives the figures with the engine's importer (``planner.engine.model_record_from_config``), taking
+only what the config cannot say from the row (``total_params`` / ``active_params`` from the model
+card, ``weight_format`` if given, ``source``, and assumptions of its own, to which the importer's are
+added). The config is then the one definition of the model, for the catalogue and for an import.
 """
 
 from __future__ import annotations
@@ -21,17 +28,69 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from planner.engine import Accelerator, ModelArch
+from planner.engine import Accelerator, ModelArch, model_record_from_config
 
 CATALOG_DIR: Path = Path(__file__).resolve().parent
 SKUS_FILE: Path = CATALOG_DIR / "skus.json"
 MODELS_FILE: Path = CATALOG_DIR / "models.json"
 
 
+#: Keys a row naming its config may give beside ``hf_config`` (the rest is derived from the config).
+CONFIG_ROW_KEYS: frozenset[str] = frozenset(
+    {
+        "slug",
+        "name",
+        "hf_config",
+        "hf_model_id",
+        "total_params",
+        "active_params",
+        "weight_format",
+        "source",
+        "assumptions",
+    }
+)
+
+
+def model_row(row: dict[str, Any], directory: Path = CATALOG_DIR) -> dict[str, Any]:
+    """A ``models.json`` row with its figures: as written, or derived from the config it names
+    (``hf_config``, a path under ``directory``, else under this package's folder)."""
+    if "hf_config" not in row:
+        return row
+    extra = sorted(set(row) - CONFIG_ROW_KEYS)
+    if extra:
+        raise ValueError(f"models.json {row.get('slug')!r}: {extra} come from its hf_config; remove them")
+    relative = Path(row["hf_config"])
+    if relative.is_absolute() or ".." in relative.parts:
+        raise ValueError(f"models.json {row.get('slug')!r}: hf_config must be a path inside the catalogue")
+    path = directory / relative if (directory / relative).exists() else CATALOG_DIR / relative
+    with path.open(encoding="utf-8") as fh:
+        config = json.load(fh)
+    imported = model_record_from_config(
+        config,
+        name=row["name"],
+        total_params=row.get("total_params"),
+        active_params=row.get("active_params"),
+        weight_format=row.get("weight_format"),
+    )
+    return {
+        "slug": row["slug"],
+        **imported.record,
+        "hf_model_id": row.get("hf_model_id", imported.hf_model_id),
+        "source": row.get("source", ""),
+        "assumptions": [
+            *row.get("assumptions", []),
+            f"Derived from {relative.as_posix()} (Architecture: {imported.architecture}).",
+            *imported.assumptions,
+        ],
+    }
+
+
 @cache
 def _rows(path: Path) -> tuple[dict[str, Any], ...]:
     with path.open(encoding="utf-8") as fh:
         rows = json.load(fh)
+    if path == MODELS_FILE:
+        rows = [model_row(row, path.parent) for row in rows]
     slugs = [row["slug"] for row in rows]
     duplicates = sorted({s for s in slugs if slugs.count(s) > 1})
     if duplicates:

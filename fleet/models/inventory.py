@@ -261,12 +261,32 @@ class Deployment(TimeStamped):
         """The context length capacity is quoted at: the served maximum, else the model's."""
         return self.max_model_len or self.model.max_context_tokens
 
-    def sizing(self, context_tokens: int | None = None, model: ModelArch | None = None) -> SizingResult:
+    #: The engine profile (``planner.engine.ENGINES``) each serving engine is sized with; llama.cpp and
+    #: OpenAI-compatible endpoints have no modelled allocator.
+    ENGINE_PROFILES = {"vllm": "vllm", "sglang": "sglang"}
+
+    @property
+    def engine_profile(self) -> str:
+        """``vllm``/``sglang`` for those engines, ``generic`` for the others."""
+        return self.ENGINE_PROFILES.get(self.engine, "generic")
+
+    def sizing(
+        self, context_tokens: int | None = None, model: ModelArch | None = None, engine: str = "generic"
+    ) -> SizingResult:
         """Predicted memory envelopes and admission capacity of this deployment (whole deployment).
 
         ``model`` lets a caller reuse one engine object for many deployments of the same model
-        (the engine memoises per-model constants on it).
+        (the engine memoises per-model constants on it); ``engine`` is the profile (``engine_profile``
+        reproduces this deployment's own engine, with its release, block size and max_model_len).
         """
+        options = {}
+        if engine != "generic":
+            options = {
+                "engine": engine,
+                "engine_version": self.engine_version or None,
+                "block_size_tokens": self.block_size_tokens,
+                "max_model_len": self.max_model_len,
+            }
         return size(
             model or self.model.to_engine(),
             self.cluster.sku.to_engine(),
@@ -275,6 +295,7 @@ class Deployment(TimeStamped):
             kv_cache_dtype=self.kv_cache_dtype,
             context_tokens=context_tokens or self.planning_context_tokens,
             gpu_memory_utilization=self.gpu_memory_utilization,
+            **options,
         )
 
     def throughput(self, usd_per_gpu_hour=None) -> ThroughputResult:

@@ -27,6 +27,10 @@ class EndpointPoll(models.Model):
     counter_reset = models.BooleanField(default=False, help_text="The engine restarted since the last poll.")
     observed_cache_tokens = models.BigIntegerField(null=True, help_text="KV capacity the engine publishes.")
     predicted_cache_tokens = models.BigIntegerField(null=True, help_text="KV capacity the sizing engine predicts.")
+    observed_num_blocks = models.BigIntegerField(null=True, help_text="vLLM cache_config_info num_gpu_blocks.")
+    predicted_num_blocks = models.BigIntegerField(null=True, help_text="The vLLM profile's engine_num_blocks.")
+    observed_block_size = models.PositiveIntegerField(null=True, help_text="vLLM cache_config_info block_size.")
+    predicted_block_size = models.PositiveIntegerField(null=True, help_text="The vLLM profile's block size.")
     outcome = models.JSONField(default=dict)
 
     class Meta:
@@ -35,6 +39,30 @@ class EndpointPoll(models.Model):
 
     def __str__(self) -> str:
         return f"{self.deployment_id} {self.status} @ {self.polled_at:%Y-%m-%d %H:%M:%S}"
+
+    #: Observed / predicted blocks (or block size) outside this range flags the deployment.
+    BLOCK_CHECK_RANGE = (0.97, 1.03)
+
+    @property
+    def block_ratios(self) -> tuple[float, float] | None:
+        """``(blocks, block size)`` observed over the vLLM profile's prediction; None without both."""
+        if not (self.observed_num_blocks and self.predicted_num_blocks and self.observed_block_size):
+            return None
+        if not self.predicted_block_size:
+            return None
+        return (
+            self.observed_num_blocks / self.predicted_num_blocks,
+            self.observed_block_size / self.predicted_block_size,
+        )
+
+    @property
+    def block_check_ok(self) -> bool | None:
+        """True when both ratios are within ``BLOCK_CHECK_RANGE``; None when there is nothing to compare."""
+        ratios = self.block_ratios
+        if ratios is None:
+            return None
+        low, high = self.BLOCK_CHECK_RANGE
+        return all(low <= r <= high for r in ratios)
 
     @property
     def calibration_ratio(self) -> float | None:

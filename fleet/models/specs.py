@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.urls import reverse
 
@@ -21,6 +21,14 @@ def validate_layer_groups(value: object) -> None:
         parse_layer_groups(value)
     except EngineInputError as exc:
         raise ValidationError([f"{path}: {' '.join(msgs)}" for path, msgs in exc.errors.items()]) from None
+
+
+#: A Hugging Face Hub model id: ``owner/name`` (letters, digits, ``-``, ``_``, ``.``).
+validate_hf_model_id = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*\Z",
+    "Give the Hub id as owner/name, such as Qwen/Qwen3-32B.",
+    "invalid",
+)
 
 
 class ModelSpec(TimeStamped, Sourced):
@@ -56,6 +64,13 @@ class ModelSpec(TimeStamped, Sourced):
         help_text="Routed experts' format, if different.",
     )
     layer_groups = models.JSONField(validators=[validate_layer_groups])
+    hf_model_id = models.CharField(
+        "Hugging Face model id",
+        max_length=200,
+        blank=True,
+        validators=[validate_hf_model_id],
+        help_text="The Hub id, such as Qwen/Qwen3-32B (startup logs are matched to models by it).",
+    )
 
     class Meta:
         ordering = ["name"]

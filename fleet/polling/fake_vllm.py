@@ -28,6 +28,7 @@ class VllmSimulation:
     """vLLM's metric families (V1, or V0 when ``v1`` is False) and one step of their load."""
 
     registry: CollectorRegistry
+    _page: bytes | None
     rng: random.Random
     model: str
     engines: int
@@ -123,9 +124,15 @@ class VllmSimulation:
             [*info_labels, "engine"] if v1 else info_labels,
             registry=reg,
         )
-        for e in range(self.engines if v1 else 1):
-            values = [str(VLLM_BLOCK_SIZE), "auto", "True", "0.9", str(VLLM_GPU_BLOCKS)]
-            self.g_info.labels(*values, *([str(e)] if v1 else [])).set(1)
+        self.set_cache_config(VLLM_GPU_BLOCKS, VLLM_BLOCK_SIZE)
+
+    def set_cache_config(self, num_gpu_blocks: int, block_size: int) -> None:
+        """Publish ``cache_config_info`` with these blocks per worker and tokens per block (from the next page)."""
+        self._page = None
+        self.g_info.clear()
+        for e in range(self.engines if self.v1 else 1):
+            values = [str(block_size), "auto", "True", "0.9", str(num_gpu_blocks)]
+            self.g_info.labels(*values, *([str(e)] if self.v1 else [])).set(1)
 
     def _vllm_labels(self, e: int) -> dict[str, str]:
         return {"model_name": self.model, "engine": str(e)} if self.v1 else {"model_name": self.model}

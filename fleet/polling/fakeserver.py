@@ -179,6 +179,11 @@ class FakeEngineServer:
         self._httpd.fake = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
 
+    def set_cache_config(self, num_gpu_blocks: int, block_size: int) -> None:
+        """vLLM only: publish ``cache_config_info`` with ``num_gpu_blocks`` per worker of ``block_size`` tokens."""
+        with self._lock:
+            self._sim.set_cache_config(num_gpu_blocks, block_size)
+
     # -- lifecycle ------------------------------------------------------------------------------
     @property
     def host(self) -> str:

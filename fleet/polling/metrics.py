@@ -271,6 +271,17 @@ def _vllm_capacity(series: Series) -> int | None:
     return total or None
 
 
+def _vllm_blocks(series: Series) -> tuple[int, int] | None:
+    """``(num_gpu_blocks, block_size)`` of the first engine's ``cache_config_info`` (every data-parallel
+    engine allocates alike); None before the engine sized its cache (labels "None")."""
+    for labels, _value in sorted(series.get(VLLM_CACHE_CONFIG, []), key=lambda item: sorted(item[0].items())):
+        try:
+            return int(float(labels.get("num_gpu_blocks", ""))), int(float(labels.get("block_size", "")))
+        except ValueError:
+            continue
+    return None
+
+
 def _detect_engine(text: str) -> str | None:
     """The engine whose metric-name prefix starts a sample line (comments do not count)."""
     for engine, prefix in _ENGINE_PREFIXES:
@@ -358,11 +369,14 @@ def parse_metrics(
                 sources[field_name] = name
                 break
 
+    blocks = _vllm_blocks(series)
     return MetricsSnapshot(
         engine=_detect_engine(text),
         scraped_at=scraped_at,
         shards=shards,
         cache_capacity_tokens=capacity,
+        num_gpu_blocks=blocks[0] if blocks else None,
+        block_size_tokens=blocks[1] if blocks else None,
         sources=sources,
         ttft=histograms.get("ttft"),
         itl=histograms.get("itl"),

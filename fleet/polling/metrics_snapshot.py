@@ -44,6 +44,8 @@ class MetricsSnapshot:
     prefix-cache queries and hits in blocks: the hit rate is unaffected); ``preemptions`` is a
     cumulative count (SGLang: retracted requests); ``ttft`` and ``itl`` histograms are in seconds;
     ``cache_capacity_tokens`` is the KV-cache capacity the engine reports, in tokens;
+    ``num_gpu_blocks`` and ``block_size_tokens`` are vLLM's ``cache_config_info`` labels (blocks per
+    GPU worker, tokens per block) of its first engine;
     ``scraped_at`` and ``process_start_time_s`` are Unix times in seconds.
     """
 
@@ -56,6 +58,8 @@ class MetricsSnapshot:
     kv_cache_usage_max: float | None = None
     kv_cache_used_tokens: float | None = None
     cache_capacity_tokens: int | None = None
+    num_gpu_blocks: int | None = None
+    block_size_tokens: int | None = None
     prefix_cache_queries: float | None = None
     prefix_cache_hits: float | None = None
     reported_prefix_hit_rate: float | None = None

@@ -230,7 +230,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"WeightFormatEnum": "fleet.models.specs.WEIGHT_FORMAT_CHOICES"},
+    "ENUM_NAME_OVERRIDES": {
+        "WeightFormatEnum": "fleet.models.specs.WEIGHT_FORMAT_CHOICES",
+        "ServingEngineEnum": "fleet.models.inventory.Deployment.Engine",
+        "EngineProfileEnum": "planner.engine.ENGINES",
+    },
 }
 
 # Celery: Redis (or any broker) when CELERY_BROKER_URL is set; else a filesystem broker that

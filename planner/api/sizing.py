@@ -13,15 +13,20 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fleet.api.permissions import require
-from planner.engine import KV_CACHE_DTYPES, WEIGHT_FORMATS
+from planner.engine import ENGINES, KV_CACHE_DTYPES, NEWEST_VLLM, WEIGHT_FORMATS
 from planner.sizing import POOLS, SizingRequest, size_layout
 
 
 class SizingRequestSerializer(serializers.Serializer):
     """``POST /api/v1/sizing/`` request body (defaults are ``SizingRequest``'s)."""
 
-    model = serializers.CharField(help_text="Model slug, e.g. kimi-k3.")
-    sku = serializers.CharField(help_text="SKU slug, e.g. h200-141gb.")
+    model = serializers.CharField(required=False, help_text="Model slug, e.g. kimi-k3 (default: the deployment's).")
+    sku = serializers.CharField(required=False, help_text="SKU slug, e.g. h200-141gb (default: the deployment's).")
+    deployment = serializers.CharField(
+        required=False,
+        help_text="Deployment slug: its model, SKU, layout, KV dtype, max_model_len, utilisation, engine, "
+        "release and block size are the defaults of every field left out.",
+    )
     gpus = serializers.IntegerField(required=False, min_value=1, help_text="Default: one replica of the layout.")
     tp = serializers.IntegerField(required=False, min_value=1, help_text="Default: tp = gpus.")
     pp = serializers.IntegerField(required=False, min_value=1)
@@ -41,13 +46,40 @@ class SizingRequestSerializer(serializers.Serializer):
     state_pool_ratio = serializers.FloatField(
         required=False, min_value=0.001, help_text="Split pool: state budget = rest x r / (1 + r). Default 0.9."
     )
+    engine = serializers.ChoiceField(
+        choices=ENGINES,
+        required=False,
+        help_text="Whose allocator to reproduce: generic (default, or the deployment's engine), vllm, sglang.",
+    )
+    engine_version = serializers.CharField(
+        required=False,
+        max_length=20,
+        help_text=f"The engine release whose formulas apply (default: newest, vLLM {NEWEST_VLLM}).",
+    )
+    max_model_len = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="Tokens the engine's concurrency is quoted at (default: the model's maximum).",
+    )
+    block_size_tokens = serializers.IntegerField(
+        required=False, min_value=1, max_value=65536, help_text="--block-size / --page-size (default: the engine's)."
+    )
+    available_kv_cache_gib = serializers.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1 << 20,
+        help_text="KV cache memory per GPU as the engine logs it (GiB); replaces the computed cache budget.",
+    )
 
     def to_request(self) -> SizingRequest:
         return SizingRequest(**self.validated_data)
 
 
 class PerGpuSerializer(serializers.Serializer):
-    hbm_bytes = serializers.IntegerField()
+    hbm_bytes = serializers.IntegerField(help_text="Nominal (decimal GB x 1e9).")
+    hbm_bytes_reported = serializers.IntegerField(
+        allow_null=True, help_text="What the driver reports to the engine; usable memory is this x utilisation."
+    )
     usable_bytes = serializers.IntegerField()
     weights_bytes = serializers.IntegerField()
     runtime_bytes = serializers.IntegerField()
@@ -81,6 +113,24 @@ class SizingResponseSerializer(serializers.Serializer):
     runtime = serializers.DictField()
     inputs = serializers.DictField()
     assumptions = serializers.ListField(child=serializers.CharField())
+    engine = serializers.ChoiceField(choices=ENGINES)
+    engine_version = serializers.CharField(allow_null=True)
+    max_model_len = serializers.IntegerField()
+    available_kv_cache_bytes = serializers.IntegerField(help_text="KV cache memory per GPU the engine allocates from.")
+    engine_block_size_tokens = serializers.IntegerField(allow_null=True, help_text="Attention block size (tokens).")
+    engine_num_blocks = serializers.IntegerField(allow_null=True, help_text="Blocks per GPU (vLLM num_gpu_blocks).")
+    engine_kv_cache_tokens = serializers.IntegerField(
+        allow_null=True, help_text="As the engine logs it: vLLM 'GPU KV cache size', SGLang max_total_num_tokens."
+    )
+    engine_max_concurrency = serializers.FloatField(
+        allow_null=True, help_text="Requests of max_model_len tokens at once, per data-parallel rank (float)."
+    )
+    state_page_bytes = serializers.IntegerField(allow_null=True, help_text="One linear layer's state, unpadded.")
+    page_padding_fraction = serializers.FloatField(allow_null=True, help_text="State page padding (0.0149 = 1.49%).")
+    kv_cache_groups = serializers.ListField(child=serializers.DictField())
+    engine_state_slots = serializers.IntegerField(allow_null=True, help_text="SGLang: state slots of the mamba pool.")
+    engine_state_dtype = serializers.CharField(allow_null=True)
+    engine_conv_dtype = serializers.CharField(allow_null=True)
 
 
 class SizingView(APIView):

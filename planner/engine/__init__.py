@@ -16,8 +16,11 @@ Layout, by concept (each package's ``__init__`` lists its modules):
   ``state_bytes_per_sequence``, ``min_gpus_for_weights``, ``single_gpu_fit``;
 - ``throughput/`` (speed of one layout): ``estimate``;
 - ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
+- ``profiles/`` (what a named serving engine allocates): ``ENGINES``, ``EngineAllocation``; ``size(engine=...)``;
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
-  ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``.
+  ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
+- ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
+  ``ImportedModel``.
 """
 
 from planner.engine.costs import (
@@ -37,7 +40,9 @@ from planner.engine.costs import (
 )
 from planner.engine.errors import EngineInputError
 from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
+from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
+from planner.engine.profiles import ENGINES, NEWEST_VLLM, EngineAllocation
 from planner.engine.sizing import (
     CapacityPoint,
     SizingResult,
@@ -65,6 +70,7 @@ from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_D
 __all__ = [
     "ACCELERATOR_RECORD_FIELDS",
     "CACHE_DTYPES",
+    "ENGINES",
     "GB",
     "GIB",
     "HOURS_PER_DAY",
@@ -73,6 +79,7 @@ __all__ = [
     "MIB",
     "MODEL_RECORD_FIELDS",
     "MODES",
+    "NEWEST_VLLM",
     "PRICING_KINDS",
     "REASONS",
     "SECONDS_PER_DAY",
@@ -83,7 +90,9 @@ __all__ = [
     "BreakevenResult",
     "CapacityPoint",
     "ClusterState",
+    "EngineAllocation",
     "EngineInputError",
+    "ImportedModel",
     "LayerGroup",
     "Layout",
     "ModelArch",
@@ -103,6 +112,7 @@ __all__ = [
     "kv_bytes_per_token",
     "layout_errors",
     "min_gpus_for_weights",
+    "model_record_from_config",
     "monthly_spend",
     "parse_layer_groups",
     "quote_in_force",

@@ -112,10 +112,12 @@ def _poll_series(deployment: Deployment) -> dict:
         line("Prompt tokens/s", [p.prompt_tokens_per_s for p in polls], "#4a5a80"),
     ]
     calibrated = next((p for p in reversed(polls) if p.calibration_ratio is not None), None)
+    blocks = next((p for p in reversed(polls) if p.block_ratios is not None), None)
     return {
         "polls": polls[-10:][::-1],
         "latency_chart": {"labels": labels, "series": latency, "unit": "ms"},
         "fraction_chart": {"labels": labels, "series": fractions, "unit": "fraction"},
         "tokens_chart": {"labels": labels, "series": tokens, "unit": "tokens/s"},
         "calibration": calibrated,
+        "block_check": blocks,
     }

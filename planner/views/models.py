@@ -1,13 +1,17 @@
-"""The model catalogue: list, detail (weights by format, floors per SKU), create and edit."""
+"""The model catalogue: list, detail (weights by format, floors per SKU), create, edit, and import
+from a config.json."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from fleet import registration
+from fleet.errors import ConflictError, InputError
 from fleet.filters import ModelSpecFilter
-from fleet.forms import ModelSpecForm
+from fleet.forms import ModelImportForm, ModelSpecForm
 from fleet.models import HardwareSku, ModelSpec
 from fleet.views.access import add_or_change_required, perms_required, record_form_page
 from planner.engine import (
@@ -37,15 +41,30 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
         if fmt != "fp16"
     ]
     shipped = weights_bytes(arch)
+    # The seeds' floors: every weight in the model's low-bit format, raw (K3: 2.8T x 0.5 B = 1.4 TB),
+    # then with that format's block scales, then as the checkpoint ships (bf16 parts kept).
+    low_bit = arch.expert_weight_format or arch.weight_format
+    raw, scaled = weights_bytes(arch, low_bit, False), weights_bytes(arch, low_bit)
     floors = []
     for sku in HardwareSku.objects.all():
         accel = sku.to_engine()
         fit = single_gpu_fit(arch, accel, context_tokens=min(8192, model.max_context_tokens))
-        floors.append({"sku": sku, "min_gpus": min_gpus_for_weights(shipped, accel), "single": fit})
+        floors.append(
+            {
+                "sku": sku,
+                "raw": min_gpus_for_weights(raw, accel),
+                "scaled": min_gpus_for_weights(scaled, accel),
+                "min_gpus": min_gpus_for_weights(shipped, accel),
+                "single": fit,
+            }
+        )
     context = {
         "m": model,
         "by_format": by_format,
         "shipped_tb": shipped / 1e12,
+        "low_bit": low_bit,
+        "raw_tb": raw / 1e12,
+        "scaled_tb": scaled / 1e12,
         "floors": floors,
         "kv_bf16": kv_bytes_per_token(arch, "bf16"),
         "kv_fp8": kv_bytes_per_token(arch, "fp8"),
@@ -65,3 +84,19 @@ def model_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
         saved=lambda m: (f"Model {m.name} saved.", reverse("model", args=[m.slug])),
         cancel="models",
     )
+
+
+@perms_required("fleet.add_modelspec")
+def model_import(request: HttpRequest) -> HttpResponse:
+    """Import a model from its config.json: errors beside each input (400), or the new model's page."""
+    form = ModelImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            model = registration.import_model(form.to_request())
+        except (InputError, ConflictError) as exc:
+            form.add_import_errors(exc)
+        else:
+            messages.success(request, f"Model {model.name} imported from its config.json.")
+            return redirect(reverse("model", args=[model.slug]))
+    status = 400 if request.method == "POST" else 200
+    return render(request, "planner/model_import.html", {"form": form}, status=status)

@@ -422,6 +422,10 @@ def test_size_sglang_uses_the_computed_budget_and_the_split_pool():
     assert r.max_concurrent_sequences == math.floor(min(tokens / 65_536, slots / 5))
     assert r.max_concurrent_sequences_split == r.max_concurrent_sequences
     assert any("max_mamba_cache_size" in note for note in r.assumptions)
+    # One sequence's state in SGLang's dtypes (fp32 recurrent, bf16 conv): 36 x (32 x 128 x 128 x 4
+    # + 3 x (2 x 16 x 128 + 32 x 128) x 2) at tp 1, one slot's 36 x 536,576 B on a GPU at tp 4.
+    assert r.state_bytes_per_sequence == 36 * (32 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 32 * 128) * 2) == 77_266_944
+    assert r.state_bytes_per_sequence_per_gpu == slot
 
 
 def test_size_sglang_page_size_and_version_pass_through():

@@ -113,8 +113,18 @@ class EngineAllocation:
     conv_dtype: str | None
     state_slots: int | None
     assumptions: tuple[str, ...]
+    #: One sequence's linear-attention state in this engine's dtypes, unpadded: all layers (tp = pp = 1),
+    #: and one GPU's share (bytes; 0 without linear layers).
+    state_bytes_per_sequence: int = 0
+    state_bytes_per_sequence_per_gpu: int = 0
+
     #: Blocks of the separate token pools, ``(pool name, blocks)`` (SGLang's ``("swa", pages)``).
     pool_blocks: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def page_padding_percent(self) -> float:
+        """``page_padding_fraction`` in percent, as vLLM logs it ("Padding mamba page size by 1.49%")."""
+        return self.page_padding_fraction * 100
 
     def blocks_per_request(self, tokens: int, pool: str = "shared") -> int:
         """Blocks one request of ``tokens`` tokens takes from ``pool`` (its groups summed)."""

@@ -616,6 +616,18 @@ def sglang_allocation(
         assumptions=(),
         pool_blocks=pool_blocks,
     )
+    if has_linear:
+        # One sequence's state in SGLang's dtypes (EngineAllocation.state_bytes_per_sequence): all layers at
+        # tp = pp = 1, and the busiest stage's share on one GPU.
+        total = gpu = 0
+        for group in model.layer_groups:
+            if group.kind == "linear":
+                state_dtype, conv_dtype, _ = state_dtypes(group, rules, mamba_ssm_dtype)
+                total += layer_state_bytes(group, 1, state_dtype, conv_dtype) * group.count
+                gpu += layer_state_bytes(group, layout.tp, state_dtype, conv_dtype) * ceil_div(group.count, layout.pp)
+        allocation = dataclasses.replace(
+            allocation, state_bytes_per_sequence=total, state_bytes_per_sequence_per_gpu=gpu
+        )
     concurrency = allocation.concurrency(max_model_len)
     notes.append(
         f"Concurrency at {max_model_len:,} tokens (SGLang logs none): min(token pages / pages per request"

@@ -328,6 +328,12 @@ def vllm_allocation(
     )
     if prefix_caching and states:
         notes.append("Prefix caching on: mamba 'align' mode keeps 2 state blocks per request.")
+    state_total = state_gpu = 0
+    for group in model.layer_groups:
+        if group.kind == "linear":
+            state, conv, _ = state_dtypes(group)
+            state_total += layer_state_bytes(group, 1, state, conv) * group.count
+            state_gpu += layer_state_bytes(group, layout.tp, state, conv) * ceil_div(group.count, layout.pp)
     return EngineAllocation(
         engine="vllm",
         engine_version=version,
@@ -344,4 +350,6 @@ def vllm_allocation(
         conv_dtype=dtypes[1] if dtypes else None,
         state_slots=None,
         assumptions=tuple(notes),
+        state_bytes_per_sequence=state_total,
+        state_bytes_per_sequence_per_gpu=state_gpu,
     )

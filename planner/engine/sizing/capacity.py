@@ -184,6 +184,7 @@ class _Plan:
         "cache_notes",
         "context_default",
         "engine",
+        "engine_budget",
         "expert_b",
         "expert_fmt",
         "geometry",
@@ -246,7 +247,8 @@ def _prepare(
     contexts: Iterable[int | None],
     engine: EngineOptions = GENERIC,
 ) -> _Plan:
-    contexts = list(contexts)
+    if engine is not GENERIC:
+        contexts = list(contexts)  # read twice: checked, then the engine's default max_model_len
     c = model_constants(model)
     layout, gpus, gpus_default, context_default = check_inputs(
         c,
@@ -294,9 +296,12 @@ def _prepare(
     if engine.available_kv_cache_gib is not None:
         p.cache = gib_to_bytes(engine.available_kv_cache_gib)
     p.engine = engine
+    p.engine_budget = engine.available_kv_cache_gib
     p.alloc = None
-    asked = [x for x in contexts if x is not None]
-    p.max_model_len = engine.max_model_len or model.max_context_tokens or max(asked, default=DEFAULT_CONTEXT_TOKENS)
+    p.max_model_len = model.max_context_tokens
+    if engine is not GENERIC:
+        asked = [x for x in contexts if x is not None]
+        p.max_model_len = engine.max_model_len or model.max_context_tokens or max(asked, default=DEFAULT_CONTEXT_TOKENS)
     if engine.engine != "generic":
         p.alloc = allocate(
             engine.engine,
@@ -320,6 +325,8 @@ def _capacities(p: _Plan, context: int, kv_gpu: int) -> tuple[int, int, int, int
     engine's pool: vLLM's unified, SGLang's split)."""
     chosen, unified, split, stranded, deficit = pool_capacities(p.cache, p.need_state, kv_gpu, p.pool, p.ratio)
     alloc: EngineAllocation | None = p.alloc
+    if alloc is None:
+        return chosen, unified, split, stranded, deficit
     if alloc is not None:
         chosen = alloc.sequences(context)
         if alloc.engine == "vllm":
@@ -333,7 +340,17 @@ def _capacities(p: _Plan, context: int, kv_gpu: int) -> tuple[int, int, int, int
 def _assumptions(p: _Plan, context: int) -> tuple[str, ...]:
     c = p.c
     budget = c.text(
-        ("budget", p.hbm, p.accelerator.hbm_bytes_reported, p.utilization, p.pool, p.ratio, p.slots, p.engine),
+        (
+            "budget",
+            p.hbm,
+            p.accelerator.hbm_bytes_reported,
+            p.utilization,
+            p.pool,
+            p.ratio,
+            p.slots,
+            p.engine_budget,
+            p.engine.engine == "sglang",  # SGLang's pools replace the pool sentence
+        ),
         lambda: _budget_notes(p),
     )
     notes = (*p.weight_notes, *p.cache_notes, *p.rt[4], *budget)
@@ -412,8 +429,8 @@ def _evaluate(p: _Plan, context: int) -> SizingResult:
         kv_bytes_per_token_per_gpu=geometry.bytes_per_token_per_gpu,
         kv_bytes_per_sequence=geometry.bytes_per_sequence(context),
         kv_bytes_per_sequence_per_gpu=kv_gpu,
-        state_bytes_per_sequence=p.state,
-        state_bytes_per_sequence_per_gpu=p.state_gpu,
+        state_bytes_per_sequence=p.alloc.state_bytes_per_sequence if p.alloc else p.state,
+        state_bytes_per_sequence_per_gpu=p.alloc.state_bytes_per_sequence_per_gpu if p.alloc else p.state_gpu,
         hbm_bytes=p.hbm,
         usable_bytes=p.usable,
         runtime_bytes=p.runtime,

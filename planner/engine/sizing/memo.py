@@ -142,7 +142,8 @@ def _cache_assumptions(
         out.append(
             "Linear-attention layers keep a fixed state per sequence: value_heads x value_dim x key_dim "
             f"recurrent state plus (conv_kernel - 1) x (2 x key_heads x key_dim + value_heads x value_dim) "
-            f"convolution state ({names}); heads split by tp (SGLang mamba_cache_per_req)."
+            f"convolution state ({names} unless an engine profile keeps other dtypes, below); heads split by tp "
+            "(SGLang mamba_cache_per_req)."
         )
     return tuple(out)
 

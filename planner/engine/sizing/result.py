@@ -12,6 +12,21 @@ from typing import Any
 from ..profiles import EngineAllocation
 from ..spec import Layout
 
+#: The engine-profile fields of a generic result (``SizingResult.engine_dict``).
+_NO_ENGINE: dict[str, Any] = {
+    "engine_version": None,
+    "engine_block_size_tokens": None,
+    "engine_num_blocks": None,
+    "engine_kv_cache_tokens": None,
+    "engine_max_concurrency": None,
+    "state_page_bytes": None,
+    "page_padding_fraction": None,
+    "kv_cache_groups": [],
+    "engine_state_slots": None,
+    "engine_state_dtype": None,
+    "engine_conv_dtype": None,
+}
+
 
 @dataclass(slots=True)
 class SizingResult:
@@ -121,6 +136,13 @@ class SizingResult:
     def engine_dict(self) -> dict[str, Any]:
         """The engine-profile fields of the API response (None for the generic profile)."""
         alloc = self.allocation
+        if alloc is None:
+            return {
+                **_NO_ENGINE,
+                "engine": self.engine,
+                "max_model_len": self.max_model_len,
+                "available_kv_cache_bytes": self.available_kv_cache_bytes,
+            }
         return {
             "engine": self.engine,
             "engine_version": self.engine_version,

@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.errors import FIELD_ERRORS, describe
-from planner.engine import GB, GIB
+from planner.engine import ENGINES, GB, GIB
 from planner.sizing import SizingRequest, size_layout
 
 
@@ -19,28 +19,32 @@ class Command(BaseCommand):
     help = "Memory envelopes and admission capacity of a model on a SKU (mirrors POST /api/v1/sizing/)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--model", required=True, help="Model slug, e.g. kimi-k3")
-        parser.add_argument("--sku", required=True, help="SKU slug, e.g. h200-141gb")
-        for name in ("gpus", "tp", "pp", "dp", "ep", "context-tokens"):
+        parser.add_argument("--model", help="Model slug, e.g. kimi-k3 (default: the deployment's)")
+        parser.add_argument("--sku", help="SKU slug, e.g. h200-141gb (default: the deployment's)")
+        parser.add_argument("--deployment", help="Deployment slug: the defaults of every option left out")
+        for name in ("gpus", "tp", "pp", "dp", "ep", "context-tokens", "max-model-len", "block-size-tokens"):
             parser.add_argument(f"--{name}", type=int)
+        parser.add_argument("--engine", choices=list(ENGINES), help="Whose allocator to reproduce (default generic)")
+        parser.add_argument("--engine-version", help="The engine release, e.g. 0.11.0")
+        parser.add_argument("--available-kv-cache-gib", type=float, help="KV memory per GPU as the engine logs it")
         parser.add_argument("--weight-format")
         parser.add_argument("--no-scale-overhead", action="store_true", help="Raw element sizes (the seeds' table).")
-        parser.add_argument("--kv-cache-dtype", default="bf16")
-        parser.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+        parser.add_argument("--kv-cache-dtype")
+        parser.add_argument("--gpu-memory-utilization", type=float)
         parser.add_argument("--runtime-reserve-gib", type=float)
         parser.add_argument("--pool", default="unified", choices=["unified", "split"])
         parser.add_argument("--state-pool-ratio", type=float, default=0.9)
         parser.add_argument("--json", action="store_true", help="Print the API's JSON response.")
 
     def handle(self, *args, **o):
-        fields = ("gpus", "tp", "pp", "dp", "ep", "context_tokens", "weight_format", "runtime_reserve_gib")
+        fields = (
+            *("model", "sku", "deployment", "gpus", "tp", "pp", "dp", "ep", "context_tokens", "weight_format"),
+            *("runtime_reserve_gib", "kv_cache_dtype", "gpu_memory_utilization", "engine", "engine_version"),
+            *("max_model_len", "block_size_tokens", "available_kv_cache_gib"),
+        )
         request = SizingRequest(
-            model=o["model"],
-            sku=o["sku"],
-            kv_cache_dtype=o["kv_cache_dtype"],
             include_scale_overhead=not o["no_scale_overhead"],
             pool=o["pool"],
-            gpu_memory_utilization=o["gpu_memory_utilization"],
             state_pool_ratio=o["state_pool_ratio"],
             **{key: o[key] for key in fields if o.get(key) is not None},
         )
@@ -83,6 +87,14 @@ class Command(BaseCommand):
             )
         else:
             w(self.style.ERROR(f"  does not fit: {_gib(r.deficit_bytes)} short per GPU"))
+        a = r.allocation
+        if a is not None:
+            w(f"  {a.engine} {a.engine_version} (per GPU): block {a.block_size_tokens:,} tokens")
+            w(f"    blocks                   {a.num_blocks:,}")
+            w(f"    logged KV cache size     {a.kv_cache_tokens:,} tokens")
+            w(f"    maximum concurrency      {a.max_concurrency:.2f}x at {a.max_model_len:,} tokens")
+            if a.state_page_bytes:
+                w(f"    state page               {a.state_page_bytes:,} B, padded {a.page_padding_percent:.2f}%")
         w("  assumptions:")
         for a in r.assumptions:
             w(f"    - {a}")

@@ -1,0 +1,134 @@
+"""Reading a Hugging Face ``config.json``: typed look-ups that collect every problem by field path.
+
+A multimodal wrapper (Kimi K3, Qwen3-VL, Qwen3.5, Gemma) keeps the language model's figures in
+``text_config``; ``ConfigReader`` reads them there first and falls back to the outer object, and
+names a field by where it was looked for (``config.text_config.num_key_value_heads``) so a message
+points at the key to fix. Nothing here guesses: a required key that is missing or not a positive
+whole number is recorded in ``errors`` and the caller raises them together as one
+``EngineInputError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import is_int
+
+#: The largest whole number a dimension may take (a PostgreSQL ``integer``: the records' columns).
+MAX_DIMENSION: int = 2**31 - 1
+#: The most layers a config may declare: every real model has fewer than a thousand, and each layer
+#: is walked once, so a hostile count cannot make the import loop for long.
+MAX_LAYERS: int = 10_000
+
+
+class ConfigReader:
+    """Look-ups over one config (``text_config`` first when there is one), errors by field path.
+
+    ``errors`` maps a path such as ``config.num_key_value_heads`` to messages; ``family`` is the
+    architecture named in messages (``Required for a qwen3 config.``).
+    """
+
+    def __init__(self, config: Mapping[str, Any], family: str = "") -> None:
+        self.outer: Mapping[str, Any] = config
+        text = config.get("text_config")
+        self.text: Mapping[str, Any] | None = text if isinstance(text, Mapping) else None
+        self.family = family
+        self.errors: dict[str, list[str]] = {}
+
+    @property
+    def prefix(self) -> str:
+        """Where the language model's keys are read: ``config.text_config`` or ``config``."""
+        return "config.text_config" if self.text is not None else "config"
+
+    def path(self, key: str) -> str:
+        """The path a key is reported under."""
+        return f"{self.prefix}.{key}"
+
+    def has(self, key: str) -> bool:
+        """The key is present and not ``null`` (in ``text_config`` or the outer object)."""
+        return self.raw(key) is not None
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        """The value as written (``text_config`` first), or ``default``."""
+        if self.text is not None and self.text.get(key) is not None:
+            return self.text[key]
+        value = self.outer.get(key)
+        return default if value is None else value
+
+    def error(self, key: str, message: str) -> None:
+        """Record a problem with ``key`` (a path relative to the language model's keys)."""
+        messages = self.errors.setdefault(self.path(key), [])
+        if message not in messages:
+            messages.append(message)
+
+    def _required(self) -> str:
+        return f"Required for a {self.family} config." if self.family else "Required."
+
+    def integer(self, key: str, default: int | None = None, *, minimum: int = 1, maximum: int = MAX_DIMENSION) -> int:
+        """A whole number in ``[minimum, maximum]``; missing: ``default``, or an error (returns 0)."""
+        value = self.raw(key)
+        if value is None:
+            if default is None:
+                self.error(key, self._required())
+                return 0
+            return default
+        if not is_int(value) or not minimum <= value <= maximum:
+            self.error(key, f"Must be a whole number from {minimum:,} to {maximum:,} (got {_show(value)}).")
+            return 0
+        return value
+
+    def optional_integer(self, key: str, *, minimum: int = 1, maximum: int = MAX_DIMENSION) -> int | None:
+        """A whole number in ``[minimum, maximum]``, or ``None`` when the key is missing or ``null``."""
+        if self.raw(key) is None:
+            return None
+        return self.integer(key, minimum=minimum, maximum=maximum)
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        """A ``true``/``false`` flag; missing: ``default``."""
+        value = self.raw(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.error(key, f"Must be true or false (got {_show(value)}).")
+            return default
+        return value
+
+    def string(self, key: str, default: str = "") -> str:
+        """A string; missing: ``default``."""
+        value = self.raw(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            self.error(key, f"Must be a string (got {_show(value)}).")
+            return default
+        return value
+
+    def sequence(self, key: str) -> list[Any] | None:
+        """A JSON list, or ``None`` when missing (an error when it is something else)."""
+        value = self.raw(key)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            self.error(key, f"Must be a list (got {_show(value)}).")
+            return None
+        if len(value) > MAX_LAYERS:
+            self.error(key, f"Lists at most {MAX_LAYERS:,} items.")
+            return None
+        return value
+
+    def mapping(self, key: str) -> Mapping[str, Any] | None:
+        """A JSON object, or ``None`` when missing (an error when it is something else)."""
+        value = self.raw(key)
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            self.error(key, f"Must be an object (got {_show(value)}).")
+            return None
+        return value
+
+
+def _show(value: Any) -> str:
+    """A short rendering of a bad value for a message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,216 @@
+"""vLLM V1's allocator (planner/engine/profiles/vllm.py), each figure derived by hand in the test.
+
+Formulas (vLLM source, per release; docs/sizing.md "Engine profiles"):
+pages ``v1/kv_cache_interface.py``; hybrid block ``model_executor/models/config.py``
+(``HybridAttentionMambaModelConfig``, to 0.19) and ``platforms/interface.py``
+(``_align_hybrid_block_size``, 0.20+); groups, blocks, logged tokens and concurrency
+``v1/core/kv_cache_utils.py`` (``get_kv_cache_config_from_groups``,
+``get_max_concurrency_for_kv_cache_config``; 0.22+ ``get_kv_cache_capacity``).
+"""
+
+import math
+
+import pytest
+
+from fleet.catalog import reference
+from planner.engine import EngineInputError, Layout, size
+from planner.engine.profiles import vllm_allocation, vllm_release
+from planner.engine.units import GIB
+
+QWEN3_NEXT = reference.model("qwen3-next-80b-a3b")
+KIMI_K3 = reference.model("kimi-k3")
+KIMI_LINEAR = reference.model("kimi-linear-48b-a3b")
+LLAMA_70B = reference.model("llama-3.1-70b")
+DEEPSEEK_V3 = reference.model("deepseek-v3")
+GPT_OSS = reference.model("gpt-oss-120b")
+H200 = reference.accelerator("h200-141gb")
+
+AVAILABLE = 40 * GIB  # 42,949,672,960 B of KV cache memory per GPU, as a log would report it
+
+
+def test_qwen3_next_tp2_block_padding_and_groups():
+    """Qwen3-Next-80B-A3B at tp 2, bf16 (vLLM keeps gated DeltaNet state in the model dtype).
+
+    State per GDN layer per rank: recurrent 32/2 = 16 heads x 128 x 128 x 2 B = 524,288; conv
+    3 x (2 x 16/2 x 128 + 32/2 x 128) = 12,288 x 2 B = 24,576; page 548,864 B.
+    Attention per token per layer: 2 x (2 KV heads / 2) x 256 x 2 B = 1,024 B.
+    Block = 16 x cdiv(548,864, 16 x 1,024) = 16 x 34 = 544 tokens ("Setting attention block size to
+    544 tokens"); attention page 544 x 1,024 = 557,056 B; padding 8,192 / 548,864 = 1.49%.
+    Types: 36 GDN, 12 full -> group_size 12 (36 is not under 1.5 x 12): 3 GDN groups + 1 full = 4.
+    """
+    a = vllm_allocation(QWEN3_NEXT, Layout(tp=2), available_bytes=AVAILABLE, max_model_len=262_144)
+    assert a.block_size_tokens == 544
+    assert a.state_page_bytes == 548_864
+    assert a.page_padding_fraction == pytest.approx(8_192 / 548_864)
+    assert round(a.page_padding_percent, 2) == 1.49
+    assert (a.state_dtype, a.conv_dtype) == ("bf16", "bf16")
+    assert [(g.kind, g.layers) for g in a.groups] == [("linear", 12)] * 3 + [("full", 12)]
+    assert all(g.page_bytes == 557_056 for g in a.groups)
+
+
+@pytest.mark.parametrize(
+    ("version", "tokens"),
+    [
+        # 0.10: num_blocks x block = 6,425 x 544
+        ("0.10.2", 6_425 * 544),
+        # 0.11.0-0.21: num_blocks // 4 groups x 544 = 1,606 x 544
+        ("0.11.0", 1_606 * 544),
+        ("0.21.0", 1_606 * 544),
+        # 0.22+: int(concurrency x max_model_len) = int(6,425 / 485 x 262,144)
+        ("0.22.0", int(6_425 / 485 * 262_144)),
+        (None, int(6_425 / 485 * 262_144)),
+    ],
+)
+def test_qwen3_next_logged_tokens_by_release(version, tokens):
+    """num_blocks = 42,949,672,960 // 557,056 // 12 = 77,101 // 12 = 6,425 (each of the 12 tensors holds
+    num_blocks pages, shared by one layer of each group). A request of 262,144 tokens holds
+    cdiv(262,144, 544) = 482 blocks of the attention group + 1 block per GDN group = 485:
+    concurrency 6,425 / 485 = 13.247x (the float vLLM logs)."""
+    a = vllm_allocation(QWEN3_NEXT, Layout(tp=2), available_bytes=AVAILABLE, max_model_len=262_144, version=version)
+    assert a.num_blocks == 42_949_672_960 // 557_056 // 12 == 6_425
+    assert a.kv_cache_tokens == tokens
+    assert a.max_concurrency == pytest.approx(6_425 / 485)
+
+
+def test_dense_gqa_llama_70b_tp4():
+    """Llama-3.1-70B at tp 4, bf16: page 2 x 16 x (8 / 4) x 128 x 2 B = 16,384 B; one group of 80 layers;
+    num_blocks = 42,949,672,960 // 16,384 // 80 = 32,768; tokens 32,768 x 16 = 524,288;
+    concurrency at 131,072 = 32,768 / cdiv(131,072, 16) = 32,768 / 8,192 = 4.0x."""
+    a = vllm_allocation(LLAMA_70B, Layout(tp=4), available_bytes=AVAILABLE, max_model_len=131_072, version="0.11.0")
+    assert (a.block_size_tokens, a.num_blocks, a.kv_cache_tokens) == (16, 32_768, 524_288)
+    assert a.max_concurrency == pytest.approx(4.0)
+    assert len(a.groups) == 1 and a.state_page_bytes is None and a.page_padding_fraction == 0
+
+
+def test_mla_deepseek_v3_tp8_block_64_not_split_by_tp():
+    """DeepSeek-V3 at tp 8: MLA block 64 (FlashMLA); page 64 x (512 + 64) x 2 B = 73,728 B, the same on every
+    rank (one latent head); 61 layers: num_blocks = 42,949,672,960 // 73,728 // 61 = 9,549;
+    tokens 9,549 x 64 = 611,136; at 163,840 tokens cdiv(163,840, 64) = 2,560 blocks: 3.73x."""
+    a = vllm_allocation(DEEPSEEK_V3, Layout(tp=8), available_bytes=AVAILABLE, max_model_len=163_840, version="0.11.0")
+    assert a.block_size_tokens == 64
+    assert a.groups[0].page_bytes == 73_728
+    assert a.num_blocks == 42_949_672_960 // 73_728 // 61 == 9_549
+    assert a.kv_cache_tokens == 9_549 * 64
+    assert a.max_concurrency == pytest.approx(9_549 / 2_560)
+
+
+def test_block_size_override():
+    """--block-size 32 on Llama-70B tp 4: page 32,768 B, num_blocks 16,384, tokens 524,288 (unchanged)."""
+    a = vllm_allocation(
+        LLAMA_70B,
+        Layout(tp=4),
+        available_bytes=AVAILABLE,
+        max_model_len=131_072,
+        block_size_tokens=32,
+        version="0.11.0",
+    )
+    assert (a.block_size_tokens, a.num_blocks, a.kv_cache_tokens) == (32, 16_384, 524_288)
+
+
+def test_kimi_linear_kda_state_fp32_and_mla_alignment_by_release():
+    """Kimi-Linear-48B at tp 1: KDA recurrent state fp32, conv bf16 (vLLM kda_state_dtype):
+    32 x 128 x 128 x 4 B = 2,097,152 + conv 3 x (32 x 128 x 3) x 2 B = 73,728 -> 2,170,880 B.
+    MLA page per token 576 x 2 = 1,152 B. Block: 0.11.1+ aligns MLA hybrids to 64:
+    64 x cdiv(2,170,880, 64 x 1,152) = 64 x 30 = 1,920; 0.28+ to 128: 128 x cdiv(2,170,880, 147,456)
+    = 128 x 15 = 1,920 too. Types 20 KDA, 7 MLA -> group_size 7, 3 KDA groups (1 padding slot) + 1 MLA."""
+    for version in ("0.11.1", "0.28.0"):
+        a = vllm_allocation(KIMI_LINEAR, Layout(), available_bytes=AVAILABLE, max_model_len=1_048_576, version=version)
+        assert (a.state_dtype, a.conv_dtype) == ("fp32", "bf16")
+        assert a.state_page_bytes == 2_170_880
+        assert a.block_size_tokens == 1_920
+        assert [(g.kind, g.layers, g.padding_layers) for g in a.groups] == [
+            ("linear", 7, 0),
+            ("linear", 7, 0),
+            ("linear", 7, 1),
+            ("mla", 7, 0),
+        ]
+
+
+def test_k3_alignment_64_vs_128():
+    """Kimi K3 at tp 8: KDA state per rank 96/8 = 12 heads x 128 x 128 x 4 B = 786,432 + conv
+    3 x (36,864 / 8) x 2 B = 27,648 -> 814,080 B; MLA 1,152 B per token (not split by tp).
+    0.11.1-0.27 (align 64): 64 x cdiv(814,080, 73,728) = 64 x 12 = 768; 0.28+ (align 128):
+    128 x cdiv(814,080, 147,456) = 128 x 6 = 768 as well; padding (884,736 - 814,080) / 814,080 = 8.68%."""
+    for version in ("0.11.1", "0.33.0"):
+        a = vllm_allocation(KIMI_K3, Layout(tp=8), available_bytes=AVAILABLE, max_model_len=131_072, version=version)
+        assert a.state_page_bytes == 814_080
+        assert a.block_size_tokens == 768
+        assert a.page_padding_fraction == pytest.approx((884_736 - 814_080) / 814_080)
+
+
+def test_sliding_window_groups_gpt_oss():
+    """gpt-oss-120b at tp 2: 18 sliding (window 128) + 18 full layers, 8 KV heads x 64: page per token
+    2 x 4 x 64 x 2 B = 1,024 B -> 16,384 B per block of 16. Types of 18 and 18 -> 2 groups of 18 slots:
+    num_blocks = 42,949,672,960 // 16,384 // 18 = 145,635. At 131,072 tokens a request holds
+    cdiv(131,072, 16) = 8,192 full blocks + cdiv(min(128 - 1 + 8,192, 131,072), 16) + 1 = 521
+    sliding blocks: concurrency 145,635 / 8,713."""
+    a = vllm_allocation(GPT_OSS, Layout(tp=2), available_bytes=AVAILABLE, max_model_len=131_072, version="0.11.0")
+    assert sorted((g.kind, g.layers) for g in a.groups) == [("full", 18), ("sliding", 18)]
+    assert a.num_blocks == 145_635
+    assert a.max_concurrency == pytest.approx(145_635 / 8_713)
+    assert a.kv_cache_tokens == 145_635 // 2 * 16
+
+
+def test_size_with_vllm_profile_counts_whole_requests_and_ranks():
+    """size(engine='vllm') takes the logged memory and reports vLLM's figures; max_concurrent_sequences is
+    floor(concurrency at the context) x data-parallel ranks x replicas: Qwen3-Next on 4 H200 as 2 replicas of
+    tp 2 at 262,144 tokens: floor(13.247) x 2 = 26."""
+    r = size(
+        QWEN3_NEXT,
+        H200,
+        gpus=4,
+        layout=Layout(tp=2),
+        context_tokens=262_144,
+        engine="vllm",
+        available_kv_cache_gib=40,
+        engine_version="0.11.0",
+    )
+    assert r.engine_block_size_tokens == 544 and r.engine_num_blocks == 6_425
+    assert r.engine_kv_cache_tokens == 1_606 * 544
+    assert r.engine_max_concurrency == pytest.approx(6_425 / 485)
+    assert r.max_concurrent_sequences == math.floor(6_425 / 485) * 2 == 26
+    d = r.to_dict()
+    assert d["engine_num_blocks"] == 6_425 and d["kv_cache_groups"][0]["kind"] == "linear"
+    assert any("Setting attention block size to 544" in a for a in r.assumptions)
+
+
+def test_generic_profile_is_unchanged_by_the_engine_fields():
+    """Without an engine the result carries no engine figures and keeps the generic unified pool."""
+    r = size(QWEN3_NEXT, H200, gpus=2, context_tokens=65_536)
+    assert r.engine == "generic" and r.engine_num_blocks is None and r.allocation is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"engine": "tgi"}, "engine"),
+        ({"engine": "vllm", "engine_version": "0.9.2"}, "engine_version"),
+        ({"engine": "vllm", "engine_version": "latest"}, "engine_version"),
+        ({"engine": "vllm", "max_model_len": 0}, "max_model_len"),
+        ({"engine": "vllm", "max_model_len": 10**9}, "max_model_len"),
+        ({"engine": "vllm", "block_size_tokens": 0}, "block_size_tokens"),
+        ({"engine": "vllm", "available_kv_cache_gib": -1}, "available_kv_cache_gib"),
+        ({"engine": "vllm", "available_kv_cache_gib": float("nan")}, "available_kv_cache_gib"),
+    ],
+)
+def test_engine_input_errors_name_the_field(kwargs, field):
+    with pytest.raises(EngineInputError) as exc:
+        size(QWEN3_NEXT, H200, gpus=2, **kwargs)
+    assert field in exc.value.errors
+
+
+def test_release_table():
+    assert vllm_release("0.11.0rc2")[1].logged_tokens == "per_group"
+    assert vllm_release("v0.10.1.1")[1].logged_tokens == "blocks"
+    assert vllm_release(None)[0] == "0.33.0"
+
+
+def test_state_bytes_follow_the_engine_dtypes():
+    """Qwen3-Next's 36 GDN layers: generic fp32 recurrent state 2,146,304 B per layer (77,266,944 B);
+    vLLM keeps it in bf16: 32 x 128 x 128 x 2 + 3 x 8,192 x 2 = 1,097,728 B per layer, 39,518,208 B;
+    at tp 2 one GPU holds 548,864 x 36 = 19,759,104 B."""
+    generic = size(QWEN3_NEXT, H200, gpus=2, context_tokens=8192)
+    vllm = size(QWEN3_NEXT, H200, gpus=2, context_tokens=8192, engine="vllm")
+    assert generic.state_bytes_per_sequence == 77_266_944
+    assert vllm.state_bytes_per_sequence == 1_097_728 * 36 == 39_518_208
+    assert vllm.state_bytes_per_sequence_per_gpu == 548_864 * 36
