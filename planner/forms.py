@@ -11,8 +11,9 @@ from django import forms
 
 from fleet.models import ApiPrice, Deployment, HardwareSku, ModelSpec, Workload
 from planner.breakeven import BreakevenRequest
+from planner.calibrations import CalibrationRequest
 from planner.decisions import NOTE_MAX_CHARS
-from planner.engine import ENGINES, KV_CACHE_DTYPES, MODES, NEWEST_VLLM
+from planner.engine import ENGINES, KV_CACHE_DTYPES, MAX_LOG_BYTES, MODES, NEWEST_VLLM
 from planner.models import Decision
 from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PlanRequest
 from planner.sizing import POOLS, SizingRequest
@@ -210,3 +211,43 @@ class SpendForm(forms.Form):
     """The spend page's month (``YYYY-MM``; the spend service checks it)."""
 
     month = forms.CharField(max_length=7, widget=forms.TextInput(attrs={"type": "month"}))
+
+
+class CalibrationForm(forms.Form):
+    """A startup log for a deployment, pasted or uploaded (the calibration service does the rest)."""
+
+    log = forms.CharField(
+        label="Startup log",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 8, "class": "mono", "spellcheck": "false"}),
+        help_text="Paste the server's log from its first line to the KV cache lines (up to 5 MiB).",
+    )
+    upload = forms.FileField(label="or upload a log file", required=False)
+    engine_version = forms.CharField(
+        label="Engine version", max_length=40, required=False, help_text="Only if the log does not print it (SGLang)."
+    )
+    measured_on = forms.DateField(
+        label="Taken on", required=False, widget=forms.DateInput(attrs={"type": "date"}), help_text="Default: today."
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        upload = data.get("upload")
+        if upload is not None:
+            if upload.size > MAX_LOG_BYTES:
+                self.add_error("upload", f"The file is over {MAX_LOG_BYTES // (1024 * 1024)} MiB.")
+                return data
+            data["log"] = upload.read(MAX_LOG_BYTES + 1).decode("utf-8", "replace")
+        if not data.get("log"):
+            self.add_error("log", "Paste the log or upload its file.")
+        return data
+
+    def to_request(self, deployment: Deployment) -> CalibrationRequest:
+        data = self.cleaned_data
+        return CalibrationRequest(
+            log=data["log"],
+            deployment_slug=deployment.slug,
+            engine_version=data.get("engine_version") or None,
+            measured_on=data.get("measured_on"),
+        )

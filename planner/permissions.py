@@ -2,22 +2,32 @@
 
 Decisions are append-only (the model refuses to save or delete an existing one), so nobody holds
 ``change_decision`` or ``delete_decision``. ``change_plan`` means cancelling a plan: plans are
-written by their service, and the admin shows them read-only.
+written by their service, and the admin shows them read-only. Calibrations are written by their
+service for whoever may change the deployment (``fleet.change_deployment``); every role reads them,
+and nobody holds planner's add/change/delete on them.
 """
 
 from __future__ import annotations
 
 from fleet.permissions import codenames
 
-MODELS: tuple[str, ...] = ("decision", "plan")
+MODELS: tuple[str, ...] = ("decision", "plan", "calibration")
 
-VIEW_ALL = codenames(["view"], MODELS)
 RUN_PLANS = frozenset({"add_plan", "change_plan"})
 
+
+def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    view_all = codenames(["view"], models)
+    return {
+        "viewer": view_all,
+        "finance": view_all | {"add_decision"} | RUN_PLANS,
+        "platform": view_all | RUN_PLANS,
+        "admin": view_all | {"add_decision", "delete_plan"} | RUN_PLANS,
+    }
+
+
+#: The table as migration 0002 applied it, before calibrations existed (0003 applies ``GRANTS``).
+GRANTS_0002: dict[str, frozenset[str]] = _table(("decision", "plan"))
+VIEW_ALL = codenames(["view"], MODELS)
 #: role -> planner permission codenames.
-GRANTS: dict[str, frozenset[str]] = {
-    "viewer": VIEW_ALL,
-    "finance": VIEW_ALL | {"add_decision"} | RUN_PLANS,
-    "platform": VIEW_ALL | RUN_PLANS,
-    "admin": VIEW_ALL | {"add_decision", "delete_plan"} | RUN_PLANS,
-}
+GRANTS: dict[str, frozenset[str]] = _table(MODELS)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("", fleet.fleet, name="fleet"),
     path("clusters/<str:slug>/", fleet.cluster_detail, name="cluster"),
     path("deployments/<str:slug>/", fleet.deployment_detail, name="deployment"),
+    path("deployments/<str:slug>/calibrate/", fleet.deployment_calibrate, name="deployment-calibrate"),
     path("models/", models.model_list, name="models"),
     path("models/new/", models.model_form, name="model-new"),
     path("models/import/", models.model_import, name="model-import"),

@@ -192,6 +192,7 @@ def test_api_root_lists_every_endpoint(viewer_api):
         "workloads",
         "decisions",
         "plans",
+        "calibrations",
     }
     assert set(root) == records | {"sizing", "breakeven", "spend"}
     assert root["sizing"].endswith("/api/v1/sizing/")

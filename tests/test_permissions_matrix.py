@@ -88,6 +88,7 @@ def api_routes() -> list[Route]:
             Route("api", "delete", detail, who, (_perm(label, "delete"),)),
         ]
     decision, plan = "/api/v1/decisions/{decision}/", "/api/v1/plans/{plan}/"
+    calibration = "/api/v1/calibrations/{calibration}/"
     routes += [
         Route("api", "post", "/api/v1/deployments/{deployment}/poll/", POLLERS, ("fleet.poll_deployment",)),
         Route("api", "post", "/api/v1/models/import/", INVENTORY, ("fleet.add_modelspec",)),
@@ -96,6 +97,9 @@ def api_routes() -> list[Route]:
         Route("api", "post", "/api/v1/plans/", PLANNERS, ("planner.add_plan",)),
         Route("api", "post", "/api/v1/plans/{plan}/cancel/", PLANNERS, ("planner.change_plan",)),
         *(Route("api", method, plan, NOBODY) for method in ("put", "patch", "delete")),
+        # Calibrating from a startup log: whoever may change a deployment; stored calibrations are never edited.
+        Route("api", "post", "/api/v1/calibrations/", INVENTORY, ("fleet.change_deployment",)),
+        *(Route("api", method, calibration, NOBODY) for method in ("put", "patch", "delete")),
         # Computations: reads, whatever the method; anyone who may read their inputs may compute.
         Route("api", "post", "/api/v1/sizing/", EVERYONE, ("fleet.view_modelspec", "fleet.view_hardwaresku")),
         Route("api", "post", "/api/v1/breakeven/", EVERYONE, ("fleet.view_gpuquote", "fleet.view_apiprice")),
@@ -191,7 +195,7 @@ def _records() -> dict[str, Any]:
         WorkerHeartbeat,
         Workload,
     )
-    from planner.models import Decision, Plan
+    from planner.models import Calibration, Decision, Plan
 
     sku = HardwareSku.objects.create(
         slug="h100-sxm-80gb", name="H100 SXM 80GB", vendor="NVIDIA", hbm_gb=80, hbm_bandwidth_tbps=3.35,
@@ -216,6 +220,7 @@ def _records() -> dict[str, Any]:
     )  # fmt: skip
     plan = Plan.objects.create(model=model, workload=workload, options={})
     decision = Decision.record(workload=workload, tier=3, note="", figures={}, inputs={}, user=None)
+    calibration = Calibration.objects.create(deployment=deployment, measured_on=date(2026, 1, 1))
     poll = EndpointPoll.objects.create(deployment=deployment, polled_at=timezone.now(), status="up")
     heartbeat = WorkerHeartbeat.objects.create(worker="w1", last_seen=timezone.now())
     someone = User.objects.create_user(username="someone")
@@ -232,6 +237,7 @@ def _records() -> dict[str, Any]:
         "model": model.slug, "model_pk": model.pk, "workload": workload.slug, "workload_pk": workload.pk,
         "deployment": deployment.slug, "deployment_pk": deployment.pk, "quote": quote.pk,
         "api_price": api_price.slug, "api_price_pk": api_price.pk, "plan": plan.pk, "decision": decision.pk,
+        "calibration": calibration.pk,
         "state": ClusterState.objects.get(cluster=cluster).pk, "poll": poll.pk, "heartbeat": heartbeat.pk,
         "user": someone.pk, "group": Group.objects.get(name="viewer").pk,
         **{name: obj.pk for name, obj in beat.items()},

@@ -7,6 +7,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
 from fleet.api import views
+from planner.api.calibrations import CalibrationViewSet
 from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
 from planner.api.plans import PlanViewSet
 from planner.api.sizing import SizingView
@@ -35,6 +36,7 @@ router.register("models", views.ModelSpecViewSet, basename="modelspec")
 router.register("workloads", views.WorkloadViewSet, basename="workload")
 router.register("decisions", DecisionViewSet, basename="decision")
 router.register("plans", PlanViewSet, basename="plan")
+router.register("calibrations", CalibrationViewSet, basename="calibration")
 
 urlpatterns = [
     # The schema needs a login like the rest of the API; the Swagger UI page sends people to log in.

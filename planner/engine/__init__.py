@@ -21,7 +21,10 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
   ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
 - ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
-  ``ImportedModel``.
+  ``ImportedModel``;
+- ``startup_log`` (calibration input): ``parse_startup_log`` reads a vLLM or SGLang startup log into
+  a ``StartupLog`` (the settings it ran with and the KV-cache figures it logged);
+  ``redact_startup_log`` masks the secrets a log can carry.
 """
 
 from planner.engine.costs import (
@@ -65,6 +68,7 @@ from planner.engine.spec import (
     layout_errors,
     parse_layer_groups,
 )
+from planner.engine.startup_log import MAX_LOG_BYTES, StartupLog, parse_startup_log, redact_startup_log
 from planner.engine.throughput import ThroughputOptions, ThroughputResult, estimate
 from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
 
@@ -77,6 +81,7 @@ __all__ = [
     "HOURS_PER_DAY",
     "KIB",
     "KV_CACHE_DTYPES",
+    "MAX_LOG_BYTES",
     "MIB",
     "MODEL_RECORD_FIELDS",
     "MODES",
@@ -104,6 +109,7 @@ __all__ = [
     "SizingResult",
     "SkuOffer",
     "SpendResult",
+    "StartupLog",
     "ThroughputOptions",
     "ThroughputResult",
     "Workload",
@@ -117,9 +123,11 @@ __all__ = [
     "model_record_from_config",
     "monthly_spend",
     "parse_layer_groups",
+    "parse_startup_log",
     "quote_in_force",
     "quotes_in_force",
     "rate_from_quotes",
+    "redact_startup_log",
     "search",
     "single_gpu_fit",
     "size",

@@ -1,9 +1,9 @@
-"""planner's permissions for the role groups (the table is ``planner.permissions.GRANTS``)."""
+"""planner's permissions for the role groups (the table as it was then: ``planner.permissions.GRANTS_0002``)."""
 
 from django.db import migrations
 
 from fleet.permissions import create_permissions_now, grant
-from planner.permissions import GRANTS
+from planner.permissions import GRANTS_0002 as GRANTS
 
 
 def grant_roles(apps, schema_editor):

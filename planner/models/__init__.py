@@ -1,6 +1,7 @@
-"""planner's records: rent-versus-API decisions and layout-search plans."""
+"""planner's records: rent-versus-API decisions, layout-search plans, calibrations from startup logs."""
 
+from .calibrations import Calibration
 from .decisions import Decision, ImmutableRecordError
 from .plans import Plan
 
-__all__ = ["Decision", "ImmutableRecordError", "Plan"]
+__all__ = ["Calibration", "Decision", "ImmutableRecordError", "Plan"]

@@ -1,17 +1,24 @@
 """Fleet pages: clusters and deployments with live status and admission headroom (fleet page,
-cluster and deployment detail)."""
+cluster and deployment detail), and calibrating a deployment from its engine's startup log."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
+from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
+from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, WorkerHeartbeat
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
+from planner.calibrations import calibrate
+from planner.forms import CalibrationForm
 from planner.headroom import capacity_points, envelope, headroom
+from planner.models.calibrations import RATIO_BAND
 
 #: Clusters per page. The table refreshes every few seconds, so it must stay cheap to render.
 CLUSTERS_PER_PAGE = 25
@@ -64,6 +71,12 @@ def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @perms_required("fleet.view_deployment", "fleet.view_endpointpoll")
 def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     deployment = get_object_or_404(Deployment.objects.select_related("cluster__sku", "model"), slug=slug)
+    return _deployment_page(request, deployment)
+
+
+def _deployment_page(
+    request: HtmxHttpRequest, deployment: Deployment, form: CalibrationForm | None = None, status: int = 200
+) -> HttpResponse:
     (row,) = headroom([deployment])
     context = {"d": deployment, "row": row}
     if row.result is not None:
@@ -76,7 +89,56 @@ def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             "curve": capacity_points(deployment),
         }
     context |= _poll_series(deployment)
-    return render(request, "fleet/deployment.html", context)
+    context |= _calibrations(request, deployment, form)
+    return render(request, "fleet/deployment.html", context, status=status)
+
+
+#: Calibrations listed on a deployment's page, newest first (the latest one in full).
+CALIBRATION_HISTORY = 10
+
+
+def _calibrations(request: HtmxHttpRequest, deployment: Deployment, form: CalibrationForm | None = None) -> dict:
+    """The deployment's calibrations (for users who may read them) and the form (for those who may add one)."""
+    user = request.user
+    if not user.has_perm("planner.view_calibration"):
+        return {}
+    history = list(deployment.calibrations.select_related("created_by", "model")[:CALIBRATION_HISTORY])
+    may_calibrate = user.has_perm("fleet.change_deployment")
+    return {
+        "calibrations": history,
+        "latest_calibration": history[0] if history else None,
+        "calibration_form": (form or CalibrationForm()) if may_calibrate else None,
+        "ratio_band": RATIO_BAND,
+    }
+
+
+@perms_required("fleet.change_deployment", "planner.view_calibration")
+def deployment_calibrate(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """Calibrate from a pasted or uploaded startup log.
+
+    From HTMX: the calibration partial, the form's errors beside its inputs (200, so HTMX swaps it).
+    Without: a redirect to the page's calibration section, or the page with the errors (400).
+    """
+    deployment = get_object_or_404(Deployment.objects.select_related("cluster__sku", "model"), slug=slug)
+    here = f"{reverse('deployment', args=[deployment.slug])}#calibration"
+    if request.method != "POST":
+        return redirect(here)
+    form = CalibrationForm(request.POST, request.FILES)
+    saved = False
+    if form.is_valid():
+        try:
+            calibrate(form.to_request(deployment), request.user)
+        except FIELD_ERRORS as exc:
+            add_service_errors(form, exc)
+        else:
+            saved = True
+    if is_partial(request):
+        context = {"d": deployment, **_calibrations(request, deployment, CalibrationForm() if saved else form)}
+        return render(request, "fleet/_calibration.html", context)
+    if saved:
+        messages.success(request, "Calibrated from the startup log.")
+        return redirect(here)
+    return _deployment_page(request, deployment, form, status=400)
 
 
 #: Polls drawn on the deployment page (newest last).

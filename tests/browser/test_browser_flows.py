@@ -1,6 +1,7 @@
 """The dashboard in a real browser: Playwright drives Debian's Chromium against a live server.
 
 Flows from the acceptance list: log in; register a cluster and a deployment and see its headroom;
+calibrate a deployment from its startup log in place;
 change the context on the what-if page and see capacity change without a page load; start a plan
 and watch the progress bar reach 100% (a real Celery worker runs it); record a decision as finance
 and be refused as viewer; download the spend CSV.
@@ -19,10 +20,11 @@ import pytest
 from celery_workers import start_worker, stop_worker
 from django.core.management import call_command
 
-from fleet.models import Cluster, Deployment, HardwareSku, Workload
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
 from planner.models import Decision, Plan
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "startup_logs"
 
 
 @pytest.fixture
@@ -152,3 +154,23 @@ def test_download_the_spend_csv(open_page, live_server, catalog):
     rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text())))
     assert rows[0]["name"] == "k" and rows[0]["gpu_hours"] == "2880.00" and rows[0]["cost_usd"] == "7200.00"
     assert rows[-1]["kind"] == "total"
+
+
+def test_calibrate_a_deployment_from_its_startup_log_without_a_page_load(open_page, live_server, catalog):
+    """Paste a real vLLM startup log on the deployment's page: the table appears in place (HTMX)."""
+    sku = HardwareSku.objects.get(slug="h200-141gb")
+    cluster = Cluster.objects.create(slug="h200", name="H200", sku=sku, nodes=1, provider="acme", team="ml")
+    model = ModelSpec.objects.get(slug="qwen3-next-80b-a3b")
+    Deployment.objects.create(slug="next", cluster=cluster, model=model, tp=2, engine="vllm")
+    log = (FIXTURES / "vllm-0.10.2-Qwen3-Next-80B-A3B-Instruct-tp2.log").read_text(encoding="utf-8")
+    page = open_page("platform")
+    page.goto(f"{live_server.url}/deployments/next/")
+    page.evaluate("window.__marker = 'same page'")
+    page.fill("#id_log", log)
+    page.click("button:has-text('Calibrate')")
+    table = page.locator("#calibration-figures")
+    table.wait_for()
+    assert page.evaluate("window.__marker") == "same page"  # swapped in place, no navigation
+    # "Maximum concurrency for 262,144 tokens per request: 14.77x"
+    assert "14.77" in table.locator("tr", has_text="Maximum concurrency").inner_text()
+    assert page.locator("#id_log").input_value() == ""  # a fresh form for the next log

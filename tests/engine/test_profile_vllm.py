@@ -51,9 +51,8 @@ def test_qwen3_next_tp2_block_padding_and_groups():
 @pytest.mark.parametrize(
     ("version", "tokens"),
     [
-        # 0.10: num_blocks x block = 6,425 x 544
-        ("0.10.2", 6_425 * 544),
-        # 0.11.0-0.21: num_blocks // 4 groups x 544 = 1,606 x 544
+        # 0.10-0.21: num_blocks // 4 groups x 544 = 1,606 x 544 (hybrid path of get_kv_cache_config)
+        ("0.10.2", 1_606 * 544),
         ("0.11.0", 1_606 * 544),
         ("0.21.0", 1_606 * 544),
         # 0.22+: int(concurrency x max_model_len) = int(6,425 / 485 x 262,144)
@@ -201,7 +200,8 @@ def test_engine_input_errors_name_the_field(kwargs, field):
 
 def test_release_table():
     assert vllm_release("0.11.0rc2")[1].logged_tokens == "per_group"
-    assert vllm_release("v0.10.1.1")[1].logged_tokens == "blocks"
+    assert vllm_release("v0.10.1.1")[1].logged_tokens == "per_group"
+    assert vllm_release("0.22.0")[1].logged_tokens == "concurrency"
     assert vllm_release(None)[0] == "0.33.0"
 
 

@@ -30,9 +30,9 @@ Read from vLLM's own source, per release (``pip download vllm==X --no-deps``; pa
   groups of blocks per request at L`` (``get_max_concurrency_for_kv_cache_config``); a request holds
   ``cdiv(L, block)`` blocks of an attention group, ``cdiv(min(window - 1 + batch_tokens, L), block)
   + 1`` of a sliding group, and one block of a state group (two in prefix-caching "align" mode).
-* **Logged token count** ("GPU KV cache size: N tokens"): ``num_blocks x block_size`` before 0.11.0;
-  ``num_blocks // number_of_groups x smallest block`` from 0.11.0; ``int(concurrency x L)`` from
-  0.22.0 (``get_kv_cache_capacity``).
+* **Logged token count** ("GPU KV cache size: N tokens"): ``num_blocks // number_of_groups x smallest
+  block`` up to 0.21 (one group: ``num_blocks x block_size``); ``int(concurrency x L)`` from 0.22.0
+  (``get_kv_cache_capacity``).
 
 Not modelled: decode-context parallelism, speculative-decoding state blocks, 0.30+'s packing of
 mixed page sizes (used only when pages cannot be unified), hisparse host pools, fp8_ds_mla's 656-byte
@@ -61,7 +61,7 @@ class VllmRelease:
     """The allocator rules of the vLLM releases from ``since`` up to the next entry."""
 
     since: str
-    logged_tokens: str  # "blocks" | "per_group" | "concurrency"
+    logged_tokens: str  # "per_group" | "concurrency"
     group_size_rule: str  # "min" | "min_or_max"
     mla_hybrid_alignment: int
     source: str
@@ -71,17 +71,11 @@ class VllmRelease:
 VLLM_RELEASES: tuple[VllmRelease, ...] = (
     VllmRelease(
         "0.10.0",
-        "blocks",
-        "min",
-        HYBRID_ALIGNMENT,
-        "vllm 0.10.2 v1/core/kv_cache_utils.py get_kv_cache_config_from_groups: num_tokens = num_blocks * block_size",
-    ),
-    VllmRelease(
-        "0.11.0",
         "per_group",
         "min",
         HYBRID_ALIGNMENT,
-        "vllm 0.11.0 v1/core/kv_cache_utils.py: num_tokens = num_blocks // len(kv_cache_groups) * min_block_size",
+        "vllm 0.10.x-0.11.0 v1/core/kv_cache_utils.py: GPU KV cache size = num_blocks // len(groups) * min_block_size "
+        "(_get_kv_cache_config_uniform_page_size; one group: num_blocks * block_size)",
     ),
     VllmRelease(
         "0.11.1",
@@ -312,10 +306,7 @@ def vllm_allocation(
     need = sum(g.blocks_per_request(max_model_len) for g in groups)
     concurrency = num_blocks / need if need else 0.0
     min_block = min(g.block_size_tokens for g in groups if g.block_size_tokens)
-    if rules.logged_tokens == "blocks":
-        tokens = num_blocks * block
-        formula = "num_blocks x block_size"
-    elif rules.logged_tokens == "per_group":
+    if rules.logged_tokens == "per_group":
         tokens = num_blocks // len(groups) * min_block
         formula = "num_blocks // groups x block_size"
     else:

@@ -1,0 +1,133 @@
+"""``/api/v1/calibrations/``: calibrate the engine from a serving engine's startup log; list and read.
+
+The serializer only types the body; the calibration service (``planner.calibrations``) parses the
+log, resolves the records, predicts and stores. Its domain errors become 400s with field names
+(``fleet.api.errors.exception_handler``). Creating needs ``fleet.change_deployment`` (whoever may
+change a deployment's settings may calibrate it); reading needs ``planner.view_calibration``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from fleet.api.permissions import ModelPermissions, require
+from planner.calibrations import CalibrationRequest, calibrate
+from planner.engine import MAX_LOG_BYTES
+from planner.models import Calibration
+
+
+class CalibrationRequestSerializer(serializers.Serializer):
+    """``POST /api/v1/calibrations/`` request body."""
+
+    log = serializers.CharField(
+        max_length=MAX_LOG_BYTES, trim_whitespace=False, help_text="The server's startup log as text (up to 5 MiB)."
+    )
+    deployment = serializers.CharField(
+        required=False, max_length=64, help_text="Deployment slug: gives the model, the SKU and missing settings."
+    )
+    model = serializers.CharField(
+        required=False, max_length=64, help_text="Model slug (default: the deployment's, else the logged model's)."
+    )
+    sku = serializers.CharField(required=False, max_length=64, help_text="SKU slug; required without a deployment.")
+    engine_version = serializers.CharField(
+        required=False, max_length=40, help_text="The engine's release when the log does not print it (SGLang)."
+    )
+    measured_on = serializers.DateField(required=False, help_text="When the log was taken (default: today).")
+
+    def to_request(self) -> CalibrationRequest:
+        data = self.validated_data
+        return CalibrationRequest(
+            log=data["log"],
+            deployment_slug=data.get("deployment"),
+            model_slug=data.get("model"),
+            sku_slug=data.get("sku"),
+            engine_version=data.get("engine_version"),
+            measured_on=data.get("measured_on"),
+        )
+
+
+class FigureSerializer(serializers.Serializer):
+    """One logged figure beside the engine's prediction (``ratio`` = predicted / logged)."""
+
+    name = serializers.CharField()
+    label = serializers.CharField()
+    unit = serializers.CharField()
+    logged = serializers.FloatField()
+    predicted = serializers.FloatField(allow_null=True)
+    ratio = serializers.FloatField(allow_null=True)
+    basis = serializers.ChoiceField(
+        choices=["logged_memory", "hardware"],
+        help_text="logged_memory: predicted given the KV memory the engine logged; hardware: from the SKU's memory.",
+    )
+
+
+class CalibrationSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:calibration-detail")
+    deployment = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    model = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    sku = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    figures = FigureSerializer(many=True, read_only=True)
+    parsed = serializers.DictField(read_only=True, help_text="Everything the parser read from the log.")
+    prediction = serializers.DictField(read_only=True, help_text="The engine's inputs and outputs, with notes.")
+    unsupported_message = serializers.CharField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Calibration
+        fields = (
+            "url",
+            "id",
+            "deployment",
+            "model",
+            "sku",
+            "engine",
+            "engine_version",
+            "logged_model",
+            "measured_on",
+            "created",
+            "created_by",
+            "figures",
+            "unsupported_architecture",
+            "unsupported_message",
+            "parsed",
+            "prediction",
+            "log_truncated",
+        )
+        read_only_fields = fields
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[OpenApiParameter("deployment", str, description="Only this deployment's (slug).")])
+)
+class CalibrationViewSet(
+    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Calibrations are written by the service and never changed (PUT, PATCH and DELETE: 405)."""
+
+    queryset = Calibration.objects.select_related("deployment", "model", "sku", "created_by")
+    serializer_class = CalibrationSerializer
+    ordering_fields = ["created", "measured_on"]
+
+    def get_permissions(self):
+        if self.action == "create":
+            return [IsAuthenticated(), require("fleet.change_deployment")()]
+        return [IsAuthenticated(), ModelPermissions()]
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        deployment = self.request.query_params.get("deployment")
+        return qs.filter(deployment__slug=deployment) if deployment else qs
+
+    @extend_schema(request=CalibrationRequestSerializer, responses={201: CalibrationSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        incoming = CalibrationRequestSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        calibration = calibrate(incoming.to_request(), request.user)
+        body = CalibrationSerializer(calibration, context=self.get_serializer_context()).data
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["url"]})
