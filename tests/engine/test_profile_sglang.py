@@ -16,6 +16,7 @@ import pytest
 from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
 from planner.engine.profiles import allocate, sglang_allocation, sglang_release
+from planner.engine.profiles.sglang import rest_memory_bytes
 from planner.engine.sizing import size
 from planner.engine.spec import LayerGroup, Layout, ModelArch
 
@@ -151,6 +152,28 @@ def test_the_same_rest_on_sglang_0523_charges_the_padding_slot_and_keeps_five_sl
     assert a.state_slots == slots == 81
     assert a.kv_cache_tokens == (rest - (slots + 1) * slot) // cell
     assert a.concurrency(8_192) == pytest.approx(81 / 5)
+
+
+def test_anchor_qwq_32b_tp4_tokens_from_the_logged_free_memory():
+    """tests/fixtures/startup_logs (SGLang 0.4.3.post4, QwQ-32B, 4 x L4, --mem-fraction-static 0.85): "Load
+    weight begin. avail mem=21.63 GB", "Load weight end ... avail mem=6.09 GB", "#tokens: 46611".
+
+    Derivation (sglang 0.4.3.post4 ``model_runner.py`` ``profile_max_num_token``): rest = 6.09 - 21.63 x
+    (1 - 0.85) = 2.8455 GiB; cell = 8 // 4 KV heads x 128 x 64 layers x 2 x 2 B = 65,536 B; tokens = rest //
+    cell. Tolerance 1%: the two free-memory figures are +-0.005 GiB, +-0.2% of the rest.
+    """
+    text = (
+        Path(__file__).resolve().parent.parent / "fixtures" / "startup_logs" / "sglang-0.4.3.post4-QwQ-32B-tp4.log"
+    ).read_text()
+    before = float(re.search(r"TP0\] Load weight begin\. avail mem=([\d.]+) GB", text)[1])
+    after = float(re.search(r"TP0\] Load weight end\..*?avail mem=([\d.]+) GB", text)[1])
+    logged = int(re.search(r"TP0\] KV Cache is allocated\. #tokens: (\d+)", text)[1])
+    rest = rest_memory_bytes(round(after * GIB), round(before * GIB), 0.85)
+    qwq = model(LayerGroup(kind="full", count=64, kv_heads=8, head_dim=128))
+    a = sglang_allocation(qwq, Layout(tp=4), available_bytes=rest, max_model_len=131_072, version="0.4.3.post4")
+    assert rest == pytest.approx(2.8455 * GIB, rel=1e-6)
+    assert a.kv_cache_tokens == rest // (2 * 128 * 64 * 2 * 2)
+    assert a.kv_cache_tokens == pytest.approx(logged, rel=0.01)
 
 
 # --- the split, by hand ------------------------------------------------------------------------
