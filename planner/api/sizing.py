@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fleet.api.permissions import require
-from planner.engine import ENGINES, KV_CACHE_DTYPES, NEWEST_VLLM, WEIGHT_FORMATS
+from planner.engine import ENGINES, KV_CACHE_DTYPES, NEWEST_SGLANG, NEWEST_VLLM, WEIGHT_FORMATS
 from planner.sizing import POOLS, SizingRequest, size_layout
 
 
@@ -54,7 +54,8 @@ class SizingRequestSerializer(serializers.Serializer):
     engine_version = serializers.CharField(
         required=False,
         max_length=20,
-        help_text=f"The engine release whose formulas apply (default: newest, vLLM {NEWEST_VLLM}).",
+        help_text=f"The engine release whose formulas apply (default: the newest, vLLM {NEWEST_VLLM}, SGLang "
+        f"{NEWEST_SGLANG}).",
     )
     max_model_len = serializers.IntegerField(
         required=False,

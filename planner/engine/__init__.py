@@ -16,7 +16,8 @@ Layout, by concept (each package's ``__init__`` lists its modules):
   ``state_bytes_per_sequence``, ``min_gpus_for_weights``, ``single_gpu_fit``;
 - ``throughput/`` (speed of one layout): ``estimate``;
 - ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
-- ``profiles/`` (what a named serving engine allocates): ``ENGINES``, ``EngineAllocation``; ``size(engine=...)``;
+- ``profiles/`` (what a named serving engine allocates): ``ENGINES``, ``EngineAllocation``, ``NEWEST_VLLM``,
+  ``NEWEST_SGLANG``; ``size(engine=...)``;
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
   ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
 - ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
@@ -45,7 +46,7 @@ from planner.engine.errors import EngineInputError
 from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
 from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
-from planner.engine.profiles import ENGINES, NEWEST_VLLM, EngineAllocation
+from planner.engine.profiles import ENGINES, NEWEST_SGLANG, NEWEST_VLLM, EngineAllocation
 from planner.engine.sizing import (
     CapacityPoint,
     SizingResult,
@@ -84,6 +85,7 @@ __all__ = [
     "MIB",
     "MODEL_RECORD_FIELDS",
     "MODES",
+    "NEWEST_SGLANG",
     "NEWEST_VLLM",
     "PRICING_KINDS",
     "REASONS",

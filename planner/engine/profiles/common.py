@@ -60,7 +60,9 @@ class CacheGroup:
     padding_layers: int = 0
     batch_tokens: int = 0
     #: ``"shared"``: drawn from the engine's one block pool (vLLM, SGLang's KV pool); ``"state"``: a
-    #: separate pool of state slots (SGLang's mamba pool), counted by ``EngineAllocation.state_slots``.
+    #: separate pool of state slots (SGLang's mamba pool), counted by ``EngineAllocation.state_slots``;
+    #: any other name: a separate token pool counted by ``EngineAllocation.pool_blocks`` (SGLang's
+    #: sliding-window pool, ``"swa"``).
     pool: str = "shared"
 
     def blocks_per_request(self, tokens: int) -> int:
@@ -116,23 +118,32 @@ class EngineAllocation:
     state_bytes_per_sequence: int = 0
     state_bytes_per_sequence_per_gpu: int = 0
 
+    #: Blocks of the separate token pools, ``(pool name, blocks)`` (SGLang's ``("swa", pages)``).
+    pool_blocks: tuple[tuple[str, int], ...] = ()
+
     @property
     def page_padding_percent(self) -> float:
         """``page_padding_fraction`` in percent, as vLLM logs it ("Padding mamba page size by 1.49%")."""
         return self.page_padding_fraction * 100
 
-    def blocks_per_request(self, tokens: int) -> int:
-        """Blocks one request of ``tokens`` tokens takes from the shared pool (its groups summed)."""
-        return sum(g.blocks_per_request(tokens) for g in self.groups if g.pool == "shared")
+    def blocks_per_request(self, tokens: int, pool: str = "shared") -> int:
+        """Blocks one request of ``tokens`` tokens takes from ``pool`` (its groups summed)."""
+        return sum(g.blocks_per_request(tokens) for g in self.groups if g.pool == pool)
 
     def concurrency(self, tokens: int) -> float:
         """Requests of ``tokens`` tokens held at once (float, as the engine reports it): shared blocks
-        over blocks per request (vLLM ``get_max_concurrency_for_kv_cache_config``), capped by the state
-        slots of a separate state pool when there is one."""
+        over blocks per request (vLLM ``get_max_concurrency_for_kv_cache_config``), capped by each
+        separate token pool's blocks over its blocks per request, and by the state slots of a separate
+        state pool over the slots a request holds (its state groups' blocks, at least 1)."""
         need = self.blocks_per_request(tokens)
         by_blocks = self.num_blocks / need if need else math.inf
+        for pool, blocks in self.pool_blocks:
+            pool_need = self.blocks_per_request(tokens, pool)
+            if pool_need:
+                by_blocks = min(by_blocks, blocks / pool_need)
         if self.state_slots is not None:
-            by_blocks = min(by_blocks, float(self.state_slots))
+            per_request = max((g.blocks_per_request(tokens) for g in self.groups if g.pool == "state"), default=1)
+            by_blocks = min(by_blocks, self.state_slots / per_request)
         return 0.0 if by_blocks == math.inf else by_blocks
 
     def sequences(self, tokens: int) -> int:
@@ -153,4 +164,5 @@ class EngineAllocation:
             "page_padding_fraction": round(self.page_padding_fraction, 6),
             "kv_cache_groups": [g.to_dict() for g in self.groups],
             "state_slots": self.state_slots,
+            **({"pool_blocks": dict(self.pool_blocks)} if self.pool_blocks else {}),
         }

@@ -340,7 +340,17 @@ def _capacities(p: _Plan, context: int, kv_gpu: int) -> tuple[int, int, int, int
 def _assumptions(p: _Plan, context: int) -> tuple[str, ...]:
     c = p.c
     budget = c.text(
-        ("budget", p.hbm, p.accelerator.hbm_bytes_reported, p.utilization, p.pool, p.ratio, p.slots, p.engine_budget),
+        (
+            "budget",
+            p.hbm,
+            p.accelerator.hbm_bytes_reported,
+            p.utilization,
+            p.pool,
+            p.ratio,
+            p.slots,
+            p.engine_budget,
+            p.engine.engine == "sglang",  # SGLang's pools replace the pool sentence
+        ),
         lambda: _budget_notes(p),
     )
     notes = (*p.weight_notes, *p.cache_notes, *p.rt[4], *budget)
@@ -372,7 +382,9 @@ def _budget_notes(p: _Plan) -> tuple[str, ...]:
         else "cache budget = usable - weights - runtime reserve."
     )
     slots = f" x {p.slots} state slots per sequence" if p.slots > 1 else ""
-    if not p.c.has_linear:
+    if p.engine.engine == "sglang":
+        pool = "Pools: SGLang's own token and state pools (profiles/sglang.py), below."
+    elif not p.c.has_linear:
         pool = "Single KV pool (no linear-attention state), so unified and split capacities agree."
     elif p.pool == "split":
         pool = (
