@@ -76,14 +76,20 @@ def _ms(seconds: float | None) -> float | None:
 
 
 def predicted_cache_tokens(deployment: Deployment) -> int | None:
-    """KV-cache tokens the sizing engine predicts for one replica (what one endpoint reports).
+    """KV-cache tokens the sizing engine predicts for one replica (what one endpoint reports), times dp.
 
-    Per data-parallel rank: cache budget per GPU / KV bytes per token per GPU; times dp.
+    With the deployment's engine profile, the figure that engine publishes: vLLM's ``cache_config_info``
+    blocks x block size, SGLang's ``max_total_num_tokens``; else (generic) cache budget per GPU / KV
+    bytes per token per GPU.
     """
     try:
         result = deployment.sizing()
     except EngineInputError:
         return None
+    alloc = result.allocation
+    if alloc is not None:
+        tokens = alloc.num_blocks * alloc.block_size_tokens if alloc.engine == "vllm" else alloc.kv_cache_tokens
+        return tokens * deployment.dp or None
     if result.cache_bytes <= 0 or result.kv_bytes_per_token_per_gpu <= 0:
         return None
     return result.cache_bytes // result.kv_bytes_per_token_per_gpu * deployment.dp

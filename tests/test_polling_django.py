@@ -184,8 +184,13 @@ def test_calibration_compares_published_and_predicted_cache(cluster, llama):
         d = make_deployment(cluster, llama, server)
         poll = poll_deployment(d)
     assert poll.observed_cache_tokens and poll.predicted_cache_tokens
+    # A vLLM deployment is predicted with the vLLM profile, in the shape vLLM publishes: num_gpu_blocks x
+    # block_size (tokens), here one full-attention group of 80 layers in 16-token blocks.
     result = d.sizing()
-    assert poll.predicted_cache_tokens == result.cache_bytes // result.kv_bytes_per_token_per_gpu
+    assert result.engine == "vllm" and result.engine_block_size_tokens == 16
+    assert poll.predicted_cache_tokens == result.engine_num_blocks * 16
+    per_block = 16 * result.kv_bytes_per_token_per_gpu  # 80 layers x 16 tokens x 1,024 B
+    assert result.engine_num_blocks == result.cache_bytes // per_block
     assert poll.calibration_ratio == poll.observed_cache_tokens / poll.predicted_cache_tokens
 
 

@@ -271,14 +271,15 @@ class Deployment(TimeStamped):
         return self.ENGINE_PROFILES.get(self.engine, "generic")
 
     def sizing(
-        self, context_tokens: int | None = None, model: ModelArch | None = None, engine: str = "generic"
+        self, context_tokens: int | None = None, model: ModelArch | None = None, engine: str | None = None
     ) -> SizingResult:
         """Predicted memory envelopes and admission capacity of this deployment (whole deployment).
 
         ``model`` lets a caller reuse one engine object for many deployments of the same model
-        (the engine memoises per-model constants on it); ``engine`` is the profile (``engine_profile``
-        reproduces this deployment's own engine, with its release, block size and max_model_len).
+        (the engine memoises per-model constants on it); ``engine`` is the profile, by default
+        ``engine_profile``: this deployment's own engine, with its release, block size and max_model_len.
         """
+        engine = engine or self.engine_profile
         options = {}
         if engine != "generic":
             options = {

@@ -293,6 +293,10 @@ def _prepare(
         p.rt = (p.runtime, 0, 0, 0, (f"Runtime reserve overridden: {runtime_reserve_gib:g} GiB per GPU.",))
     p.usable = usable_bytes(accelerator.driver_hbm_bytes, u)
     p.cache = p.usable - p.w_gpu - p.runtime
+    if engine.engine == "sglang" and runtime_reserve_gib is None:
+        # SGLang's mem_fraction_static covers weights and its pools; activations and CUDA graphs live
+        # in the (1 - fraction) left over (model_runner profile_max_num_token), so no reserve is deducted.
+        p.cache = p.usable - p.w_gpu
     if engine.available_kv_cache_gib is not None:
         p.cache = gib_to_bytes(engine.available_kv_cache_gib)
     p.engine = engine
