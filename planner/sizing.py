@@ -52,6 +52,7 @@ class SizingRequest:
     max_model_len: int | None = None
     block_size_tokens: int | None = None
     available_kv_cache_gib: float | None = None
+    prefix_caching: bool = False
 
     def layout(self) -> Layout | None:
         """The layout asked for; None when no parallel degree is given (the engine uses tp = gpus).
@@ -147,6 +148,7 @@ def size_layout(request: SizingRequest) -> Sizing:
         max_model_len=request.max_model_len,
         block_size_tokens=request.block_size_tokens,
         available_kv_cache_gib=request.available_kv_cache_gib,
+        prefix_caching=request.prefix_caching,
     )
     return Sizing(request=request, model=model, sku=sku, result=result)
 

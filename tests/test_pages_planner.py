@@ -251,3 +251,21 @@ def test_rent_vs_api_with_a_deployment_knows_the_capacity(viewer, catalog):
     html = viewer.get("/rent-vs-api/?on=2026-08-01").content.decode()  # defaults to the workload's deployment
     assert 'value="llama" selected' in html and "Cluster capacity" in html
     assert "unknown" not in html.split("Cluster capacity")[1][:200]
+
+
+@pytest.mark.django_db
+def test_whatif_shows_what_vllm_will_allocate(viewer, catalog):
+    """Qwen3-Next on 2 H200 with vLLM 0.11.0 and 40 GiB logged: block 544, 6,425 blocks, logged
+    1,606 x 544 = 873,664 tokens, 13.25x at 262,144 (tests/engine/test_profile_vllm.py derives each)."""
+    url = (
+        "/what-if/?model=qwen3-next-80b-a3b&sku=h200-141gb&gpus=2&context_tokens=262144"
+        "&engine=vllm&engine_version=0.11.0&available_kv_cache_gib=40"
+    )
+    page = viewer.get(url, headers={"HX-Request": "true"}).content.decode()
+    table = page[page.index('id="whatif-engine"') :]
+    assert "544 tokens" in table and "6,425" in table
+    assert 'id="whatif-engine-tokens">873,664 tokens' in table
+    assert 'id="whatif-engine-concurrency">13.25x' in table
+    assert "1.49%" in table
+    bad = viewer.get("/what-if/?model=qwen3-next-80b-a3b&sku=h200-141gb&engine=vllm&engine_version=0.8").content
+    assert b"predates the V1 allocator" in bad

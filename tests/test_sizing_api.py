@@ -231,3 +231,21 @@ def test_engine_inputs_are_400s_with_their_field(viewer_api, catalog, extra, fie
 def test_model_and_sku_required_without_a_deployment(viewer_api, catalog):
     r = viewer_api.post(URL, {"gpus": 4}, format="json")
     assert r.status_code == 400 and {"model", "sku"} <= set(r.json())
+
+
+@pytest.mark.django_db
+def test_prefix_caching_takes_one_more_state_block_per_request(viewer_api, catalog):
+    """Qwen3-Next at tp 2 with 40 GiB: 6,425 blocks (tests/engine/test_profile_vllm.py); a 262,144-token
+    request holds 482 attention blocks + 1 per GDN group (3) = 485, or 488 in mamba 'align' mode (2 each)."""
+    body = {
+        "model": "qwen3-next-80b-a3b",
+        "sku": "h200-141gb",
+        "gpus": 2,
+        "engine": "vllm",
+        "available_kv_cache_gib": 40,
+        "context_tokens": 262144,
+    }
+    plain = viewer_api.post(URL, body, format="json").json()
+    aligned = viewer_api.post(URL, {**body, "prefix_caching": True}, format="json").json()
+    assert plain["engine_max_concurrency"] == round(6_425 / 485, 4)
+    assert aligned["engine_max_concurrency"] == round(6_425 / 488, 4)

@@ -71,6 +71,11 @@ class SizingRequestSerializer(serializers.Serializer):
         max_value=1 << 20,
         help_text="KV cache memory per GPU as the engine logs it (GiB); replaces the computed cache budget.",
     )
+    prefix_caching = serializers.BooleanField(
+        required=False,
+        help_text="vLLM: the server runs hybrid models with prefix caching (mamba 'align' mode: one more state "
+        "block per request). Default false.",
+    )
 
     def to_request(self) -> SizingRequest:
         return SizingRequest(**self.validated_data)
