@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..units import ceil_div
+from ..units import GIB, ceil_div
 
 #: Engine profiles: ``generic`` is the app's own engine-neutral arithmetic (``sizing/capacity.py``).
 ENGINES: tuple[str, ...] = ("generic", "vllm", "sglang")
@@ -120,6 +120,11 @@ class EngineAllocation:
 
     #: Blocks of the separate token pools, ``(pool name, blocks)`` (SGLang's ``("swa", pages)``).
     pool_blocks: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def available_kv_cache_gib(self) -> float:
+        """``available_kv_cache_bytes`` in GiB (2^30 bytes), as the engines log it."""
+        return self.available_kv_cache_bytes / GIB
 
     @property
     def page_padding_percent(self) -> float:
