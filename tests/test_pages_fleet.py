@@ -194,6 +194,10 @@ def test_deployment_page_shows_polls_against_the_slo_and_calibration(client, mak
     assert 'id="live"' in page and page.count('data-chart="timeseries"') == 3
     assert '"TTFT SLO"' in page and "1500" in page
     assert 'id="calibration-ratio"' in page
+    # sized with its own engine's allocator, and vLLM's published blocks set beside that prediction
+    sized = page[page.index('id="sized-as"') :].split("</dd>")[0]
+    assert "vllm 0.33.0 (newest modelled release)" in sized and "blocks per GPU" in sized
+    assert 'id="block-check"' in page and "outside 0.97" in page  # the fake publishes 2,000 blocks
 
 
 @pytest.mark.django_db
