@@ -387,14 +387,24 @@ class DecodeModel:
             + (self.gather_fixed_s + self.gather_s_per_token * tokens_mb if self.gather_s_per_token else 0.0)
         )
         tbo = self.overlap and rank_mb >= 2
-        kernels = self.kernels_stage * (2 if tbo else 1)  # two-batch overlap launches every kernel twice
+        kernels = self.kernels_stage
         roof = max(t_mem, t_comp)
         launch, graph = self.launch_s(rank_mb, kernels, roof)
         work = roof + launch
         stage_serial = work + comm_tp + comm_ep
-        stage = (overlapped(work, comm_ep) + comm_tp) if tbo else stage_serial
+        if tbo:
+            # two micro-batches launch every kernel twice; an operator enables it where it pays (SGLang's
+            # --enable-two-batch-overlap is set for large-batch EP decode), so the faster of the two
+            tbo_work = roof + self.launch_s(rank_mb, 2 * self.kernels_stage, roof)[0]
+            stage = min(overlapped(tbo_work, comm_ep) + comm_tp, stage_serial)
+        else:
+            stage = stage_serial
         hops = self.hop_fixed_s + self.hop_s_per_seq * rank_mb if pp > 1 else 0.0
         time = pp * stage + hops + self.overhead
+        if tbo:
+            # A rank with one sequence cannot split it in two: a larger batch never steps faster than that
+            # serial step (keeps TPOT non-decreasing in the batch).
+            time = max(time, self.parts(self.dp * m, context)[0])
         return (
             time,
             pp * t_mem,
@@ -410,7 +420,7 @@ class DecodeModel:
             pp * (fd + fe + fa),
             pp * launch,
             self.overhead,
-            pp * (stage_serial - stage),
+            max(0.0, pp * stage_serial + hops + self.overhead - time),
             graph,
             pp * kernels,
         )

@@ -179,9 +179,12 @@ class PrefillModel:
         hops = dm.hop_fixed_s + dm.hop_s_per_seq * c if pp > 1 else 0.0
         roof = max(t_mem, t_comp)
         tbo = dm.overlap and c >= 2
-        launch = dm.launch_s(math.inf, dm.kernels_stage * (2 if tbo else 1), roof)[0]  # prefill: eager launches
+        launch = dm.launch_s(math.inf, dm.kernels_stage, roof)[0]  # prefill: eager launches
         work = roof + launch
-        stage = (overlapped(work, comm_ep) if tbo else work + comm_ep) + comm_tp
+        stage = work + comm_ep + comm_tp
+        if tbo:  # two micro-batches, every kernel launched twice; used where it pays
+            tbo_work = roof + dm.launch_s(math.inf, 2 * dm.kernels_stage, roof)[0]
+            stage = min(stage, overlapped(tbo_work, comm_ep) + comm_tp)
         comm = comm_tp + comm_ep
         over = dm.overhead
         time = pp * stage + hops + over + (chunks - 1) * (stage + over)
