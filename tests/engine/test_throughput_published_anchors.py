@@ -108,7 +108,9 @@ def test_deepseek_v3_large_ep_prefill_per_gpu_on_h100():
     input tokens/s per node for 2,000-token prompts (6,818 per GPU). The tokens per step are not stated (the
     profile comparison uses 16,384 per device): chunk 16,384. Model ~7,200 per GPU. Within 25%."""
     layout = Layout(tp=1, dp=32, ep=32)
-    p = prefill(reference.model("deepseek-v3"), H100, layout, 2000, options=ThroughputOptions(prefill_chunk_tokens=16384))
+    p = prefill(
+        reference.model("deepseek-v3"), H100, layout, 2000, options=ThroughputOptions(prefill_chunk_tokens=16384)
+    )
     assert within("sglang-dsv3-h100-prefill-ep32", p.replica_tokens_per_s / layout.gpus)
 
 
@@ -146,7 +148,9 @@ def test_kimi_k3_seed_sglang_disaggregated_per_gpu():
     (the fixture's factor for an unstated setup; context parallelism is not modelled)."""
     model = reference.model("kimi-k3")
     layout = Layout(tp=4, dp=16, ep=64)
-    batch = size(model, GB300, layout=layout, context_tokens=4096, kv_cache_dtype="fp8").max_concurrent_sequences_per_replica
+    batch = size(
+        model, GB300, layout=layout, context_tokens=4096, kv_cache_dtype="fp8"
+    ).max_concurrent_sequences_per_replica
     step = decode_step(model, GB300, layout, batch, 3000, kv_cache_dtype="fp8")
     assert within("seed-kimik3-sglang-disagg", step.tokens_per_s / layout.gpus, 2.0)
 
@@ -162,4 +166,9 @@ def test_anchor_coverage():
     rows = [ANCHORS[i] for i in tested]
     assert len(rows) >= 10
     assert {r["model_kind"] for r in rows} == {"dense", "moe", "mla", "hybrid"}
-    assert {r["hardware"]["catalogue_sku"] for r in rows} >= {"h100-sxm-80gb", "h200-141gb", "b200-192gb", "gb300-288gb"}
+    assert {r["hardware"]["catalogue_sku"] for r in rows} >= {
+        "h100-sxm-80gb",
+        "h200-141gb",
+        "b200-192gb",
+        "gb300-288gb",
+    }

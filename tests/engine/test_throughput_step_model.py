@@ -5,7 +5,6 @@ slower than the slowest overlapped term nor than running them one after the othe
 never slower than the network), over the catalogue's models, layouts and SKUs, not a value of the model.
 """
 
-import dataclasses
 import itertools
 
 import pytest
@@ -49,7 +48,9 @@ def test_more_launch_overhead_never_lowers_tpot(graphs):
                 times.append(DecodeModel(model, acc, layout, options=o).time(batch, ctx))
             assert times == sorted(times), (model.name, acc.name, layout, batch, ctx)
             eager = DecodeModel(model, acc, layout, options=ThroughputOptions(cuda_graphs=False)).time(batch, ctx)
-            graph = DecodeModel(model, acc, layout, options=ThroughputOptions(cuda_graph_max_batch=8192)).time(batch, ctx)
+            graph = DecodeModel(model, acc, layout, options=ThroughputOptions(cuda_graph_max_batch=8192)).time(
+                batch, ctx
+            )
             assert eager >= graph * (1 - 1e-12)
 
 
@@ -77,7 +78,7 @@ def test_overlap_never_makes_a_step_slower_than_its_slowest_term_nor_than_serial
         off = DecodeModel(model, acc, layout, options=ThroughputOptions(overlap=False))
         for batch, ctx in itertools.product(BATCHES, CONTEXTS):
             p = on.parts(batch, ctx)
-            time, mem, comp, comm, over = p[:5]
+            time, mem, comp, comm = p[:4]
             assert time >= max(mem, comp, comm) - 1e-12
             assert time <= off.time(batch, ctx) * (1 + 1e-12)
 
@@ -127,4 +128,4 @@ def test_kernel_launches_are_the_batch_1_floor():
     assert s.launch_time_s == pytest.approx(s.kernels_per_step * 3e-6)
     assert s.launch_time_s > 5 * s.memory_time_s
     assert s.overhead_s == pytest.approx(s.launch_time_s + s.step_overhead_s)
-    assert dataclasses.asdict(s)["tpot_s" if False else "time_s"] >= s.launch_time_s + s.memory_time_s
+    assert s.time_s >= s.launch_time_s + s.memory_time_s

@@ -194,11 +194,12 @@ class DecodeModel:
 
     __slots__ = (
         "a2a_fixed_s",
-        "a2a_s_per_token",
         "a2a_prefill_s_per_token",
+        "a2a_s_per_token",
         "accelerator",
         "attn_ctx",
         "attn_fixed",
+        "attn_mla",
         "bw",
         "dense_fmt",
         "dense_read",
@@ -209,33 +210,32 @@ class DecodeModel:
         "f_dense",
         "f_exp",
         "fabric",
-        "graph_max",
-        "kernels_stage",
-        "overlap",
         "gather_fixed_s",
         "gather_s_per_token",
         "geometry",
+        "graph_max",
         "hop_fixed_s",
         "hop_s_per_seq",
         "k",
+        "kernels_stage",
         "kv_dtype",
         "layout",
         "model",
         "options",
         "overhead",
+        "overlap",
         "perf",
         "pp",
         "r_attn",
         "r_attn_mla",
-        "attn_mla",
         "r_dense",
         "r_exp",
         "sliding",
         "state_gpu",
+        "tile",
         "tp",
         "tp_ar_fixed_s",
         "tp_ar_s_per_seq",
-        "tile",
     )
 
     def __init__(
@@ -382,9 +382,8 @@ class DecodeModel:
         t_exp = fe / self.r_exp * (self.tile_factor(tokens_mb, d) if self.e else 1.0)
         t_comp = fd / self.r_dense + t_exp + self.attn_time(context) * rank_mb
         comm_tp = self.tp_ar_fixed_s + self.tp_ar_s_per_seq * rank_mb
-        comm_ep = (
-            (self.a2a_fixed_s + self.a2a_s_per_token * rank_mb if self.a2a_s_per_token else 0.0)
-            + (self.gather_fixed_s + self.gather_s_per_token * tokens_mb if self.gather_s_per_token else 0.0)
+        comm_ep = (self.a2a_fixed_s + self.a2a_s_per_token * rank_mb if self.a2a_s_per_token else 0.0) + (
+            self.gather_fixed_s + self.gather_s_per_token * tokens_mb if self.gather_s_per_token else 0.0
         )
         tbo = self.overlap and rank_mb >= 2
         kernels = self.kernels_stage

@@ -119,7 +119,13 @@ class ThroughputOptions:
                 errors[name] = ["Must be a fraction above 0 and at most 1."]
         if not _number(self.network_gbps) or self.network_gbps <= 0:
             errors["network_gbps"] = ["Must be a positive number of GB/s."]
-        for name in ("link_latency_s", "network_latency_s", "step_overhead_s", "kernel_launch_s", "eager_kernel_launch_s"):
+        for name in (
+            "link_latency_s",
+            "network_latency_s",
+            "step_overhead_s",
+            "kernel_launch_s",
+            "eager_kernel_launch_s",
+        ):
             value = getattr(self, name)
             if not _number(value) or value < 0:
                 errors[name] = ["Must be a number of seconds, zero or more."]
