@@ -129,3 +129,13 @@ def test_slos_are_rechecked_when_given():
     correction = fit_correction([SpeedSample(batch=8, tpot_s=base.tpot_s * 1.5)] * 3, predict)
     assert apply_correction(base, correction, tpot_slo_ms=slo_ms).meets_tpot is False
     assert apply_correction(base, correction).meets_tpot is base.meets_tpot
+
+
+def test_a_side_with_too_few_samples_is_not_fitted():
+    p = predict(4, None)
+    samples = [SpeedSample(batch=4, tpot_s=p.tpot_s * 1.5, ttft_s=p.ttft_s * 3)] * 3
+    samples += [SpeedSample(batch=4, tpot_s=p.tpot_s * 1.5)] * 9
+    correction = fit_correction(samples, predict, min_samples=10)
+    assert (correction.decode_factor, correction.decode_samples) == (pytest.approx(1.5), 12)
+    assert (correction.prefill_factor, correction.prefill_samples, correction.prefill_residual) == (1.0, 0, None)
+    assert "Prefill: 3 usable sample(s), fewer than 10: not corrected." in correction.assumptions

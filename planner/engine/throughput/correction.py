@@ -137,11 +137,14 @@ def fit_correction(
     predict: Predictor | None = None,
     *,
     fitted_at: datetime | None = None,
+    min_samples: int = 1,
 ) -> SpeedCorrection:
     """Fit decode and prefill factors from ``samples`` (median of log observed / predicted).
 
     ``predict(batch, context_tokens)`` gives the model's figures for a sample without ``predicted``;
-    it is called once per distinct (batch, context). Samples with no running batch are ignored.
+    it is called once per distinct (batch, context). Samples with no running batch are ignored. A
+    side with fewer than ``min_samples`` usable samples is not fitted (factor 1, 0 samples; the
+    assumptions say how many there were).
     """
     cache: dict[tuple[int, int | None], SpeedPrediction] = {}
     usable: list[tuple[SpeedSample, SpeedPrediction]] = []
@@ -158,6 +161,8 @@ def fit_correction(
             p = cache.get(key) or cache.setdefault(key, predict(*key))
         usable.append((s, p))
     decode_logs = [math.log(s.tpot_s / p.tpot_s) for s, p in usable if _usable(s.tpot_s) and _usable(p.tpot_s)]
+    counts = {"Decode": len(decode_logs)}
+    decode_logs = decode_logs if len(decode_logs) >= min_samples else []
     decode_factor, decode_residual = _fit(decode_logs)
     prefill_logs = []
     for s, p in usable:
@@ -166,12 +171,20 @@ def fit_correction(
         observed = s.ttft_s - decode_factor * p.ttft_decode_s
         if observed > 0:
             prefill_logs.append(math.log(observed / p.prefill_s))
+    counts["Prefill"] = len(prefill_logs)
+    prefill_logs = prefill_logs if len(prefill_logs) >= min_samples else []
     prefill_factor, prefill_residual = _fit(prefill_logs)
+    short = [
+        f"{side}: {n} usable sample(s), fewer than {min_samples}: not corrected."
+        for side, n in counts.items()
+        if 0 < n < min_samples
+    ]
     notes = (
         "Factors are exp(median log(observed / predicted)) over the polls with requests running: TPOT (median "
         "inter-token latency) for decode; TTFT less the interleaved decode steps for prefill (queueing + prefill).",
         f"{len(decode_logs)} decode and {len(prefill_logs)} prefill sample(s); {ignored} poll(s) ignored (idle "
         "or without figures).",
+        *short,
     )
     return SpeedCorrection(
         decode_factor=decode_factor,
@@ -249,4 +262,3 @@ def apply_correction(
 
 def _residual(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
-
