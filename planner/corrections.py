@@ -300,3 +300,24 @@ def deployment_throughput(
     now = now or timezone.now()
     fixed = correct(deployment, result, correction, now, usd_per_gpu_hour)
     return Calibrated(fixed, calibration_of(correction, now))
+
+
+def predicted_tpot_ms(deployment: Deployment, polls: list) -> list[float | None]:
+    """The model's TPOT (ms) at each poll's running batch per replica (None for an idle poll, or when
+    the engine cannot model the deployment), one estimate per distinct batch."""
+    engine_model = None
+    cache: dict[int, float | None] = {}
+    values: list[float | None] = []
+    for poll in polls:
+        batch = batch_of(poll.requests_running, deployment.replicas) if poll.status == "up" else None
+        if batch is None:
+            values.append(None)
+            continue
+        if batch not in cache:
+            try:
+                engine_model = engine_model or deployment.model.to_engine()
+                cache[batch] = estimate_for(deployment, batch=batch, model=engine_model).tpot_s * 1e3
+            except EngineInputError:
+                cache[batch] = None
+        values.append(cache[batch])
+    return values

@@ -262,7 +262,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "poll-cycle": {"task": "fleet.poll_cycle", "schedule": 5.0, "options": {"expires": 30}},
     "prune-polls": {"task": "fleet.prune_polls", "schedule": 3600.0},
-    "fit-speed-corrections": {"task": "planner.fit_speed_corrections", "schedule": 3600.0, "options": {"expires": 3000}},
+    "fit-speed-corrections": {"task": "planner.fit_speed_corrections", "schedule": 3600.0},
 }
 #: Each worker's main process records a beat this often (seconds); three missed beats = silent.
 WORKER_HEARTBEAT_S = float(os.environ.get("FLEETCAP_WORKER_HEARTBEAT_S", "30"))
