@@ -3,6 +3,21 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
+from fleet.permissions import create_permissions_now, grant
+from planner.permissions import GRANTS
+
+
+def grant_roles(apps, schema_editor):
+    """Every role reads speed corrections (planner.permissions.GRANTS)."""
+    create_permissions_now(apps, "planner")
+    grant(apps, "planner", GRANTS)
+
+
+def drop_speed_correction_grants(apps, schema_editor):
+    from planner.permissions import GRANTS_0003
+
+    grant(apps, "planner", GRANTS_0003)
+
 
 class Migration(migrations.Migration):
 
@@ -36,4 +51,5 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('deployment', 'fitted_at'), name='one_speed_correction_per_window_end')],
             },
         ),
+        migrations.RunPython(grant_roles, drop_speed_correction_grants),
     ]
