@@ -75,36 +75,27 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000.0
 
 
-def predicted_cache_tokens(deployment: Deployment) -> int | None:
-    """KV-cache tokens the sizing engine predicts for one replica (what one endpoint reports), times dp.
+def predicted_cache(deployment: Deployment) -> tuple[int | None, tuple[int, int] | None]:
+    """What the sizing engine predicts for what an endpoint publishes, from one sizing of the deployment
+    with its own engine's profile: ``(cache_tokens, (num_blocks, block_size))``.
 
-    With the deployment's engine profile, the figure that engine publishes: vLLM's ``cache_config_info``
-    blocks x block size, SGLang's ``max_total_num_tokens``; else (generic) cache budget per GPU / KV
-    bytes per token per GPU.
+    ``cache_tokens`` is for one replica, times dp: vLLM's ``cache_config_info`` blocks x block size,
+    SGLang's ``max_total_num_tokens``; with the generic profile, cache budget per GPU / KV bytes per
+    token per GPU. ``(num_blocks, block_size)`` is the vLLM profile's per-GPU allocation (None for other
+    engines). None where the deployment does not size.
     """
     try:
         result = deployment.sizing()
     except EngineInputError:
-        return None
+        return None, None
     alloc = result.allocation
     if alloc is not None:
         tokens = alloc.num_blocks * alloc.block_size_tokens if alloc.engine == "vllm" else alloc.kv_cache_tokens
-        return tokens * deployment.dp or None
+        blocks = (alloc.num_blocks, alloc.block_size_tokens) if alloc.engine == "vllm" else None
+        return (tokens * deployment.dp or None), blocks
     if result.cache_bytes <= 0 or result.kv_bytes_per_token_per_gpu <= 0:
-        return None
-    return result.cache_bytes // result.kv_bytes_per_token_per_gpu * deployment.dp
-
-
-def predicted_blocks(deployment: Deployment) -> tuple[int, int] | None:
-    """``(engine_num_blocks, engine_block_size_tokens)`` the vLLM profile predicts per GPU for this deployment
-    (its release, block size and max_model_len), to set beside what vLLM's ``cache_config_info`` publishes."""
-    try:
-        result = deployment.sizing(engine="vllm")
-    except EngineInputError:
-        return None
-    if result.engine_num_blocks is None or result.engine_block_size_tokens is None:
-        return None
-    return result.engine_num_blocks, result.engine_block_size_tokens
+        return None, None
+    return result.cache_bytes // result.kv_bytes_per_token_per_gpu * deployment.dp, None
 
 
 def previous_snapshots(deployment_ids: Iterable[int]) -> dict[int, MetricsSnapshot]:
@@ -141,11 +132,11 @@ def _poll_row(item: Polled) -> tuple[EndpointPoll, dict[str, Any]]:
     values: dict[str, Any] = {name: getattr(derived, name, None) for name in DERIVED_FIELDS}
     values |= {column: _ms(getattr(derived, seconds, None)) for column, seconds in MILLISECOND_FIELDS.items()}
     values["observed_cache_tokens"] = observed
-    values["predicted_cache_tokens"] = predicted_cache_tokens(deployment) if observed else None
     blocks = (snap.num_gpu_blocks, snap.block_size_tokens) if snap else (None, None)
-    predicted = predicted_blocks(deployment) if blocks[0] and deployment.engine == "vllm" else None
+    tokens, predicted = predicted_cache(deployment) if observed or blocks[0] else (None, None)
+    values["predicted_cache_tokens"] = tokens if observed else None
     values["observed_num_blocks"], values["observed_block_size"] = blocks
-    values["predicted_num_blocks"], values["predicted_block_size"] = predicted or (None, None)
+    values["predicted_num_blocks"], values["predicted_block_size"] = (predicted if blocks[0] else None) or (None, None)
     poll = EndpointPoll(
         deployment_id=deployment.pk, polled_at=item.at, status=str(outcome.status), reason=outcome.reason or "",
         latency_ms=_ms(outcome.latencies_s.get("models")), counter_reset=bool(derived and derived.counter_reset),

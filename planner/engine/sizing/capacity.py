@@ -307,18 +307,26 @@ def _prepare(
         asked = [x for x in contexts if x is not None]
         p.max_model_len = engine.max_model_len or model.max_context_tokens or max(asked, default=DEFAULT_CONTEXT_TOKENS)
     if engine.engine != "generic":
-        p.alloc = allocate(
-            engine.engine,
-            model,
-            layout,
-            available_bytes=max(0, p.cache),
-            max_model_len=p.max_model_len,
-            kv_cache_dtype=kv_cache_dtype,
-            block_size_tokens=engine.block_size_tokens,
-            version=engine.engine_version,
-            batch_tokens=p.batch_tokens,
-            prefix_caching=engine.prefix_caching,
-            state_pool_ratio=state_pool_ratio,
+        # memoised per model: a page or a poll cycle sizes many deployments of one model alike
+        key = (
+            ("allocation", engine, layout, max(0, p.cache), p.max_model_len, kv_cache_dtype, p.batch_tokens),
+            state_pool_ratio,
+        )
+        p.alloc = c.text(
+            key,
+            lambda: allocate(
+                engine.engine,
+                model,
+                layout,
+                available_bytes=max(0, p.cache),
+                max_model_len=p.max_model_len,
+                kv_cache_dtype=kv_cache_dtype,
+                block_size_tokens=engine.block_size_tokens,
+                version=engine.engine_version,
+                batch_tokens=p.batch_tokens,
+                prefix_caching=engine.prefix_caching,
+                state_pool_ratio=state_pool_ratio,
+            ),
         )
     return p
 

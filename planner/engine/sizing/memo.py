@@ -69,14 +69,21 @@ class ModelConstants:
         return hit
 
     def text(self, key: Any, build: Any) -> Any:
-        """Memoised assumption text: ``build()`` once per ``key``."""
+        """Memoised assumption text (and engine allocations): ``build()`` once per ``key``.
+
+        Bounded: past ``MAX_TEXTS`` entries the memo starts again, so a long-lived worker sizing many
+        distinct deployments does not grow without limit."""
         hit = self._text.get(key)
         if hit is None:
+            if len(self._text) >= MAX_TEXTS:
+                self._text.clear()
             hit = self._text[key] = build()
         return hit
 
 
 _MEMO: dict[int, ModelConstants] = {}
+#: Entries of one model's text memo before it is cleared (``ModelConstants.text``).
+MAX_TEXTS: int = 4096
 
 
 def model_constants(model: ModelArch) -> ModelConstants:
