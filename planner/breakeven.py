@@ -19,6 +19,7 @@ from django.utils import timezone
 from fleet.errors import InputError
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.models.base import find_by_slug
+from planner.corrections import deployment_throughput
 from planner.engine import (
     PRICING_KINDS,
     Layout,
@@ -39,7 +40,8 @@ class BreakevenRequest:
     """A rent-versus-API comparison. Records by slug; ``None`` means "not given". Either an inline
     rate (``usd_per_gpu_hour``) or a ``sku`` whose quote in force on ``on`` is used; either an
     ``api_price`` slug or the three inline prices; monthly tokens inline or from a ``workload``;
-    a ``deployment`` fills GPUs, SKU, model and (throughput model) the capacity. Money is Decimal
+    a ``deployment`` fills GPUs, SKU, model and (throughput model, with the deployment's live speed
+    correction when there is one: ``figures["calibrated"]``) the capacity. Money is Decimal
     USD; token volumes are per month; ``hours_per_day`` 0-24."""
 
     gpus: int | None = None
@@ -208,7 +210,8 @@ def compare(request: BreakevenRequest) -> Breakeven:
     if weights is None and model is not None and (request.download_gbytes_per_s or request.storage_usd_per_gb_month):
         weights = weights_bytes(model.to_engine())
     capacity = request.capacity_output_tokens_per_month
-    tokens_per_s, throughput_note = None, None
+    tokens_per_s, throughput_note, calibration = None, None, None
+    now = timezone.now()
     deployment = r.deployment
     layout = Layout(**{k: getattr(request, k) or 1 for k in ("tp", "pp", "dp", "ep")}) if request.tp else None
     if capacity is None and deployment is None and layout is not None and model is not None and r.sku is not None:
@@ -236,13 +239,17 @@ def compare(request: BreakevenRequest) -> Breakeven:
         # for the deployment's own workload (or this comparison's).
         if workload is not None and deployment.workload_id is None:
             deployment.workload = workload
-        speed = deployment.throughput()
+        # With the deployment's latest live speed correction applied, when there is one (planner.corrections).
+        speed_of_deployment = deployment_throughput(deployment, now=now)
+        speed, calibration = speed_of_deployment.result, speed_of_deployment.calibration
         tokens_per_s = speed.tokens_per_s_replica * deployment.replicas
         throughput_note = (
             f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {deployment.slug} "
             f"({deployment.replicas} replica(s), TPOT {speed.tpot_s * 1000:.1f} ms at {speed.concurrency_limit} "
             "concurrent sequences per replica)."
         )
+        if calibration is not None:
+            throughput_note += " " + speed.assumptions[0]
     result = breakeven(
         gpus=r.gpus,
         usd_per_gpu_hour=rate,
@@ -282,6 +289,8 @@ def compare(request: BreakevenRequest) -> Breakeven:
     figures = result.to_dict()
     if throughput_note:
         figures["assumptions"].append(throughput_note)
+    # The live speed correction behind the capacity (planner.corrections.calibration_of), or None.
+    figures["calibrated"] = calibration
     figures["unit_economics"] = None
     if tokens_per_s:
         # Cost per million output tokens, tokens/s per USD-hour and idle cost of the throughput above.

@@ -4,14 +4,15 @@ Decisions are append-only (the model refuses to save or delete an existing one),
 ``change_decision`` or ``delete_decision``. ``change_plan`` means cancelling a plan: plans are
 written by their service, and the admin shows them read-only. Calibrations are written by their
 service for whoever may change the deployment (``fleet.change_deployment``); every role reads them,
-and nobody holds planner's add/change/delete on them.
+and nobody holds planner's add/change/delete on them. Speed corrections are written by the hourly
+task (``planner.fit_speed_corrections``) only; every role reads them.
 """
 
 from __future__ import annotations
 
 from fleet.permissions import codenames
 
-MODELS: tuple[str, ...] = ("decision", "plan", "calibration")
+MODELS: tuple[str, ...] = ("decision", "plan", "calibration", "speedcorrection")
 
 RUN_PLANS = frozenset({"add_plan", "change_plan"})
 
@@ -28,6 +29,8 @@ def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
 
 #: The table as migration 0002 applied it, before calibrations existed (0003 applies ``GRANTS``).
 GRANTS_0002: dict[str, frozenset[str]] = _table(("decision", "plan"))
+#: The table as migration 0003 applied it, before speed corrections existed (0004 applies ``GRANTS``).
+GRANTS_0003: dict[str, frozenset[str]] = _table(("decision", "plan", "calibration"))
 VIEW_ALL = codenames(["view"], MODELS)
 #: role -> planner permission codenames.
 GRANTS: dict[str, frozenset[str]] = _table(MODELS)

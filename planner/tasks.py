@@ -1,4 +1,4 @@
-"""Celery tasks of the planner. Thin: the work is in planner.plans. Named ``<app>.<job>`` like
+"""Celery tasks of the planner. Thin: the work is in planner.plans and planner.corrections. Named ``<app>.<job>`` like
 fleet's (``fleet/tasks.py``)."""
 
 from __future__ import annotations
@@ -25,3 +25,36 @@ def run_plan(self, plan_id: str) -> str:
     from planner.plans import execute_plan
 
     return execute_plan(plan_id).status
+
+
+# Retried on a database blip only (RETRY_ON_TRANSIENT). Idempotent: a run's fits share one window end
+# (the start of the hour it runs in) and a fit of the same window replaces the one stored, so a retry
+# or a redelivery within the hour stores each deployment's fit once (one after the hour stores that
+# hour's). Beat sends it hourly; a run that gives up after its retries is redone by the next hour's,
+# which reads nearly the same polls (the window is 24 h), so no fit is lost for long.
+@shared_task(
+    name="planner.fit_speed_corrections",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=900,
+    time_limit=960,
+    **RETRY_ON_TRANSIENT,
+)
+def fit_speed_corrections(self, window_end: str | None = None) -> dict[str, int]:
+    """Fit the speed correction of every deployment with enough busy polls (``planner.corrections``).
+
+    ``window_end`` (ISO time): the end of the polls' window; default, the start of the current hour,
+    which a retry of the same run shares."""
+    from datetime import datetime
+
+    from django.utils import timezone
+
+    from planner.corrections import fit_all
+
+    if window_end is None:
+        now = timezone.now()
+        window_end_at = now.replace(minute=0, second=0, microsecond=0)
+    else:
+        window_end_at = datetime.fromisoformat(window_end)
+    return fit_all(window_end_at)

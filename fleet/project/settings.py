@@ -262,6 +262,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "poll-cycle": {"task": "fleet.poll_cycle", "schedule": 5.0, "options": {"expires": 30}},
     "prune-polls": {"task": "fleet.prune_polls", "schedule": 3600.0},
+    "fit-speed-corrections": {"task": "planner.fit_speed_corrections", "schedule": 3600.0},
 }
 #: Each worker's main process records a beat this often (seconds); three missed beats = silent.
 WORKER_HEARTBEAT_S = float(os.environ.get("FLEETCAP_WORKER_HEARTBEAT_S", "30"))
@@ -286,6 +287,11 @@ POLL_CONCURRENCY = envint("FLEETCAP_POLL_CONCURRENCY", 500)
 #: Raw polls are kept this long, hourly rollups this long (days).
 POLL_RETENTION_DAYS = envint("FLEETCAP_POLL_RETENTION_DAYS", 7)
 POLL_ROLLUP_RETENTION_DAYS = envint("FLEETCAP_POLL_ROLLUP_RETENTION_DAYS", 400)
+#: Live speed correction (planner/corrections.py, docs/throughput.md): hours of polls each fit reads,
+#: the fewest usable polls a side is fitted from, and the oldest fit still applied (hours).
+SPEED_CORRECTION_WINDOW_HOURS = float(os.environ.get("FLEETCAP_SPEED_CORRECTION_WINDOW_HOURS", "24"))
+SPEED_CORRECTION_MIN_SAMPLES = envint("FLEETCAP_SPEED_CORRECTION_MIN_SAMPLES", 10)
+SPEED_CORRECTION_MAX_AGE_HOURS = float(os.environ.get("FLEETCAP_SPEED_CORRECTION_MAX_AGE_HOURS", "168"))
 
 LOGGING = {
     "version": 1,

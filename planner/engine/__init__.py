@@ -14,7 +14,8 @@ Layout, by concept (each package's ``__init__`` lists its modules):
   ``errors`` (``EngineInputError``);
 - ``sizing/`` (memory): ``size``, ``capacity_curve``, ``weights_bytes``, ``kv_bytes_per_token``,
   ``state_bytes_per_sequence``, ``min_gpus_for_weights``, ``single_gpu_fit``;
-- ``throughput/`` (speed of one layout): ``estimate``;
+- ``throughput/`` (speed of one layout): ``estimate``; live correction: ``fit_correction``,
+  ``apply_correction``, ``SpeedSample``, ``SpeedCorrection``, ``prediction_of``, ``batch_of``;
 - ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
 - ``profiles/`` (what a named serving engine allocates): ``ENGINES``, ``EngineAllocation``, ``NEWEST_VLLM``,
   ``NEWEST_SGLANG``; ``size(engine=...)``;
@@ -69,7 +70,18 @@ from planner.engine.spec import (
     parse_layer_groups,
 )
 from planner.engine.startup_log import MAX_LOG_BYTES, StartupLog, parse_startup_log, redact_startup_log
-from planner.engine.throughput import ThroughputOptions, ThroughputResult, estimate
+from planner.engine.throughput import (
+    SpeedCorrection,
+    SpeedPrediction,
+    SpeedSample,
+    ThroughputOptions,
+    ThroughputResult,
+    apply_correction,
+    batch_of,
+    estimate,
+    fit_correction,
+    prediction_of,
+)
 from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
 
 __all__ = [
@@ -108,15 +120,21 @@ __all__ = [
     "SearchResult",
     "SizingResult",
     "SkuOffer",
+    "SpeedCorrection",
+    "SpeedPrediction",
+    "SpeedSample",
     "SpendResult",
     "StartupLog",
     "ThroughputOptions",
     "ThroughputResult",
     "Workload",
+    "apply_correction",
+    "batch_of",
     "blended_input_usd_per_mtok",
     "breakeven",
     "capacity_curve",
     "estimate",
+    "fit_correction",
     "kv_bytes_per_token",
     "layout_errors",
     "min_gpus_for_weights",
@@ -124,6 +142,7 @@ __all__ = [
     "monthly_spend",
     "parse_layer_groups",
     "parse_startup_log",
+    "prediction_of",
     "quote_in_force",
     "quotes_in_force",
     "rate_from_quotes",

@@ -5,13 +5,13 @@ from django.conf import settings
 from django.db import migrations, models
 
 from fleet.permissions import create_permissions_now, grant
-from planner.permissions import GRANTS
+from planner.permissions import GRANTS_0003
 
 
 def grant_roles(apps, schema_editor):
-    """Every role reads calibrations (planner.permissions.GRANTS)."""
+    """Every role reads calibrations (planner.permissions.GRANTS_0003: the table before speed corrections)."""
     create_permissions_now(apps, "planner")
-    grant(apps, "planner", GRANTS)
+    grant(apps, "planner", GRANTS_0003)
 
 
 def drop_calibration_grants(apps, schema_editor):

@@ -1,7 +1,9 @@
-"""planner's records: rent-versus-API decisions, layout-search plans, calibrations from startup logs."""
+"""planner's records: rent-versus-API decisions, layout-search plans, calibrations from startup logs,
+speed corrections from polls."""
 
 from .calibrations import Calibration
+from .corrections import SpeedCorrection
 from .decisions import Decision, ImmutableRecordError
 from .plans import Plan
 
-__all__ = ["Calibration", "Decision", "ImmutableRecordError", "Plan"]
+__all__ = ["Calibration", "Decision", "ImmutableRecordError", "Plan", "SpeedCorrection"]

@@ -16,6 +16,7 @@ from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, WorkerHeartbeat
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from planner.calibrations import calibrate
+from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
 from planner.forms import CalibrationForm
 from planner.headroom import capacity_points, envelope, headroom
 from planner.models.calibrations import RATIO_BAND
@@ -173,6 +174,7 @@ def _poll_series(deployment: Deployment) -> dict:
         line("Generation tokens/s", [p.generation_tokens_per_s for p in polls], "#2f8f6b"),
         line("Prompt tokens/s", [p.prompt_tokens_per_s for p in polls], "#4a5a80"),
     ]
+    speed = _speed_series(deployment, polls, labels, line)
     calibrated = next((p for p in reversed(polls) if p.calibration_ratio is not None), None)
     blocks = next((p for p in reversed(polls) if p.block_ratios is not None), None)
     return {
@@ -182,4 +184,30 @@ def _poll_series(deployment: Deployment) -> dict:
         "tokens_chart": {"labels": labels, "series": tokens, "unit": "tokens/s"},
         "calibration": calibrated,
         "block_check": blocks,
+        **speed,
+    }
+
+
+def _speed_series(deployment: Deployment, polls: list, labels: list[str], line) -> dict:
+    """Observed TPOT p50 beside the model's TPOT at each poll's running batch, and that times the
+    deployment's live speed correction (planner.corrections), with the correction itself."""
+    correction = latest_for(deployment)
+    newest = correction or deployment.speed_corrections.order_by("-fitted_at", "-id").first()
+    predicted = predicted_tpot_ms(deployment, polls)
+    series = [
+        line("observed TPOT p50 (ms)", [p.itl_p50_ms for p in polls], "#2f8f6b"),
+        line("predicted TPOT (model, ms)", predicted, "#8a8a8a", [4, 3]),
+    ]
+    if correction is not None:
+        factor = correction.decode_factor
+        corrected = [None if v is None else v * factor for v in predicted]
+        series.append(line("predicted x correction (ms)", corrected, "#c0392b"))
+    columns = [s["values"] for s in series]
+    rows = [{"label": label, "values": [c[i] for c in columns]} for i, label in enumerate(labels)]
+    return {
+        "speed_chart": {"labels": labels, "series": series, "unit": "ms"},
+        "speed_rows": rows[::-1],
+        "speed_correction": correction,
+        "speed_calibration": calibration_of(correction) if correction else None,
+        "stale_speed_correction": newest if correction is None else None,
     }

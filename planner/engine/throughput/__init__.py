@@ -7,9 +7,19 @@ Modules, one concept each (formulas and sources: docs/throughput.md):
   attention FLOP coefficients, distinct experts);
 - ``decode``: one decode step of a batch on one replica;
 - ``prefill``: one prompt's prefill, and the KV transfer of disaggregated serving;
-- ``estimate``: the serving estimate of one replica (``estimate()``), queueing and money.
+- ``estimate``: the serving estimate of one replica (``estimate()``), queueing and money;
+- ``correction``: a deployment's observed speed against the model's (``fit_correction``, ``apply_correction``).
 """
 
+from .correction import (
+    SpeedCorrection,
+    SpeedPrediction,
+    SpeedSample,
+    apply_correction,
+    batch_of,
+    fit_correction,
+    prediction_of,
+)
 from .decode import DecodeStep, decode_step
 from .estimate import (
     ThroughputResult,
@@ -26,13 +36,20 @@ __all__ = [
     "DEFAULT_OPTIONS",
     "DecodeStep",
     "PrefillEstimate",
+    "SpeedCorrection",
+    "SpeedPrediction",
+    "SpeedSample",
     "ThroughputOptions",
     "ThroughputResult",
     "aggregated_latency",
+    "apply_correction",
+    "batch_of",
     "decode_step",
     "disaggregated_ttft",
     "estimate",
+    "fit_correction",
     "parse_usd",
+    "prediction_of",
     "prefill",
     "queue_wait_s",
 ]
