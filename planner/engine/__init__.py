@@ -69,7 +69,7 @@ from planner.engine.spec import (
     parse_layer_groups,
 )
 from planner.engine.startup_log import MAX_LOG_BYTES, StartupLog, parse_startup_log, redact_startup_log
-from planner.engine.throughput import ThroughputOptions, ThroughputResult, estimate
+from planner.engine.throughput import SensitivityBand, ThroughputOptions, ThroughputResult, estimate, sensitivity
 from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
 
 __all__ = [
@@ -106,6 +106,7 @@ __all__ = [
     "Quote",
     "SearchCancelled",
     "SearchResult",
+    "SensitivityBand",
     "SizingResult",
     "SkuOffer",
     "SpendResult",
@@ -129,6 +130,7 @@ __all__ = [
     "rate_from_quotes",
     "redact_startup_log",
     "search",
+    "sensitivity",
     "single_gpu_fit",
     "size",
     "state_bytes_per_sequence",

@@ -7,7 +7,8 @@ Modules, one concept each (formulas and sources: docs/throughput.md):
   attention FLOP coefficients, distinct experts);
 - ``decode``: one decode step of a batch on one replica;
 - ``prefill``: one prompt's prefill, and the KV transfer of disaggregated serving;
-- ``estimate``: the serving estimate of one replica (``estimate()``), queueing and money.
+- ``estimate``: the serving estimate of one replica (``estimate()``), queueing and money;
+- ``sensitivity``: the band of an estimate when the efficiency factors move (``sensitivity()``).
 """
 
 from .decode import DecodeStep, decode_step
@@ -21,18 +22,25 @@ from .estimate import (
 )
 from .options import DEFAULT_OPTIONS, ThroughputOptions
 from .prefill import PrefillEstimate, prefill
+from .sensitivity import DEFAULT_SPREAD, Band, FactorSensitivity, SensitivityBand, efficiency_factors, sensitivity
 
 __all__ = [
     "DEFAULT_OPTIONS",
+    "DEFAULT_SPREAD",
+    "Band",
     "DecodeStep",
+    "FactorSensitivity",
     "PrefillEstimate",
+    "SensitivityBand",
     "ThroughputOptions",
     "ThroughputResult",
     "aggregated_latency",
     "decode_step",
     "disaggregated_ttft",
+    "efficiency_factors",
     "estimate",
     "parse_usd",
     "prefill",
     "queue_wait_s",
+    "sensitivity",
 ]
