@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
 from fleet.models import Deployment, HardwareSku, ModelSpec
@@ -32,6 +32,9 @@ from planner.engine import (
     ThroughputResult,
     sensitivity,
 )
+
+if TYPE_CHECKING:
+    from planner.sizing import Sizing
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
 #: Request shape when neither the request nor a deployment's workload gives one (as ``estimate()``).
@@ -256,4 +259,28 @@ def estimate_layout(request: EstimateRequest) -> Estimate:
         band=band,
         calibrated=calibration,
         notes=tuple(notes),
+    )
+
+
+def band_of(sizing: Sizing, speed: ThroughputResult) -> SensitivityBand:
+    """The band of a speed estimate the sizing service made (``planner.sizing.speed_of``): the same
+    model, SKU, layout, request shape, batch, price and formats, each efficiency factor moved.
+
+    Its ``central`` is ``speed`` recomputed from the inputs ``speed`` echoes, so the what-if page shows
+    one estimate, not two."""
+    request = sizing.request
+    return sensitivity(
+        sizing.model.to_engine(),
+        sizing.sku.to_engine(),
+        speed.layout,
+        prompt_tokens=speed.prompt_tokens,
+        output_tokens=speed.output_tokens,
+        context_tokens=speed.context_tokens,
+        prefix_cache_hit_rate=speed.prefix_cache_hit_rate,
+        batch=speed.batch,
+        usd_per_gpu_hour=speed.usd_per_gpu_hour,
+        kv_cache_dtype=speed.kv_cache_dtype,
+        weight_format=request.weight_format,
+        include_scale_overhead=request.include_scale_overhead,
+        gpu_memory_utilization=request.gpu_memory_utilization or 0.9,
     )

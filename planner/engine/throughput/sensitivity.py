@@ -216,8 +216,9 @@ def sensitivity(
         f"x{1 + spread:g} (efficiencies capped at 1), one at a time and all together at the optimistic and "
         f"pessimistic corners; the band is the smallest and largest value over {len(results)} estimates.",
         f"Batch held at the central estimate's {central.batch} sequences per replica.",
-        "The +-20% default is a convention (the simulator's own kernel efficiencies spread that much around "
-        "the defaults; the published anchors sit 10-40% away), not a fitted confidence interval.",
+        f"The default range (+-{DEFAULT_SPREAD:.0%}) is a convention (the simulator's own kernel efficiencies "
+        "spread that much around the defaults; the published anchors sit 10-40% away), not a fitted confidence "
+        "interval.",
     )
     return SensitivityBand(
         spread=float(spread),
