@@ -23,6 +23,7 @@ from planner.engine import (
     PRICING_KINDS,
     Layout,
     Quote,
+    ThroughputResult,
     blended_input_usd_per_mtok,
     breakeven,
     estimate,
@@ -30,6 +31,7 @@ from planner.engine import (
     weights_bytes,
     weights_storage,
 )
+from planner.estimates import band_around
 
 PRICE_FIELDS = ApiPrice.PRICES
 
@@ -178,6 +180,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _throughput_snapshot(
+    speed: ThroughputResult | None, model: Any, sku: HardwareSku, deployment: Deployment | None
+) -> dict[str, Any] | None:
+    """TPOT, tokens/s and the sensitivity band of the estimate a comparison used (None without one)."""
+    if speed is None:
+        return None
+    accelerator = (deployment.cluster.sku if deployment is not None else sku).to_engine()
+    utilisation = deployment.gpu_memory_utilization if deployment is not None else 0.9
+    band = band_around(model, accelerator, speed, gpu_memory_utilization=utilisation)
+    return {
+        "tpot_ms": speed.tpot_s * 1e3,
+        "tokens_per_s_replica": speed.tokens_per_s_replica,
+        "batch": speed.batch,
+        "layout": speed.layout.as_dict(),
+        "sensitivity": band.to_dict(),
+    }
+
+
 def compare(request: BreakevenRequest) -> Breakeven:
     """Resolve prices, records and volumes and call the cost engine (InputError / EngineInputError
     with field names when the request cannot be computed)."""
@@ -208,7 +228,7 @@ def compare(request: BreakevenRequest) -> Breakeven:
     if weights is None and model is not None and (request.download_gbytes_per_s or request.storage_usd_per_gb_month):
         weights = weights_bytes(model.to_engine())
     capacity = request.capacity_output_tokens_per_month
-    tokens_per_s, throughput_note = None, None
+    tokens_per_s, throughput_note, speed, speed_model = None, None, None, None
     deployment = r.deployment
     layout = Layout(**{k: getattr(request, k) or 1 for k in ("tp", "pp", "dp", "ep")}) if request.tp else None
     if capacity is None and deployment is None and layout is not None and model is not None and r.sku is not None:
@@ -225,7 +245,8 @@ def compare(request: BreakevenRequest) -> Breakeven:
                 "ttft_slo_ms": workload.ttft_slo_ms,
                 "tpot_slo_ms": workload.tpot_slo_ms,
             }
-        speed = estimate(model.to_engine(), r.sku.to_engine(), layout, **shape)
+        speed_model = model.to_engine()
+        speed = estimate(speed_model, r.sku.to_engine(), layout, **shape)
         tokens_per_s = speed.tokens_per_s_replica * replicas
         throughput_note = (
             f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {replicas} replica(s) of "
@@ -237,6 +258,7 @@ def compare(request: BreakevenRequest) -> Breakeven:
         if workload is not None and deployment.workload_id is None:
             deployment.workload = workload
         speed = deployment.throughput()
+        speed_model = deployment.model.to_engine()
         tokens_per_s = speed.tokens_per_s_replica * deployment.replicas
         throughput_note = (
             f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {deployment.slug} "
@@ -278,6 +300,9 @@ def compare(request: BreakevenRequest) -> Breakeven:
         "model": _figures("model", model),
         "sku": _figures("sku", r.sku),
         "deployment": _figures("deployment", deployment),
+        # The throughput estimate the capacity rests on, with its band (each efficiency factor moved):
+        # a decision recorded on this comparison carries the uncertainty of that estimate.
+        "throughput": _throughput_snapshot(speed, speed_model, r.sku, deployment),
     }
     figures = result.to_dict()
     if throughput_note:

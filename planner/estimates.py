@@ -262,16 +262,23 @@ def estimate_layout(request: EstimateRequest) -> Estimate:
     )
 
 
-def band_of(sizing: Sizing, speed: ThroughputResult) -> SensitivityBand:
-    """The band of a speed estimate the sizing service made (``planner.sizing.speed_of``): the same
-    model, SKU, layout, request shape, batch, price and formats, each efficiency factor moved.
+def band_around(
+    model: ModelArch,
+    accelerator: Any,
+    speed: ThroughputResult,
+    *,
+    weight_format: str | None = None,
+    include_scale_overhead: bool = True,
+    gpu_memory_utilization: float = 0.9,
+) -> SensitivityBand:
+    """The band of an estimate already made: ``sensitivity()`` on the inputs ``speed`` echoes (layout,
+    request shape, prefix-cache rate, batch, price, KV dtype) plus the formats it was made with.
 
-    Its ``central`` is ``speed`` recomputed from the inputs ``speed`` echoes, so the what-if page shows
-    one estimate, not two."""
-    request = sizing.request
+    SLOs are left out: they only choose the batch, which is held at ``speed.batch``. The band's
+    ``central`` is ``speed`` recomputed, so a page or a snapshot shows one estimate, not two."""
     return sensitivity(
-        sizing.model.to_engine(),
-        sizing.sku.to_engine(),
+        model,
+        accelerator,
         speed.layout,
         prompt_tokens=speed.prompt_tokens,
         output_tokens=speed.output_tokens,
@@ -280,6 +287,19 @@ def band_of(sizing: Sizing, speed: ThroughputResult) -> SensitivityBand:
         batch=speed.batch,
         usd_per_gpu_hour=speed.usd_per_gpu_hour,
         kv_cache_dtype=speed.kv_cache_dtype,
+        weight_format=weight_format,
+        include_scale_overhead=include_scale_overhead,
+        gpu_memory_utilization=gpu_memory_utilization,
+    )
+
+
+def band_of(sizing: Sizing, speed: ThroughputResult) -> SensitivityBand:
+    """The band of a speed estimate the sizing service made (``planner.sizing.speed_of``)."""
+    request = sizing.request
+    return band_around(
+        sizing.model.to_engine(),
+        sizing.sku.to_engine(),
+        speed,
         weight_format=request.weight_format,
         include_scale_overhead=request.include_scale_overhead,
         gpu_memory_utilization=request.gpu_memory_utilization or 0.9,
