@@ -122,11 +122,12 @@ class Estimate:
 
 
 def breakdown(result: ThroughputResult) -> dict[str, float]:
-    """One decode step's parts in ms (memory, compute, communication, overhead) and the step itself.
+    """One decode step's parts in ms (memory, compute, communication, overhead = kernel launches +
+    step overhead), the time overlap hid, and the step itself.
 
-    Memory and compute overlap inside a stage (the stage takes the larger), so the parts can add up
-    to more than ``step_ms``; each is at most the step, and the step at most TPOT (which adds the
-    prefill share of the GPUs' time).
+    Memory and compute overlap inside a stage (the stage takes the larger), and two-batch overlap
+    hides part of the communication (``overlap_saved_ms``), so the parts can add up to more than
+    ``step_ms``; each is at most the step, and the step at most TPOT (which adds the prefill share).
     """
     step = result.decode
     return {
@@ -134,6 +135,7 @@ def breakdown(result: ThroughputResult) -> dict[str, float]:
         "compute_ms": step.compute_time_s * 1e3,
         "communication_ms": step.communication_time_s * 1e3,
         "overhead_ms": step.overhead_s * 1e3,
+        "overlap_saved_ms": step.overlap_saved_s * 1e3,
         "step_ms": step.time_s * 1e3,
     }
 

@@ -268,4 +268,4 @@ def test_whatif_shows_what_vllm_will_allocate(viewer, catalog):
     assert 'id="whatif-engine-concurrency">13.25x' in table
     assert "1.49%" in table
     bad = viewer.get("/what-if/?model=qwen3-next-80b-a3b&sku=h200-141gb&engine=vllm&engine_version=0.8").content
-    assert b"predates the V1 allocator" in bad
+    assert b"vLLM 0.8 predates the releases the app models (0.10.0 to 0.33.0)" in bad

@@ -34,11 +34,12 @@ def _json_script(html: str, element_id: str) -> dict:
 def test_breakdown_bar_data_and_table(viewer, catalog):
     html = viewer.get(URL, HTTP_HX_REQUEST="true").content.decode()
     data = _json_script(html, "whatif-breakdown")
-    assert set(data) >= {"memory_ms", "compute_ms", "communication_ms", "overhead_ms", "step_ms"}
+    assert set(data) >= {"memory_ms", "compute_ms", "communication_ms", "overhead_ms", "overlap_saved_ms", "step_ms"}
     assert all(data[k] >= 0 for k in data)
     assert 'data-chart="breakdown" data-source="whatif-breakdown"' in html
     # The step is the larger of memory and compute plus communication and overhead (pp 1: one stage).
     step = max(data["memory_ms"], data["compute_ms"]) + data["communication_ms"] + data["overhead_ms"]
+    step -= data["overlap_saved_ms"]  # what two-batch overlap hid
     assert data["step_ms"] == pytest.approx(step, rel=1e-9)
     # The numbers are also in the table beside the chart.
     table = html[html.index('id="whatif-breakdown-table"') :]

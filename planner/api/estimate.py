@@ -86,7 +86,8 @@ class BreakdownSerializer(serializers.Serializer):
     memory_ms = serializers.FloatField(help_text="HBM reads and writes of one decode step.")
     compute_ms = serializers.FloatField(help_text="Tensor-core time of one decode step.")
     communication_ms = serializers.FloatField(help_text="Collectives (all-reduce, all-to-all) and pipeline hops.")
-    overhead_ms = serializers.FloatField(help_text="Scheduler, sampling, launches.")
+    overhead_ms = serializers.FloatField(help_text="Kernel launches + step overhead (scheduler, sampling).")
+    overlap_saved_ms = serializers.FloatField(help_text="Communication hidden behind compute (two-batch overlap).")
     step_ms = serializers.FloatField(help_text="The step: memory and compute overlap per stage, the rest adds.")
 
 

@@ -99,9 +99,10 @@ def test_the_factors_are_the_efficiency_like_option_fields():
     assert set(TODAY) <= set(names)
     fields = {f.name for f in dataclasses.fields(ThroughputOptions)}
     assert set(names) <= fields
-    assert all(n.endswith(("_efficiency", "_overhead_s")) for n in names)
+    assert {"kernel_launch_s", "eager_kernel_launch_s"} <= set(names)  # the per-kernel launch costs
+    assert all(n.endswith(("_efficiency", "_overhead_s", "_launch_s")) for n in names)
     # Fabric figures are hardware, not efficiencies.
-    assert not {"network_gbps", "link_latency_s", "scaleup_domain_gpus"} & set(names)
+    assert not {"network_gbps", "link_latency_s", "scaleup_domain_gpus", "gemm_tile_tokens", "cuda_graphs"} & set(names)
 
 
 def test_efficiencies_are_capped_at_one_and_moved_by_the_spread():
@@ -111,7 +112,7 @@ def test_efficiencies_are_capped_at_one_and_moved_by_the_spread():
     assert by["memory_bandwidth_efficiency"].high_value == 1.0  # 0.9 x 1.2 = 1.08, capped
     assert by["memory_bandwidth_efficiency"].low_value == pytest.approx(0.72)
     assert by["compute_efficiency"].low_value == pytest.approx(0.4) and by["compute_efficiency"].high_value == 0.6
-    assert by["step_overhead_s"].high_value == pytest.approx(1.2e-3)
+    assert by["step_overhead_s"].high_value == pytest.approx(opts.step_overhead_s * 1.2)
     # One-sided elasticity where capped: still a slope, still not positive.
     assert by["memory_bandwidth_efficiency"].elasticity_tpot < 0
 

@@ -9,9 +9,11 @@ blocks, the token figure it logs and the concurrency it reports, and the assumpt
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from ..errors import EngineInputError
 from ..units import GIB, ceil_div
 
 #: Engine profiles: ``generic`` is the app's own engine-neutral arithmetic (``sizing/capacity.py``).
@@ -38,6 +40,39 @@ def parse_version(text: str) -> tuple[int, ...]:
     if not parts:
         raise ValueError(f"not a version: {text!r}")
     return tuple(parts)
+
+
+class Release(Protocol):
+    """A row of a release table: the rules hold from ``since`` up to the next row."""
+
+    @property
+    def since(self) -> str: ...
+
+
+R = TypeVar("R", bound=Release)
+
+
+def choose_release(releases: Sequence[R], version: str | None, newest: str, engine: str, example: str) -> tuple[str, R]:
+    """``(version, rules)``: the last row of ``releases`` (oldest first) whose ``since`` is not after
+    ``version`` (default ``newest``). ``EngineInputError`` under ``engine_version`` for text that is not a
+    version or a release older than the table."""
+    version = version or newest
+    try:
+        wanted = parse_version(version)
+    except ValueError:
+        raise EngineInputError.single(
+            "engine_version", f"Not {engine} version: {version!r} (e.g. {example})."
+        ) from None
+    first = releases[0].since
+    if wanted < parse_version(first):
+        raise EngineInputError.single(
+            "engine_version", f"{engine} {version} predates the releases the app models ({first} to {newest})."
+        )
+    chosen = releases[0]
+    for release in releases:
+        if parse_version(release.since) <= wanted:
+            chosen = release
+    return version, chosen
 
 
 @dataclass(frozen=True, slots=True)

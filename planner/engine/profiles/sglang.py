@@ -62,7 +62,7 @@ from ..formats import DTYPE_BYTES
 from ..sizing.state import layer_state_bytes
 from ..spec import LayerGroup, Layout, ModelArch
 from ..units import ceil_div
-from .common import CacheGroup, EngineAllocation, parse_version
+from .common import CacheGroup, EngineAllocation, choose_release
 
 DEFAULT_PAGE_SIZE: int = 1
 #: Backends that force the page size: ``(sizes they accept, size forced otherwise)``
@@ -255,21 +255,7 @@ NEWEST_SGLANG: str = "0.5.23"
 
 def sglang_release(version: str | None) -> tuple[str, SglangRelease]:
     """``(version, rules)`` for ``version`` (default: the newest read); ``EngineInputError`` if unknown."""
-    version = version or NEWEST_SGLANG
-    try:
-        wanted = parse_version(version)
-    except ValueError:
-        raise EngineInputError.single("engine_version", f"Not an SGLang version: {version!r} (e.g. 0.5.9).") from None
-    if wanted < parse_version(SGLANG_RELEASES[0].since):
-        raise EngineInputError.single(
-            "engine_version",
-            f"SGLang {version} predates the releases the app models ({SGLANG_RELEASES[0].since} to {NEWEST_SGLANG}).",
-        )
-    chosen = SGLANG_RELEASES[0]
-    for release in SGLANG_RELEASES:
-        if parse_version(release.since) <= wanted:
-            chosen = release
-    return version, chosen
+    return choose_release(SGLANG_RELEASES, version, NEWEST_SGLANG, "SGLang", "0.5.9")
 
 
 def rest_memory_bytes(free_after_weights_bytes: int, free_before_weights_bytes: int, mem_fraction_static: float) -> int:

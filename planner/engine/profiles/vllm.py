@@ -48,7 +48,7 @@ from ..formats import DTYPE_BYTES
 from ..sizing.state import layer_state_bytes
 from ..spec import LayerGroup, Layout, ModelArch
 from ..units import ceil_div
-from .common import CacheGroup, EngineAllocation, parse_version
+from .common import CacheGroup, EngineAllocation, choose_release, parse_version
 
 DEFAULT_BLOCK_SIZE: int = 16
 MLA_BLOCK_SIZE: int = 64
@@ -112,21 +112,7 @@ NEWEST_VLLM: str = "0.33.0"
 
 def vllm_release(version: str | None) -> tuple[str, VllmRelease]:
     """``(version, rules)`` for ``version`` (default: the newest modelled); ``EngineInputError`` if unknown."""
-    version = version or NEWEST_VLLM
-    try:
-        wanted = parse_version(version)
-    except ValueError:
-        raise EngineInputError.single("engine_version", f"Not a vLLM version: {version!r} (e.g. 0.11.0).") from None
-    if wanted < parse_version(VLLM_RELEASES[0].since):
-        raise EngineInputError.single(
-            "engine_version",
-            f"vLLM {version} predates the V1 allocator the app models (0.10.0 to {NEWEST_VLLM}).",
-        )
-    chosen = VLLM_RELEASES[0]
-    for release in VLLM_RELEASES:
-        if parse_version(release.since) <= wanted:
-            chosen = release
-    return version, chosen
+    return choose_release(VLLM_RELEASES, version, NEWEST_VLLM, "vLLM", "0.11.0")
 
 
 def state_dtypes(group: LayerGroup) -> tuple[str, str, str]:

@@ -24,6 +24,7 @@ A replica is ``tp x pp x dp`` GPUs (``spec.Layout``). With ``B`` sequences at co
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +34,62 @@ from ..sizing.kv_cache import KvGeometry
 from ..sizing.memo import check_model, model_constants
 from ..spec import Accelerator, Layout, ModelArch
 from ..units import TB, ceil_div
-from .options import DEFAULT_OPTIONS, Fabric, ThroughputOptions, compute_rate_format, peak_flops
+from .options import (
+    DEFAULT_OPTIONS,
+    Fabric,
+    ThroughputOptions,
+    compute_rate_format,
+    cuda_graph_max_batch,
+    peak_flops,
+)
 from .perf import ModelPerf, cached_model_perf, distinct_experts
 
 #: Bytes per element of activations on the wire: bf16 for all-reduces and MoE combine; MoE dispatch
 #: goes in fp8 when the experts compute in fp8/fp4 (DeepEP's fp8 dispatch), else bf16.
 ACTIVATION_BYTES: int = 2
+
+#: Kernels one decode layer launches per micro-batch, by attention kind (pre-norm, projections, rope and
+#: cache write, the attention kernel and its split-KV merge, output projection), read from the decode
+#: paths of vLLM 0.11 / SGLang 0.5 model files: GQA full/sliding (``llama.py``/``qwen3_moe.py``: norm,
+#: qkv, rope+cache, attention split + merge, o_proj) 6; MLA absorbed (``deepseek_v2.py``: norm, fused
+#: q_a/kv_a, two norms, q_b, k absorb bmm, rope+cache, FlashMLA split + combine, v absorb bmm, o_proj)
+#: 11; KDA / gated DeltaNet (``qwen3_next.py``/``kimi_linear.py``: norm, in_proj qkvz, in_proj ba,
+#: conv1d update, gate, recurrent update, gated norm, out_proj) 8.
+ATTENTION_KERNELS: dict[str, int] = {"full": 6, "sliding": 6, "mla": 11, "linear": 8}
+#: GEMM groups of each attention kind that take an activation-quantisation kernel with W8A8 weights
+#: (per-token-group fp8 quant before each block-fp8 GEMM in vLLM/SGLang).
+ATTENTION_GEMMS: dict[str, int] = {"full": 2, "sliding": 2, "mla": 4, "linear": 2}
+#: MLP kernels per layer: dense (norm, gate_up, act, down) 4; routed MoE (norm, router, top-k, align/sort,
+#: grouped up, act, grouped down, combine) 8; each shared expert block (gate_up, act, down) 3.
+DENSE_MLP_KERNELS: int = 4
+MOE_KERNELS: int = 8
+SHARED_EXPERT_KERNELS: int = 3
+#: Attention compute efficiency per kind. MLA absorbed decode: FlashMLA README (deepseek-ai/FlashMLA,
+#: H800 SXM5): 660 TFLOPS compute-bound of 989 bf16 = 0.67 (and 3,000 GB/s of 3,350 memory-bound, above
+#: the default 0.8). Other kinds: ``compute_efficiency``.
+MLA_ATTENTION_EFFICIENCY: float = 0.67
+
+
+def layer_kernels(kind: str, moe: bool, shared_experts: int, w8a8: bool) -> int:
+    """Kernels one decode layer of attention ``kind`` launches per micro-batch (tables above)."""
+    n = ATTENTION_KERNELS.get(kind, ATTENTION_KERNELS["full"])
+    gemms = ATTENTION_GEMMS.get(kind, 2)
+    if moe:
+        n += MOE_KERNELS + SHARED_EXPERT_KERNELS * min(1, shared_experts)
+        gemms += 2 * min(1, shared_experts) + 1
+    else:
+        n += DENSE_MLP_KERNELS
+        gemms += 2
+    return n + (gemms if w8a8 else 0)
+
+
+def overlapped(work_s: float, comm_s: float) -> float:
+    """Time of ``work_s`` and ``comm_s`` run as two overlapped micro-batches (two-batch overlap).
+
+    One micro-batch's compute hides the other's all-to-all; half of the shorter term is not hidden
+    (pipeline fill and drain): ``max + min / 2``. Never below the slower term, never above the sum.
+    """
+    return max(work_s, comm_s) + min(work_s, comm_s) / 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +124,11 @@ class DecodeStep:
     expert_compute_format: str
     tokens_per_s: float
     assumptions: tuple[str, ...]
+    launch_time_s: float = 0.0
+    step_overhead_s: float = 0.0
+    overlap_saved_s: float = 0.0
+    cuda_graph: bool = True
+    kernels_per_step: int = 0
 
     @property
     def bytes_per_gpu(self) -> float:
@@ -111,6 +167,11 @@ class DecodeStep:
             "flops_per_gpu": self.flops_per_gpu,
             "compute_formats": {"dense": self.dense_compute_format, "experts": self.expert_compute_format},
             "tokens_per_s": self.tokens_per_s,
+            "launch_time_ms": self.launch_time_s * 1e3,
+            "step_overhead_ms": self.step_overhead_s * 1e3,
+            "overlap_saved_ms": self.overlap_saved_s * 1e3,
+            "cuda_graph": self.cuda_graph,
+            "kernels_per_step": self.kernels_per_step,
             "assumptions": list(self.assumptions),
         }
 
@@ -133,10 +194,12 @@ class DecodeModel:
 
     __slots__ = (
         "a2a_fixed_s",
+        "a2a_prefill_s_per_token",
         "a2a_s_per_token",
         "accelerator",
         "attn_ctx",
         "attn_fixed",
+        "attn_mla",
         "bw",
         "dense_fmt",
         "dense_read",
@@ -150,21 +213,26 @@ class DecodeModel:
         "gather_fixed_s",
         "gather_s_per_token",
         "geometry",
+        "graph_max",
         "hop_fixed_s",
         "hop_s_per_seq",
         "k",
+        "kernels_stage",
         "kv_dtype",
         "layout",
         "model",
         "options",
         "overhead",
+        "overlap",
         "perf",
         "pp",
         "r_attn",
+        "r_attn_mla",
         "r_dense",
         "r_exp",
         "sliding",
         "state_gpu",
+        "tile",
         "tp",
         "tp_ar_fixed_s",
         "tp_ar_s_per_seq",
@@ -200,18 +268,31 @@ class DecodeModel:
         self.r_dense = peak_flops(accelerator, self.dense_fmt) * eff
         self.r_exp = peak_flops(accelerator, self.expert_fmt) * eff
         self.r_attn = peak_flops(accelerator, "bf16") * eff
-        # attention FLOPs per sequence on one GPU of a stage: per context token, fixed, sliding (coef, window)
-        attn_ctx = attn_fixed = 0.0
+        self.r_attn_mla = peak_flops(accelerator, "bf16") * MLA_ATTENTION_EFFICIENCY
+        # attention FLOPs per sequence on one GPU of a stage: per context token (full), MLA per context
+        # token (its own kernel efficiency), fixed (linear), sliding (coef, window)
+        attn_ctx = attn_mla = attn_fixed = 0.0
         sliding: list[tuple[float, int]] = []
+        kernels = 0
+        w8a8 = self.dense_fmt == "fp8" and perf.dense_format in ("fp8", "int8")
         for g in perf.groups:
             per = ceil_div(g.count, pp) * max(1.0, g.heads / tp) * g.decode
             if g.kind == "linear":
                 attn_fixed += per
             elif g.kind == "sliding":
                 sliding.append((per, g.window))
+            elif g.kind == "mla":
+                attn_mla += per
             else:
                 attn_ctx += per
-        self.attn_ctx, self.attn_fixed, self.sliding = attn_ctx, attn_fixed, tuple(sliding)
+            kernels += ceil_div(g.count, pp) * layer_kernels(g.kind, perf.is_moe, model.n_shared_experts, w8a8)
+        self.attn_ctx, self.attn_mla, self.attn_fixed, self.sliding = attn_ctx, attn_mla, attn_fixed, tuple(sliding)
+        self.kernels_stage = kernels + (2 * ceil_div(perf.layers, pp) if tp > 1 else 0)  # + the all-reduces
+        if perf.is_moe and ep > 1:
+            self.kernels_stage += 2 * ceil_div(perf.moe_layers, pp)  # dispatch + combine
+        self.graph_max = cuda_graph_max_batch(accelerator, tp, options)
+        self.overlap = options.overlap and perf.is_moe and ep > 1
+        self.tile = options.gemm_tile_tokens
         # communication, per stage and micro-batch (seconds = fixed + per-sequence/per-token terms)
         fabric = self.fabric = Fabric(accelerator, options)
         layers_stage = ceil_div(perf.layers, pp)
@@ -224,6 +305,7 @@ class DecodeModel:
         else:
             self.tp_ar_fixed_s = self.tp_ar_s_per_seq = 0.0
         self.a2a_fixed_s = self.a2a_s_per_token = self.gather_fixed_s = self.gather_s_per_token = 0.0
+        self.a2a_prefill_s_per_token = 0.0
         if perf.is_moe and ep > 1:
             dispatch = 1 if self.expert_fmt in ("fp8", "fp4") else ACTIVATION_BYTES
             fanout = min(self.k, ep) * (ep - 1) / ep
@@ -231,6 +313,7 @@ class DecodeModel:
             lat = fabric.group(ep)[1]
             self.a2a_fixed_s = moe_stage * 2 * lat
             self.a2a_s_per_token = moe_stage * per_token * fabric.all_to_all_s_per_byte(ep)
+            self.a2a_prefill_s_per_token = moe_stage * per_token * fabric.all_to_all_normal_s_per_byte(ep, self.k)
         elif perf.is_moe and dp > 1:
             group = tp * dp
             bw, lat = fabric.group(group)
@@ -246,13 +329,39 @@ class DecodeModel:
 
     def attn_flops(self, context: float) -> float:
         """Attention FLOPs of one sequence at ``context`` tokens on one GPU of a stage."""
-        flops = self.attn_ctx * context + self.attn_fixed
+        flops = (self.attn_ctx + self.attn_mla) * context + self.attn_fixed
         for per, window in self.sliding:
             flops += per * min(context, window)
         return flops
 
+    def attn_time(self, context: float) -> float:
+        """Seconds of attention compute of one sequence at ``context`` on one GPU of a stage (per kind)."""
+        other = self.attn_flops(context) - self.attn_mla * context
+        return other / self.r_attn + self.attn_mla * context / self.r_attn_mla
+
+    def tile_factor(self, tokens: float, distinct: float) -> float:
+        """Rows computed / rows needed of the expert GEMMs: ``ceil(m / tile) x tile / m``, ``m`` = tokens per expert."""
+        if not distinct or tokens <= 0:
+            return 1.0
+        m = tokens * self.k / distinct
+        return math.ceil(m / self.tile - 1e-9) * self.tile / m
+
+    def launch_s(self, rank_batch: float, kernels: float, work_s: float) -> tuple[float, bool]:
+        """``(seconds added by kernel launches, CUDA graph used)`` for a stage of ``kernels`` kernels.
+
+        In a graph each kernel adds ``kernel_launch_s`` to the GPU timeline; eagerly the CPU issues each
+        in ``eager_kernel_launch_s`` while the GPU runs ahead, so a stage takes at least
+        ``kernels x eager`` (and never less than it would in a graph).
+        """
+        o = self.options
+        graph_time = kernels * o.kernel_launch_s
+        if rank_batch <= self.graph_max:
+            return graph_time, True
+        return max(graph_time, kernels * o.eager_kernel_launch_s - work_s), False
+
     def parts(self, batch: float, context: int) -> tuple[float, ...]:
-        """``(time, memory, compute, communication, overhead, m, D, dense, experts, kv, state, flops)``.
+        """``(time, memory, compute, communication, overhead, m, D, dense, experts, kv, state, flops,
+        launch, step overhead, overlap saved, graph, kernels)``.
 
         Times in seconds per token cycle; bytes and FLOPs per GPU per token cycle.
         """
@@ -270,21 +379,37 @@ class DecodeModel:
         fd = self.f_dense * rank_mb
         fe = self.f_exp * tokens_mb
         fa = self.attn_flops(context) * rank_mb
-        t_comp = fd / self.r_dense + fe / self.r_exp + fa / self.r_attn
-        comm = (
-            self.tp_ar_fixed_s
-            + self.tp_ar_s_per_seq * rank_mb
-            + (self.a2a_fixed_s + self.a2a_s_per_token * rank_mb if self.a2a_s_per_token else 0.0)
-            + (self.gather_fixed_s + self.gather_s_per_token * tokens_mb if self.gather_s_per_token else 0.0)
+        t_exp = fe / self.r_exp * (self.tile_factor(tokens_mb, d) if self.e else 1.0)
+        t_comp = fd / self.r_dense + t_exp + self.attn_time(context) * rank_mb
+        comm_tp = self.tp_ar_fixed_s + self.tp_ar_s_per_seq * rank_mb
+        comm_ep = (self.a2a_fixed_s + self.a2a_s_per_token * rank_mb if self.a2a_s_per_token else 0.0) + (
+            self.gather_fixed_s + self.gather_s_per_token * tokens_mb if self.gather_s_per_token else 0.0
         )
+        tbo = self.overlap and rank_mb >= 2
+        kernels = self.kernels_stage
+        roof = max(t_mem, t_comp)
+        launch, graph = self.launch_s(rank_mb, kernels, roof)
+        work = roof + launch
+        stage_serial = work + comm_tp + comm_ep
+        if tbo:
+            # two micro-batches launch every kernel twice; an operator enables it where it pays (SGLang's
+            # --enable-two-batch-overlap is set for large-batch EP decode), so the faster of the two
+            tbo_work = roof + self.launch_s(rank_mb, 2 * self.kernels_stage, roof)[0]
+            stage = min(overlapped(tbo_work, comm_ep) + comm_tp, stage_serial)
+        else:
+            stage = stage_serial
         hops = self.hop_fixed_s + self.hop_s_per_seq * rank_mb if pp > 1 else 0.0
-        time = pp * (max(t_mem, t_comp) + comm) + hops + self.overhead
+        time = pp * stage + hops + self.overhead
+        if tbo:
+            # A rank with one sequence cannot split it in two: a larger batch never steps faster than that
+            # serial step (keeps TPOT non-decreasing in the batch).
+            time = max(time, self.parts(self.dp * m, context)[0])
         return (
             time,
             pp * t_mem,
             pp * t_comp,
-            pp * comm + hops,
-            self.overhead,
+            pp * (comm_tp + comm_ep) + hops,
+            self.overhead + pp * launch,
             m,
             d,
             pp * self.dense_read,
@@ -292,6 +417,11 @@ class DecodeModel:
             pp * kv,
             pp * state,
             pp * (fd + fe + fa),
+            pp * launch,
+            self.overhead,
+            max(0.0, pp * stage_serial + hops + self.overhead - time),
+            graph,
+            pp * kernels,
         )
 
     def time(self, batch: float, context: int) -> float:
@@ -360,7 +490,9 @@ def decode_step(
     check_step(batch, context_tokens, kv_cache_dtype, options)
     check_layout(model, layout)
     dm = DecodeModel(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
-    t, mem, comp, comm, over, m, d, dense, experts, kv, state, flops = dm.parts(batch, context_tokens)
+    t, mem, comp, comm, over, m, d, dense, experts, kv, state, flops, launch, step_o, saved, graph, kern = dm.parts(
+        batch, context_tokens
+    )
     return DecodeStep(
         model=model.name,
         accelerator=accelerator.name,
@@ -386,4 +518,9 @@ def decode_step(
         expert_compute_format=dm.expert_fmt,
         tokens_per_s=batch / t,
         assumptions=dm.assumptions(),
+        launch_time_s=launch,
+        step_overhead_s=step_o,
+        overlap_saved_s=saved,
+        cuda_graph=bool(graph),
+        kernels_per_step=int(kern),
     )

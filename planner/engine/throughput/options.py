@@ -16,8 +16,28 @@ where a name ends in ``_gbps``. Sources for every default: docs/throughput.md, "
   or 400 GbE NIC per GPU, as in DGX/HGX H100 and B200 systems; SimuMax inter-node 50 GB/s).
 * ``link_latency_s`` 8 us and ``network_latency_s`` 35 us per collective (SimuMax: NVLink
   all-reduce 8 us, InfiniBand 35 us).
-* ``step_overhead_s`` 1 ms per forward step (scheduler, sampling, CUDA-graph launch, the small
-  kernels not modelled one by one).
+* ``step_overhead_s`` 0.3 ms per forward step: CUDA-graph replay, input preparation and sampling
+  (top-k/top-p, about ten small kernels) left on the critical path once the CPU scheduler runs one
+  step ahead (SGLang's overlap scheduler, v0.4 blog 2024-12-04; vLLM's async scheduling). The
+  kernels of the layers are counted one by one (``kernel_launch_s``), no longer folded in here.
+* ``kernel_launch_s`` 3 us per kernel inside a CUDA graph, ``eager_kernel_launch_s`` 8 us per
+  kernel launched eagerly: NVIDIA Developer Blog "Getting Started with CUDA Graphs" (A. Gray,
+  2019): short kernels took 3.4 us each in a graph, 3.8 us back to back in a stream and 9.6 us with
+  a launch each; issue 13 / the seeds: eager PyTorch launches cost 5-10 us per kernel. Charged per
+  kernel on top of its roofline time (launch gap, ramp-up and tail a roofline does not see).
+* ``cuda_graphs`` True and ``cuda_graph_max_batch``: decode steps of at most that many sequences per
+  rank replay a captured graph, larger ones launch eagerly. ``None`` takes SGLang 0.5.23's default
+  (``arg_groups/memory_hook.py``, by GPU memory: < 20 GiB 8; < 35 GiB 48 (160 at tp >= 4); < 60 GiB
+  32 (160); < 90 and < 160 GiB 256 (512 at tp >= 4); larger 512), which matches vLLM 0.11.0's cap
+  (``config/scheduler.py``: ``cuda_graph_sizes = [min(2 x max_num_seqs, 512)]``).
+* ``overlap`` True: engines that run expert parallelism with DeepEP overlap the all-to-all with
+  compute (SGLang two-batch overlap, ``--enable-two-batch-overlap``; DeepEP's hook-based
+  overlap); the model then hides the all-to-all behind the step's work when each rank holds at
+  least two sequences to split.
+* ``gemm_tile_tokens`` 64: rows of one grouped-GEMM tile (DeepGEMM's masked decode layout and
+  CUTLASS grouped GEMMs use BLOCK_M 64-128): an expert that receives ``m`` tokens computes
+  ``ceil(m / 64) x 64`` rows, so few tokens per expert waste tensor-core work (the efficiency of
+  the expert GEMMs is not flat: ``m / (ceil(m / 64) x 64)`` of ``compute_efficiency``).
 * ``scaleup_domain_gpus``: GPUs that share the scale-up link (NVLink/Infinity Fabric), to override
   the SKU's own (``Accelerator.scaleup_domain``: its ``scaleup_domain_gpus``, else
   ``gpus_per_node``). A GB300 NVL72 rack is one 72-GPU domain of 4-GPU trays; the catalogue says so.
@@ -45,7 +65,10 @@ DEFAULT_LINK_EFFICIENCY: float = 0.7
 DEFAULT_NETWORK_GBPS: float = 50.0
 DEFAULT_LINK_LATENCY_S: float = 8e-6
 DEFAULT_NETWORK_LATENCY_S: float = 35e-6
-DEFAULT_STEP_OVERHEAD_S: float = 1e-3
+DEFAULT_STEP_OVERHEAD_S: float = 3e-4
+DEFAULT_KERNEL_LAUNCH_S: float = 3e-6
+DEFAULT_EAGER_KERNEL_LAUNCH_S: float = 8e-6
+DEFAULT_GEMM_TILE_TOKENS: int = 64
 #: Scale-up bandwidth assumed when a SKU states none (``interconnect_gbps == 0``): PCIe Gen4 x16,
 #: 64 GB/s bidirectional, the slowest path any multi-GPU server has.
 FALLBACK_INTERCONNECT_GBPS: float = 64.0
@@ -80,6 +103,12 @@ class ThroughputOptions:
     step_overhead_s: float = DEFAULT_STEP_OVERHEAD_S
     prefill_chunk_tokens: int | None = None
     compute_format: str | None = None
+    kernel_launch_s: float = DEFAULT_KERNEL_LAUNCH_S
+    eager_kernel_launch_s: float = DEFAULT_EAGER_KERNEL_LAUNCH_S
+    cuda_graphs: bool = True
+    cuda_graph_max_batch: int | None = None
+    overlap: bool = True
+    gemm_tile_tokens: int = DEFAULT_GEMM_TILE_TOKENS
 
     def errors(self) -> dict[str, list[str]]:
         """Field errors (empty when every option is usable)."""
@@ -90,11 +119,20 @@ class ThroughputOptions:
                 errors[name] = ["Must be a fraction above 0 and at most 1."]
         if not _number(self.network_gbps) or self.network_gbps <= 0:
             errors["network_gbps"] = ["Must be a positive number of GB/s."]
-        for name in ("link_latency_s", "network_latency_s", "step_overhead_s"):
+        for name in (
+            "link_latency_s",
+            "network_latency_s",
+            "step_overhead_s",
+            "kernel_launch_s",
+            "eager_kernel_launch_s",
+        ):
             value = getattr(self, name)
             if not _number(value) or value < 0:
                 errors[name] = ["Must be a number of seconds, zero or more."]
-        for name in ("scaleup_domain_gpus", "prefill_chunk_tokens"):
+        for name in ("cuda_graphs", "overlap"):
+            if not isinstance(getattr(self, name), bool):
+                errors[name] = ["Must be true or false."]
+        for name in ("scaleup_domain_gpus", "prefill_chunk_tokens", "cuda_graph_max_batch", "gemm_tile_tokens"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 errors[name] = ["Must be a positive whole number."]
@@ -117,6 +155,28 @@ DEFAULT_OPTIONS = ThroughputOptions()
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def cuda_graph_max_batch(accelerator: Accelerator, tp: int, options: ThroughputOptions) -> int:
+    """Largest decode batch per rank that replays a CUDA graph (0 when graphs are off).
+
+    ``options.cuda_graph_max_batch``, else SGLang 0.5.23's default by GPU memory
+    (``sglang/srt/arg_groups/memory_hook.py``), the same 512 cap as vLLM 0.11.0 on large GPUs.
+    """
+    if not options.cuda_graphs:
+        return 0
+    if options.cuda_graph_max_batch is not None:
+        return options.cuda_graph_max_batch
+    gib = accelerator.hbm_gb * 1e9 / 2**30
+    if gib < 20:
+        return 8
+    if gib < 35:
+        return 160 if tp >= 4 else 48
+    if gib < 60:
+        return 160 if tp >= 4 else 32
+    if gib < 160:
+        return 512 if tp >= 4 else 256
+    return 512
 
 
 def compute_rate_format(accelerator: Accelerator, weight_format: str, override: str | None = None) -> str:
@@ -174,6 +234,21 @@ class Fabric:
             return 1.0 / self.link_bw
         intra = (self.domain - 1) / (size - 1)
         return max(intra / self.link_bw, (1.0 - intra) / self.net_bw)
+
+    def all_to_all_normal_s_per_byte(self, size: int, top_k: int) -> float:
+        """Seconds per byte of one token copy in a prefill (DeepEP "normal") all-to-all over ``size`` ranks.
+
+        DeepEP's normal kernels send a token once per remote scale-up domain over the network and fan it
+        out over NVLink there (DeepEP README, "asymmetric-domain bandwidth forwarding"), so a token with
+        ``top_k`` experts spread uniformly over ``n`` domains crosses the network
+        ``(n - 1) x (1 - (1 - 1/n)^top_k)`` times instead of once per remote expert.
+        """
+        if size <= self.domain:
+            return self.all_to_all_s_per_byte(size)
+        n = size / self.domain
+        remote = (n - 1) * (1 - (1 - 1 / n) ** top_k)
+        k = max(1, top_k)
+        return max(1.0 / self.link_bw, remote / k / self.net_bw)
 
     def notes(self, accelerator: Accelerator, options: ThroughputOptions) -> tuple[str, ...]:
         link = (

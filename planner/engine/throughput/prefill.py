@@ -38,7 +38,7 @@ from ..sizing.memo import model_constants
 from ..sizing.runtime import default_batch_tokens
 from ..spec import Accelerator, Layout, ModelArch
 from ..units import ceil_div
-from .decode import DecodeModel, check_layout
+from .decode import DecodeModel, check_layout, overlapped
 from .options import DEFAULT_OPTIONS, ThroughputOptions
 from .perf import distinct_experts, sliding_pairs
 
@@ -117,7 +117,7 @@ class PrefillParts(NamedTuple):
 class PrefillModel:
     """Prefill constants of one (model, accelerator, layout, KV dtype, options), built on a ``DecodeModel``."""
 
-    __slots__ = ("attn", "chunk", "dm", "kv_token_gpu", "layers", "net_rate", "state_logical")
+    __slots__ = ("attn", "chunk", "dm", "kv_token_gpu", "layers", "mla_share", "net_rate", "state_logical")
 
     def __init__(self, dm: DecodeModel, chunk_tokens: int | None = None):
         self.dm = dm
@@ -126,6 +126,8 @@ class PrefillModel:
         self.attn = tuple(
             (g.kind, ceil_div(g.count, pp) * max(1.0, g.heads / tp) * g.prefill, g.window) for g in dm.perf.groups
         )
+        total = sum(per for _, per, _ in self.attn) or 1.0
+        self.mla_share = sum(per for kind, per, _ in self.attn if kind == "mla") / total  # approximate split
         self.kv_token_gpu = dm.geometry.bytes_per_token_per_gpu
         self.layers = max(1, dm.perf.layers)
         self.net_rate = dm.fabric.net_bw * tp * pp
@@ -164,14 +166,26 @@ class PrefillModel:
         t_mem = mem / dm.bw
         fa = self.attn_flops(prompt, cached) / chunks
         fd, fe = dm.f_dense * c, dm.f_exp * tokens
-        t_comp = fd / dm.r_dense + fe / dm.r_exp + fa / dm.r_attn
-        comm = dm.tp_ar_fixed_s + dm.tp_ar_s_per_seq * c
+        mla_share = self.mla_share
+        t_attn = fa * (1 - mla_share) / dm.r_attn + fa * mla_share / dm.r_attn_mla
+        t_exp = fe / dm.r_exp * (dm.tile_factor(tokens, distinct_experts(dm.e, dm.k, tokens)) if dm.e else 1.0)
+        t_comp = fd / dm.r_dense + t_exp + t_attn
+        comm_tp = dm.tp_ar_fixed_s + dm.tp_ar_s_per_seq * c
+        comm_ep = 0.0
         if dm.a2a_s_per_token:
-            comm += dm.a2a_fixed_s + dm.a2a_s_per_token * c
+            comm_ep += dm.a2a_fixed_s + dm.a2a_prefill_s_per_token * c
         if dm.gather_s_per_token:
-            comm += dm.gather_fixed_s + dm.gather_s_per_token * tokens
+            comm_ep += dm.gather_fixed_s + dm.gather_s_per_token * tokens
         hops = dm.hop_fixed_s + dm.hop_s_per_seq * c if pp > 1 else 0.0
-        stage = max(t_mem, t_comp) + comm
+        roof = max(t_mem, t_comp)
+        tbo = dm.overlap and c >= 2
+        launch = dm.launch_s(math.inf, dm.kernels_stage, roof)[0]  # prefill: eager launches
+        work = roof + launch
+        stage = work + comm_ep + comm_tp
+        if tbo:  # two micro-batches, every kernel launched twice; used where it pays
+            tbo_work = roof + dm.launch_s(math.inf, 2 * dm.kernels_stage, roof)[0]
+            stage = min(stage, overlapped(tbo_work, comm_ep) + comm_tp)
+        comm = comm_tp + comm_ep
         over = dm.overhead
         time = pp * stage + hops + over + (chunks - 1) * (stage + over)
         cycles = pp + chunks - 1
@@ -186,7 +200,7 @@ class PrefillModel:
             compute_s=cycles * t_comp,
             memory_s=cycles * t_mem,
             communication_s=cycles * comm + hops,
-            overhead_s=chunks * over,
+            overhead_s=chunks * over + cycles * launch,
             chunks=chunks,
             chunk_tokens=c,
             flops_per_gpu=chunks * pp * (fd + fe + fa),

@@ -11,11 +11,14 @@ tokens when a price is given) ``low`` and ``high`` are the smallest and largest 
 and the central one, so the band always contains the central value.
 
 **Which factors.** Every field of ``ThroughputOptions`` whose name ends in ``_efficiency`` (a
-fraction, clamped to at most 1 when moved up) or in ``_overhead_s`` (seconds, zero or more) and holds
-a number (``EFFICIENCY_SUFFIXES``; a field set to ``None`` is left alone). Today those are
-``memory_bandwidth_efficiency``, ``compute_efficiency``, ``link_efficiency`` and ``step_overhead_s``;
-a factor added later under either suffix is moved too, without a change here. Fabric figures
-(bandwidths, latencies, domain sizes) are properties of the hardware, not efficiencies, and stay put.
+fraction, clamped to at most 1 when moved up), ``_overhead_s`` or ``_launch_s`` (seconds, zero or
+more) and holds a number (``EFFICIENCY_SUFFIXES``; a field set to ``None`` is left alone). Today
+those are ``memory_bandwidth_efficiency``, ``compute_efficiency``, ``link_efficiency``,
+``step_overhead_s``, ``kernel_launch_s`` (per kernel inside a CUDA graph) and
+``eager_kernel_launch_s`` (per kernel launched eagerly); a factor added later under one of these
+suffixes is moved too, without a change here. Fabric figures (bandwidths, latencies, domain sizes),
+switches (``cuda_graphs``, ``overlap``) and kernel shapes (``gemm_tile_tokens``) are not efficiencies
+and stay put.
 
 **Why +-20% by default.** The defaults come from one simulator's per-kernel efficiencies (MooreThreads
 SimuMax, docs/throughput.md "Efficiency factors"), whose own kernels spread about that much around
@@ -47,7 +50,7 @@ from .options import DEFAULT_OPTIONS, ThroughputOptions
 DEFAULT_SPREAD: float = 0.2
 
 #: Name endings of the ``ThroughputOptions`` fields the band moves, and the upper bound of each kind.
-EFFICIENCY_SUFFIXES: dict[str, float] = {"_efficiency": 1.0, "_overhead_s": math.inf}
+EFFICIENCY_SUFFIXES: dict[str, float] = {"_efficiency": 1.0, "_overhead_s": math.inf, "_launch_s": math.inf}
 
 
 def efficiency_factors(options: ThroughputOptions = DEFAULT_OPTIONS) -> tuple[str, ...]:

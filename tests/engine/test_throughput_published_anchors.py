@@ -1,0 +1,174 @@
+"""The throughput model against published measurements (tests/fixtures/throughput_anchors.json, issue 13).
+
+Each test reads one anchor from the fixture (its source, setup and value, collected independently of the
+model: docs/throughput_anchors.md), runs the model on the catalogue's datasheet rows at that setup and
+asserts the ratio measured / predicted within a stated band. The model's constants come from their own
+sources (docs/throughput.md, "Efficiency factors"), not from these anchors. Goal: +-25%
+(``TOLERANCE``); an anchor the model cannot express exactly asserts a wider band and says why.
+Ratios at the time of writing are in docs/throughput.md, "Published anchors".
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fleet.catalog import reference
+from planner.engine.sizing import size
+from planner.engine.spec import Layout
+from planner.engine.throughput.decode import decode_step
+from planner.engine.throughput.options import ThroughputOptions
+from planner.engine.throughput.prefill import prefill
+
+ANCHORS = {a["id"]: a for a in json.loads((Path(__file__).parents[1] / "fixtures/throughput_anchors.json").read_text())}
+H100 = reference.accelerator("h100-sxm-80gb")
+H200 = reference.accelerator("h200-141gb")
+B200 = reference.accelerator("b200-192gb")
+GB300 = reference.accelerator("gb300-288gb")
+#: +-25%: the goal of issue 13. Sources state hardware, layout, precision and lengths for these anchors, so the
+#: remaining error is the model's (kernel fusion differences between engines, clocks, routing imbalance).
+TOLERANCE = 1.25
+
+
+def ratio(anchor_id: str, predicted: float) -> float:
+    return ANCHORS[anchor_id]["value"] / predicted
+
+
+def within(anchor_id: str, predicted: float, factor: float = TOLERANCE) -> bool:
+    r = ratio(anchor_id, predicted)
+    return 1 / factor <= r <= factor
+
+
+def tpot_ms(model: str, acc, layout: Layout, context: int, **kw) -> float:
+    return decode_step(reference.model(model), acc, layout, 1, context, **kw).time_s * 1e3
+
+
+def test_qwen3_235b_tpot_at_one_request_on_8_b200():
+    """SGLang v0.5.8.post1, 8 x B200 (HGX), TP8, bf16, 1,024 in / 1,024 out, concurrency 1: TPOT 6.7 ms
+    (gist BenHamm/78563d0d...). Context: mean of a running sequence, 1,024 + 512. Model ~7.2 ms: 0.9 ms of
+    weight reads, 1.5 ms of all-reduce latency (188 x 8 us), 94 layers x 16 kernels x 3 us. Within 25%."""
+    assert within("gist-qwen3-235b-b200-tp8-bs1", tpot_ms("qwen3-235b-a22b", B200, Layout(tp=8), 1536))
+
+
+def test_gpt_oss_120b_tpot_at_one_request_on_8_b200():
+    """Same gist: gpt-oss-120b (mxfp4 experts), TP8 on 8 x B200, concurrency 1: TPOT 2.41 ms. Model ~2.7 ms
+    (36 layers: launches dominate, the 5.7B active parameters read in 0.1 ms). Within 25%."""
+    assert within("gist-gptoss120b-b200-tp8-bs1", tpot_ms("gpt-oss-120b", B200, Layout(tp=8), 1536))
+
+
+def test_kimi_k2_mla_tpot_at_one_request_on_8_b200():
+    """Same gist: Kimi-K2-Instruct (MLA + 384 experts, block-fp8 checkpoint; the table's 'BF16' cannot fit
+    8 x 183 GB), TP8, concurrency 1: TPOT 7.54 ms. Model ~7.6 ms: 61 MLA layers of 29 kernels (11 MLA, 8 MoE,
+    3 shared expert, 7 activation-quantisation kernels of W8A8). Within 25%."""
+    assert within("gist-kimik2-b200-tp8-bs1", tpot_ms("kimi-k2", B200, Layout(tp=8), 1536))
+
+
+def test_qwen3_next_hybrid_tpot_at_one_request_on_2_b200():
+    """Same gist: Qwen3-Coder-Next (Qwen3-Next-80B-A3B's architecture: 36 gated-DeltaNet + 12 full layers,
+    512 experts), TP2, bf16, concurrency 1: TPOT 4.53 ms. Model ~4.6 ms. Within 25%."""
+    assert within("gist-qwen3-coder-next-b200-tp2-bs1", tpot_ms("qwen3-next-80b-a3b", B200, Layout(tp=2), 1536))
+
+
+@pytest.mark.parametrize(("anchor", "tp"), [("vllm-kimik3-gb300-tp8-bs1", 8), ("vllm-kimik3-gb300-tp16-bs1", 16)])
+def test_kimi_k3_tpot_at_one_request_on_gb300(anchor, tp):
+    """vLLM K3 day-0 post (vllm.ai/blog/2026-07-27-k3): K3 (MXFP4 experts, bf16 rest), fp8 KV, TP8 / TP16 on
+    GB300 NVL72 (one NVLink domain), 8,192 in / 1,024 out (range ratio 0.8), concurrency 1, no speculative
+    decoding: 111 / 118 tok/s per user, TPOT 9.0 / 8.5 ms. Context 8,192 + 512. Model 10.6 / 9.2 ms: the
+    93 layers' ~2,200 kernels (6.6 ms) weigh more than the 2.7 / 1.4 ms of weight reads. Within 25%."""
+    assert within(anchor, tpot_ms("kimi-k3", GB300, Layout(tp=tp), 8704, kv_cache_dtype="fp8"))
+
+
+def test_llama_70b_fp8_itl_and_ttft_on_2_h100():
+    """NVIDIA NIM 1.8.0 benchmarks (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance): Llama-3.3-70B
+    (Llama-3.1-70B's architecture) fp8, TP2 on 2 x H100, 5,000 in / 500 out, concurrency 1: ITL 18.58 ms,
+    TTFT 406.77 ms. Model: ITL ~18.9 ms (13.5 ms of weight reads, 1.3 ms all-reduces, 80 layers x 14 kernels),
+    TTFT ~372 ms (compute bound). Both within 25% (dense, H100; decode at one request and prefill)."""
+    model = reference.model("llama-3.1-70b")
+    step = decode_step(model, H100, Layout(tp=2), 1, 5250, weight_format="fp8")
+    first = prefill(model, H100, Layout(tp=2), 5000, weight_format="fp8")
+    assert within("nim-llama33-70b-h100-tp2-itl-c1", step.time_s * 1e3)
+    assert within("nim-llama33-70b-h100-tp2-ttft-c1", first.time_s * 1e3)
+    assert step.bound == "memory" and first.bound == "compute"
+
+
+def test_deepseek_v3_large_ep_decode_per_gpu_on_h100():
+    """LMSYS 2025-05-05 (SGLang, 9 x 8 H100, EP72, DP attention, DeepEP low-latency, two-batch overlap, EPLB):
+    22,282 output tokens/s per node at 256 sequences per GPU, KV length 2,000: 2,785 per GPU (decode at large
+    batch, MLA, H100). Modelled at EP64 on 8 nodes (EP72 needs 32 redundant experts, which the layout cannot
+    express; per-GPU throughput barely depends on the node count). Model ~2,780: the 71 ms all-to-all over
+    InfiniBand overlapped with ~65 ms of work. Within 25%."""
+    gpus = 64
+    step = decode_step(reference.model("deepseek-v3"), H100, Layout(tp=1, dp=gpus, ep=gpus), 256 * gpus, 2000)
+    assert step.overlap_saved_s > 0
+    assert within("sglang-dsv3-h100-decode-ep72", step.tokens_per_s / gpus)
+
+
+def test_deepseek_v3_large_ep_prefill_per_gpu_on_h100():
+    """Same post: prefill on 4 x 8 H100, EP32, DP attention, DeepEP normal dispatch, two-batch overlap: 54,543
+    input tokens/s per node for 2,000-token prompts (6,818 per GPU). The tokens per step are not stated (the
+    profile comparison uses 16,384 per device): chunk 16,384. Model ~7,200 per GPU. Within 25%."""
+    layout = Layout(tp=1, dp=32, ep=32)
+    p = prefill(
+        reference.model("deepseek-v3"), H100, layout, 2000, options=ThroughputOptions(prefill_chunk_tokens=16384)
+    )
+    assert within("sglang-dsv3-h100-prefill-ep32", p.replica_tokens_per_s / layout.gpus)
+
+
+def test_qwen3_next_hybrid_decode_at_concurrency_8_on_2_h200():
+    """sglang#10404 (SGLang main, Sept 2025, tuned fused-MoE config): Qwen3-Next-80B-A3B bf16, TP2 on 2 x H200,
+    1,000 in / 2,000 out, concurrency 8: 937.94 output tok/s (469 per GPU). Context: 1,000 + 1,000. The figure
+    includes each request's prefill (8 x 1,000 tokens over 2,000 output tokens: a few %). Model ~513.
+    Within 25%."""
+    step = decode_step(reference.model("qwen3-next-80b-a3b"), H200, Layout(tp=2), 8, 2000)
+    assert within("sglang-qwen3next-h200-tp2-conc8", step.tokens_per_s / 2)
+
+
+def test_kimi_k2_large_ep_decode_on_h200_in_a_wider_band():
+    """LMSYS/Mooncake 2025-07-17: Kimi K2 decode on 12 x 8 H200, EP96 with 96 redundant experts (EPLB),
+    480 sequences per GPU, 2,000 in / 100 out: 4,000 output tok/s per decode GPU.
+
+    Not within 25%: the layout cannot express EP96 over 384 experts (redundant experts are not modelled), so
+    EP64 on 8 nodes is used, where every GPU sends a larger share of its tokens over the network and the
+    all-to-all (130 ms) dominates the 160 ms step; the batch 480 per GPU is the fixture's reading of an
+    ambiguous table (docs/throughput_anchors.md). Model ~3,080, ratio ~1.3: asserted within 1.5 (the
+    fixture's suggested factor for an inferred setup)."""
+    gpus = 64
+    step = decode_step(reference.model("kimi-k2"), H200, Layout(tp=1, dp=gpus, ep=gpus), 480 * gpus, 2050)
+    assert within("sglang-kimik2-h200-decode-1p1d", step.tokens_per_s / gpus, 1.5)
+    assert ratio("sglang-kimik2-h200-decode-1p1d", step.tokens_per_s / gpus) > 1  # the model is pessimistic here
+
+
+def test_kimi_k3_seed_sglang_disaggregated_per_gpu():
+    """Seeds ('moe-serving-coordination', citing SGLang's Kimi K3 study): a disaggregated setup with chunked
+    pipeline-parallel prefill and context-parallel decode reached 2,808 tokens/s per GPU. Hardware, node count,
+    batch, lengths and whether the figure counts output or total tokens are not known.
+
+    Checked as a class, not a point: a K3 decode pool on one GB300 NVL72 domain (64 GPUs, tp 4 x dp 16, ep 64,
+    fp8 KV) at the batch memory admits for 4k-token contexts, context 3,000. Asserted within a factor of 2
+    (the fixture's factor for an unstated setup; context parallelism is not modelled)."""
+    model = reference.model("kimi-k3")
+    layout = Layout(tp=4, dp=16, ep=64)
+    batch = size(
+        model, GB300, layout=layout, context_tokens=4096, kv_cache_dtype="fp8"
+    ).max_concurrent_sequences_per_replica
+    step = decode_step(model, GB300, layout, batch, 3000, kv_cache_dtype="fp8")
+    assert within("seed-kimik3-sglang-disagg", step.tokens_per_s / layout.gpus, 2.0)
+
+
+def test_anchor_coverage():
+    """At least ten anchors within 25%, covering dense, MoE, MLA and hybrid, H100, H200, B200 and GB300."""
+    tested = [
+        "gist-qwen3-235b-b200-tp8-bs1", "gist-gptoss120b-b200-tp8-bs1", "gist-kimik2-b200-tp8-bs1",
+        "gist-qwen3-coder-next-b200-tp2-bs1", "vllm-kimik3-gb300-tp8-bs1", "vllm-kimik3-gb300-tp16-bs1",
+        "nim-llama33-70b-h100-tp2-itl-c1", "nim-llama33-70b-h100-tp2-ttft-c1", "sglang-dsv3-h100-decode-ep72",
+        "sglang-dsv3-h100-prefill-ep32", "sglang-qwen3next-h200-tp2-conc8",
+    ]  # fmt: skip
+    rows = [ANCHORS[i] for i in tested]
+    assert len(rows) >= 10
+    assert {r["model_kind"] for r in rows} == {"dense", "moe", "mla", "hybrid"}
+    assert {r["hardware"]["catalogue_sku"] for r in rows} >= {
+        "h100-sxm-80gb",
+        "h200-141gb",
+        "b200-192gb",
+        "gb300-288gb",
+    }
