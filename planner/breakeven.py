@@ -24,6 +24,7 @@ from planner.engine import (
     PRICING_KINDS,
     Layout,
     Quote,
+    ThroughputResult,
     blended_input_usd_per_mtok,
     breakeven,
     estimate,
@@ -31,6 +32,7 @@ from planner.engine import (
     weights_bytes,
     weights_storage,
 )
+from planner.estimates import band_around
 
 PRICE_FIELDS = ApiPrice.PRICES
 
@@ -180,6 +182,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _throughput_snapshot(
+    speed: ThroughputResult | None, model: Any, sku: HardwareSku, deployment: Deployment | None
+) -> dict[str, Any] | None:
+    """TPOT, tokens/s and the sensitivity band of the estimate a comparison used (None without one)."""
+    if speed is None:
+        return None
+    accelerator = (deployment.cluster.sku if deployment is not None else sku).to_engine()
+    utilisation = deployment.gpu_memory_utilization if deployment is not None else 0.9
+    band = band_around(model, accelerator, speed, gpu_memory_utilization=utilisation)
+    return {
+        "tpot_ms": speed.tpot_s * 1e3,
+        "tokens_per_s_replica": speed.tokens_per_s_replica,
+        "batch": speed.batch,
+        "layout": speed.layout.as_dict(),
+        "sensitivity": band.to_dict(),
+    }
+
+
 def compare(request: BreakevenRequest) -> Breakeven:
     """Resolve prices, records and volumes and call the cost engine (InputError / EngineInputError
     with field names when the request cannot be computed)."""
@@ -211,6 +231,7 @@ def compare(request: BreakevenRequest) -> Breakeven:
         weights = weights_bytes(model.to_engine())
     capacity = request.capacity_output_tokens_per_month
     tokens_per_s, throughput_note, calibration = None, None, None
+    speed, speed_model = None, None
     now = timezone.now()
     deployment = r.deployment
     layout = Layout(**{k: getattr(request, k) or 1 for k in ("tp", "pp", "dp", "ep")}) if request.tp else None
@@ -228,7 +249,8 @@ def compare(request: BreakevenRequest) -> Breakeven:
                 "ttft_slo_ms": workload.ttft_slo_ms,
                 "tpot_slo_ms": workload.tpot_slo_ms,
             }
-        speed = estimate(model.to_engine(), r.sku.to_engine(), layout, **shape)
+        speed_model = model.to_engine()
+        speed = estimate(speed_model, r.sku.to_engine(), layout, **shape)
         tokens_per_s = speed.tokens_per_s_replica * replicas
         throughput_note = (
             f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {replicas} replica(s) of "
@@ -242,6 +264,7 @@ def compare(request: BreakevenRequest) -> Breakeven:
         # With the deployment's latest live speed correction applied, when there is one (planner.corrections).
         speed_of_deployment = deployment_throughput(deployment, now=now)
         speed, calibration = speed_of_deployment.result, speed_of_deployment.calibration
+        speed_model = deployment.model.to_engine()
         tokens_per_s = speed.tokens_per_s_replica * deployment.replicas
         throughput_note = (
             f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {deployment.slug} "
@@ -285,6 +308,9 @@ def compare(request: BreakevenRequest) -> Breakeven:
         "model": _figures("model", model),
         "sku": _figures("sku", r.sku),
         "deployment": _figures("deployment", deployment),
+        # The throughput estimate the capacity rests on, with its band (each efficiency factor moved):
+        # a decision recorded on this comparison carries the uncertainty of that estimate.
+        "throughput": _throughput_snapshot(speed, speed_model, r.sku, deployment),
     }
     figures = result.to_dict()
     if throughput_note:

@@ -120,3 +120,25 @@ def test_bad_decision_input_is_a_400(finance_api, workload):
     ]
     r = finance_api.post(URL, {**_body(), "breakeven": {"gpus": "many"}}, format="json")
     assert r.status_code == 400 and "gpus" in r.json()["breakeven"]  # a type error, from the serializer
+
+
+@pytest.mark.django_db
+def test_a_decision_on_a_throughput_estimate_carries_its_band(finance_api, workload):
+    """A comparison whose capacity comes from the throughput model (an unregistered layout) freezes that
+    estimate's TPOT and sensitivity band into the decision; the band contains the frozen TPOT and its
+    tokens/s band brackets the capacity the comparison used. Without an estimate there is no band."""
+    body = _body()
+    body["breakeven"] = {**body["breakeven"], "model": "llama-3.1-70b", "tp": 4}
+    r = finance_api.post(URL, body, format="json")
+    assert r.status_code == 201, r.json()
+    frozen = r.json()["inputs"]["throughput"]
+    band = frozen["sensitivity"]
+    assert band["tpot_ms"]["low"] <= frozen["tpot_ms"] <= band["tpot_ms"]["high"]
+    assert band["tpot_ms"]["central"] == pytest.approx(frozen["tpot_ms"], rel=1e-12)
+    assert frozen["layout"] == {"tp": 4, "pp": 1, "dp": 1, "ep": 1}
+    # 8 GPUs = 2 replicas of tp 4, 30 days x 24 h: the capacity the comparison priced.
+    capacity = r.json()["figures"]["capacity_output_tokens_per_month"]
+    assert capacity == pytest.approx(frozen["tokens_per_s_replica"] * 2 * 720 * 3600, rel=1e-6)
+    assert band["most_influential"] and band["spread"] == 0.2
+    plain = finance_api.post(URL, _body(), format="json").json()
+    assert plain["inputs"]["throughput"] is None

@@ -12,6 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.db import OperationalError
+from django.utils import timezone
 
 from fleet.models import Cluster, Deployment, EndpointPoll, HardwareSku, ModelSpec, Workload
 from fleet.tasks import TRANSIENT_ERRORS
@@ -257,3 +258,20 @@ def test_the_page_says_when_there_is_no_correction(client, make_user, catalog):
     EndpointPoll.objects.create(deployment=d, polled_at=NOW, status="up", requests_running=2, itl_p50_ms=30.0)
     page = client.get("/deployments/llama/").content.decode()
     assert "No speed correction yet" in page and "predicted x correction" not in page
+
+
+@pytest.mark.django_db
+def test_the_estimate_api_applies_the_deployments_correction_and_says_so(catalog, viewer_api):
+    """POST /api/v1/estimate/ with a deployment whose polls were generated at TPOT x 1.37: the estimate of that
+    deployment as it serves is the model's TPOT x 1.37 and carries the fit; another layout is not calibrated."""
+    d = deployment()
+    add_polls(d, 12, at=timezone.now())
+    fit_for_deployment("llama", timezone.now())
+    plain = viewer_api.post("/api/v1/estimate/", {"model": "llama-3.1-70b", "sku": "h100-sxm-80gb", "tp": 4,
+                                                   "batch": 4}, format="json").json()  # fmt: skip
+    calibrated = viewer_api.post("/api/v1/estimate/", {"deployment": "llama", "batch": 4}, format="json").json()
+    assert calibrated["calibrated"]["factor_decode"] == pytest.approx(DECODE)
+    assert calibrated["tpot_ms"] == pytest.approx(plain["tpot_ms"] * DECODE, rel=1e-6)
+    assert any(a.startswith("Calibrated from live polls") for a in calibrated["assumptions"])
+    other = viewer_api.post("/api/v1/estimate/", {"deployment": "llama", "batch": 4, "tp": 2}, format="json").json()
+    assert other["calibrated"] is None

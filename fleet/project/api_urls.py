@@ -9,6 +9,7 @@ from rest_framework.routers import DefaultRouter
 from fleet.api import views
 from planner.api.calibrations import CalibrationViewSet
 from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
+from planner.api.estimate import EstimateView
 from planner.api.plans import PlanViewSet
 from planner.api.sizing import SizingView
 
@@ -16,9 +17,9 @@ app_name = "api"
 
 
 class Router(DefaultRouter):
-    """The API root lists the computations (sizing, breakeven, spend) beside the records."""
+    """The API root lists the computations (sizing, estimate, breakeven, spend) beside the records."""
 
-    EXTRA = {"sizing": "sizing", "breakeven": "breakeven", "spend": "spend"}
+    EXTRA = {"sizing": "sizing", "estimate": "estimate", "breakeven": "breakeven", "spend": "spend"}
 
     def get_api_root_view(self, api_urls=None):
         view = super().get_api_root_view(api_urls)
@@ -43,6 +44,7 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
     path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
     path("sizing/", SizingView.as_view(), name="sizing"),
+    path("estimate/", EstimateView.as_view(), name="estimate"),
     path("breakeven/", BreakevenView.as_view(), name="breakeven"),
     path("spend/", SpendView.as_view(), name="spend"),
     *router.urls,

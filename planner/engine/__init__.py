@@ -71,6 +71,7 @@ from planner.engine.spec import (
 )
 from planner.engine.startup_log import MAX_LOG_BYTES, StartupLog, parse_startup_log, redact_startup_log
 from planner.engine.throughput import (
+    SensitivityBand,
     SpeedCorrection,
     SpeedPrediction,
     SpeedSample,
@@ -81,6 +82,7 @@ from planner.engine.throughput import (
     estimate,
     fit_correction,
     prediction_of,
+    sensitivity,
 )
 from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
 
@@ -118,6 +120,7 @@ __all__ = [
     "Quote",
     "SearchCancelled",
     "SearchResult",
+    "SensitivityBand",
     "SizingResult",
     "SkuOffer",
     "SpeedCorrection",
@@ -148,6 +151,7 @@ __all__ = [
     "rate_from_quotes",
     "redact_startup_log",
     "search",
+    "sensitivity",
     "single_gpu_fit",
     "size",
     "state_bytes_per_sequence",

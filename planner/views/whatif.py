@@ -13,6 +13,7 @@ from fleet.errors import FIELD_ERRORS
 from fleet.forms import add_service_errors
 from fleet.models import GpuQuote
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
+from planner.estimates import band_of, breakdown
 from planner.forms import WhatIfForm
 from planner.headroom import envelope
 from planner.sizing import size_layout, speed_of
@@ -44,6 +45,7 @@ def compute(form: WhatIfForm) -> dict:
         except FIELD_ERRORS:
             speed = None
         if speed is not None:
+            band = band_of(sizing, speed)
             context["speed"] = {
                 "tpot_ms": speed.tpot_s * 1000,
                 "ttft_ms": speed.ttft_s * 1000,
@@ -51,8 +53,29 @@ def compute(form: WhatIfForm) -> dict:
                 "tokens_per_s_per_gpu": speed.tokens_per_s_per_gpu,
                 "usd_per_mtok": speed.usd_per_mtok,
                 "quote": quote,
+                "bound": speed.decode.bound,
+                "breakdown": breakdown(speed),
+                "band": band_summary(band.to_dict()),
             }
     return context
+
+
+def factor_label(name: str) -> str:
+    """``memory_bandwidth_efficiency`` -> ``memory bandwidth efficiency``; ``step_overhead_s`` -> ``step overhead``."""
+    return name.removesuffix("_s").replace("_", " ")
+
+
+def band_summary(band: dict) -> dict:
+    """The band as the page shows it: the figures' bands and the factors, most influential first."""
+    factors = sorted(band["factors"], key=lambda f: -abs(f["elasticity_tpot"] or 0))
+    most = band["most_influential"]
+    return {
+        **band,
+        "factors": [{**f, "label": factor_label(f["name"])} for f in factors],
+        "most_influential_label": factor_label(most) if most else None,
+        "most_influential_elasticity": next((f["elasticity_tpot"] for f in factors if f["name"] == most), None),
+        "percent": round(band["spread"] * 100),
+    }
 
 
 @perms_required("fleet.view_modelspec", "fleet.view_hardwaresku")

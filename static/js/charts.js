@@ -5,7 +5,8 @@
   "use strict";
   const COLORS = { weights: "#4a5a80", runtime: "#8f6bb3", state: "#d08c2e", kv: "#2f8f6b", free: "#d7dce6",
                    reserve: "#f0f1f4", rent: "#c53030", api: "#2856d8", capacity: "#677085", load: "#c53030",
-                   point: "#2856d8", frontier: "#c53030" };
+                   point: "#2856d8", frontier: "#c53030",
+                   memory: "#2f8f6b", compute: "#4a5a80", communication: "#d08c2e", overhead: "#8f6bb3" };
 
   function readJSON(id) {
     const el = id && document.getElementById(id);
@@ -23,6 +24,18 @@
           backgroundColor: COLORS[p] })) },
         options: { indexAxis: "y", animation: false, responsive: true,
           scales: { x: { stacked: true, title: { display: true, text: "GiB" } }, y: { stacked: true } } },
+      };
+    },
+    breakdown(data) {
+      // One decode step's parts (ms), as planner.estimates.breakdown gives them.
+      const parts = ["memory", "compute", "communication", "overhead"];
+      const labels = { memory: "Memory", compute: "Compute", communication: "Communication", overhead: "Overhead" };
+      return {
+        type: "bar",
+        data: { labels: ["ms per decode step"], datasets: parts.map((p) => ({ label: labels[p], data: [data[p + "_ms"]],
+          backgroundColor: COLORS[p] })) },
+        options: { indexAxis: "y", animation: false, responsive: true,
+          scales: { x: { stacked: true, title: { display: true, text: "ms" } }, y: { stacked: true } } },
       };
     },
     capacity(data, canvas) {

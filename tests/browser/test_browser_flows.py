@@ -81,6 +81,8 @@ def test_what_if_capacity_changes_without_a_page_load(open_page, live_server, ca
         "&kv_cache_dtype=fp8&context_tokens=131072"
     )
     before = int(page.inner_text("#whatif-capacity").replace(",", ""))
+    # The decode-step bar is drawn by static/js/charts.js from its json_script data (no inline script).
+    page.wait_for_selector("canvas[data-chart=breakdown][data-drawn='1']")
     page.evaluate("window.__noReload = 'still here'")
     page.fill("input[name=context_tokens]", "524288")
     page.wait_for_function(
@@ -90,6 +92,8 @@ def test_what_if_capacity_changes_without_a_page_load(open_page, live_server, ca
     after = int(page.inner_text("#whatif-capacity").replace(",", ""))
     assert 0 < after < before
     assert page.evaluate("window.__noReload") == "still here"  # the same document: no page load
+    page.wait_for_selector("canvas[data-chart=breakdown][data-drawn='1']")  # redrawn after the swap
+    assert "central" in page.inner_text("#whatif-band")
     assert "context_tokens=524288" in page.url  # the inputs are in the shareable URL
 
 

@@ -9,6 +9,7 @@ Modules, one concept each (formulas and sources: docs/throughput.md):
 - ``prefill``: one prompt's prefill, and the KV transfer of disaggregated serving;
 - ``estimate``: the serving estimate of one replica (``estimate()``), queueing and money;
 - ``correction``: a deployment's observed speed against the model's (``fit_correction``, ``apply_correction``).
+- ``sensitivity``: the band of an estimate when the efficiency factors move (``sensitivity()``).
 """
 
 from .correction import (
@@ -31,11 +32,16 @@ from .estimate import (
 )
 from .options import DEFAULT_OPTIONS, ThroughputOptions
 from .prefill import PrefillEstimate, prefill
+from .sensitivity import DEFAULT_SPREAD, Band, FactorSensitivity, SensitivityBand, efficiency_factors, sensitivity
 
 __all__ = [
     "DEFAULT_OPTIONS",
+    "DEFAULT_SPREAD",
+    "Band",
     "DecodeStep",
+    "FactorSensitivity",
     "PrefillEstimate",
+    "SensitivityBand",
     "SpeedCorrection",
     "SpeedPrediction",
     "SpeedSample",
@@ -46,10 +52,12 @@ __all__ = [
     "batch_of",
     "decode_step",
     "disaggregated_ttft",
+    "efficiency_factors",
     "estimate",
     "fit_correction",
     "parse_usd",
     "prediction_of",
     "prefill",
     "queue_wait_s",
+    "sensitivity",
 ]

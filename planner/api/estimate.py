@@ -1,0 +1,170 @@
+"""``POST /api/v1/estimate/``: TPOT, TTFT, tokens/s and the decode step's breakdown of one layout at
+one load, with the band the efficiency factors put around it.
+
+The serializer only types the body; the estimate service (``planner.estimates``) resolves the
+records and validates the combination, and its domain errors become 400s with field names
+(``fleet.api.errors.exception_handler``).
+"""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from fleet.api.permissions import require
+from planner.engine import KV_CACHE_DTYPES, WEIGHT_FORMATS
+from planner.estimates import EstimateRequest, estimate_layout
+
+#: Upper bounds that keep a hostile body from asking for hours of arithmetic (far beyond any model).
+MAX_TOKENS = 1 << 24
+MAX_BATCH = 1 << 20
+MAX_DEGREE = 4096
+
+
+class EstimateRequestSerializer(serializers.Serializer):
+    """``POST /api/v1/estimate/`` request body (defaults are ``EstimateRequest``'s)."""
+
+    model = serializers.CharField(required=False, help_text="Model slug, e.g. kimi-k3 (default: the deployment's).")
+    sku = serializers.CharField(required=False, help_text="SKU slug, e.g. h200-141gb (default: the deployment's).")
+    deployment = serializers.CharField(
+        required=False,
+        help_text="Deployment slug: its model, SKU, layout, KV dtype, memory utilisation and its workload's mean "
+        "prompt and output tokens are the defaults of every field left out.",
+    )
+    tp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE, help_text="Default 1.")
+    pp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE, help_text="Default 1.")
+    dp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE, help_text="Default 1.")
+    ep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE, help_text="Default 1.")
+    etp = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_DEGREE,
+        help_text="Expert tensor parallel size; must divide tp x dp. Only 1 is modelled yet (others: 400).",
+    )
+    batch = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_BATCH,
+        help_text="Concurrent sequences per replica (default: what memory admits at context_tokens).",
+    )
+    context_tokens = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_TOKENS,
+        help_text="Memory admission context (default prompt + output).",
+    )
+    prompt_tokens = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_TOKENS, help_text="Default 2,048 (or the deployment's workload)."
+    )
+    output_tokens = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_TOKENS, help_text="Default 256 (or the deployment's workload)."
+    )
+    kv_cache_dtype = serializers.ChoiceField(choices=KV_CACHE_DTYPES, required=False, help_text="Default bf16.")
+    weight_format = serializers.ChoiceField(
+        choices=WEIGHT_FORMATS,
+        required=False,
+        help_text="Alone: one format for every component. With expert_weight_format: the non-expert weights.",
+    )
+    expert_weight_format = serializers.ChoiceField(
+        choices=WEIGHT_FORMATS, required=False, help_text="The routed experts' format (default the model's own)."
+    )
+    usd_per_gpu_hour = serializers.DecimalField(
+        required=False,
+        max_digits=12,
+        decimal_places=4,
+        min_value=0,
+        help_text="Adds usd_per_mtok and its band (default: no money).",
+    )
+
+    def to_request(self) -> EstimateRequest:
+        return EstimateRequest(**self.validated_data)
+
+
+class BreakdownSerializer(serializers.Serializer):
+    memory_ms = serializers.FloatField(help_text="HBM reads and writes of one decode step.")
+    compute_ms = serializers.FloatField(help_text="Tensor-core time of one decode step.")
+    communication_ms = serializers.FloatField(help_text="Collectives (all-reduce, all-to-all) and pipeline hops.")
+    overhead_ms = serializers.FloatField(help_text="Kernel launches + step overhead (scheduler, sampling).")
+    overlap_saved_ms = serializers.FloatField(help_text="Communication hidden behind compute (two-batch overlap).")
+    step_ms = serializers.FloatField(help_text="The step: memory and compute overlap per stage, the rest adds.")
+
+
+class BandSerializer(serializers.Serializer):
+    low = serializers.FloatField(allow_null=True)
+    central = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+
+
+class FactorSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    central = serializers.FloatField()
+    low_value = serializers.FloatField()
+    high_value = serializers.FloatField()
+    tpot_at_low_ms = serializers.FloatField()
+    tpot_at_high_ms = serializers.FloatField()
+    elasticity_tpot = serializers.FloatField(allow_null=True, help_text="d ln TPOT / d ln factor.")
+    elasticity_ttft = serializers.FloatField(allow_null=True, help_text="d ln TTFT / d ln factor.")
+
+
+class SensitivitySerializer(serializers.Serializer):
+    spread = serializers.FloatField(help_text="Each factor moved x(1 - spread) and x(1 + spread).")
+    tpot_ms = BandSerializer()
+    ttft_ms = BandSerializer()
+    tokens_per_s_per_gpu = BandSerializer()
+    usd_per_mtok = BandSerializer(allow_null=True)
+    factors = FactorSerializer(many=True)
+    most_influential = serializers.CharField(allow_null=True, help_text="Largest |elasticity of TPOT|.")
+    runs = serializers.IntegerField()
+    assumptions = serializers.ListField(child=serializers.CharField())
+
+
+class CalibratedSerializer(serializers.Serializer):
+    factor_decode = serializers.FloatField()
+    factor_prefill = serializers.FloatField()
+    samples = serializers.IntegerField()
+    age_s = serializers.FloatField()
+    residual = serializers.FloatField()
+
+
+class EstimateResponseSerializer(serializers.Serializer):
+    """The documented response (times in ms, one replica)."""
+
+    model = serializers.CharField()
+    sku = serializers.CharField()
+    deployment = serializers.CharField(allow_null=True)
+    layout = serializers.DictField(child=serializers.IntegerField(), help_text="tp, pp, dp, ep, etp.")
+    gpus = serializers.IntegerField(help_text="GPUs of one replica: tp x pp x dp.")
+    batch = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    context_tokens = serializers.IntegerField()
+    kv_cache_dtype = serializers.CharField()
+    tpot_ms = serializers.FloatField(help_text="Decode step / (1 - prefill share).")
+    ttft_ms = serializers.FloatField(allow_null=True, help_text="Null when the prefill queue never drains.")
+    tokens_per_s_per_gpu = serializers.FloatField(help_text="Output tokens/s per GPU: batch / TPOT / gpus.")
+    tokens_per_s_per_replica = serializers.FloatField(help_text="Output tokens/s of the replica: batch / TPOT.")
+    bound = serializers.CharField(help_text="What limits the decode step (memory, compute, communication, ...).")
+    breakdown = BreakdownSerializer()
+    prefill_share = serializers.FloatField()
+    memory_limit = serializers.IntegerField(help_text="Sequences per replica memory admits at context_tokens.")
+    fits = serializers.BooleanField(help_text="batch <= memory_limit (the times are computed either way).")
+    usd_per_gpu_hour = serializers.CharField(allow_null=True)
+    usd_per_mtok = serializers.FloatField(allow_null=True)
+    calibrated = CalibratedSerializer(allow_null=True, help_text="The live correction used; null: none.")
+    sensitivity = SensitivitySerializer()
+    assumptions = serializers.ListField(child=serializers.CharField())
+
+
+class EstimateView(APIView):
+    """Estimate one layout's speed. A computation (POST for its body): whoever may read models and
+    SKUs may estimate them."""
+
+    permission_classes = [IsAuthenticated, require("fleet.view_modelspec", "fleet.view_hardwaresku")]
+
+    @extend_schema(request=EstimateRequestSerializer, responses={200: EstimateResponseSerializer})
+    def post(self, request: Request) -> Response:
+        serializer = EstimateRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return Response(estimate_layout(serializer.to_request()).to_dict())
