@@ -53,7 +53,8 @@ CALIBRATION_FIELDS = ("factor_decode", "factor_prefill", "samples", "age_s", "re
 @dataclass(frozen=True)
 class EstimateRequest:
     """What to estimate. Records by slug; ``None`` means the default (docs/api.md, ``estimate/``):
-    layout fields 1, ``etp`` 1, ``batch`` the concurrency limit (memory at ``context_tokens``),
+    layout fields 1, ``etp`` tp x dp / ep (``redundant_experts`` 0), ``batch`` the concurrency limit
+    (memory at ``context_tokens``),
     ``prompt_tokens`` 2,048, ``output_tokens`` 256, ``context_tokens`` prompt + output,
     ``kv_cache_dtype`` bf16, weight formats the model's own.
 
@@ -70,6 +71,7 @@ class EstimateRequest:
     dp: int | None = None
     ep: int | None = None
     etp: int | None = None
+    redundant_experts: int | None = None
     batch: int | None = None
     context_tokens: int | None = None
     prompt_tokens: int | None = None
@@ -81,7 +83,8 @@ class EstimateRequest:
     gpu_memory_utilization: float | None = None
 
     def layout(self) -> Layout:
-        return Layout(**{name: getattr(self, name) or 1 for name in LAYOUT_FIELDS})
+        sizes = {name: getattr(self, name) or 1 for name in LAYOUT_FIELDS}
+        return Layout(**sizes, etp=self.etp, redundant_experts=self.redundant_experts or 0)
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ class Estimate:
             "model": self.model.slug,
             "sku": self.sku.slug,
             "deployment": self.deployment.slug if self.deployment else None,
-            "layout": {**r.layout.as_dict(), "etp": self.request.etp or 1},
+            "layout": {**r.layout.as_dict(), "etp": r.layout.expert_tp},
             "gpus": r.gpus,
             "batch": r.batch,
             "prompt_tokens": r.prompt_tokens,
@@ -199,16 +202,6 @@ def _check(request: EstimateRequest, prompt: int, output: int) -> None:
         value = getattr(request, name)
         if value is not None and value not in WEIGHT_FORMATS:
             errors[name] = [f"Use one of {', '.join(WEIGHT_FORMATS)}."]
-    etp = request.etp
-    if etp is not None:
-        layout = request.layout()
-        if isinstance(etp, bool) or not isinstance(etp, int) or etp < 1:
-            errors["etp"] = ["Must be a positive whole number."]
-        elif (layout.tp * layout.dp) % etp:
-            errors["etp"] = [f"Must divide tp x dp = {layout.tp * layout.dp} (the GPUs of one pipeline stage)."]
-        elif etp != 1:
-            # The throughput model has no expert tensor parallelism yet: refuse rather than ignore it.
-            errors["etp"] = ["Expert tensor parallelism (etp > 1) is not modelled yet; use etp 1 or leave it out."]
     if request.context_tokens is not None and request.context_tokens < prompt + output:
         errors["context_tokens"] = [
             f"Must be at least prompt + output tokens ({prompt + output}): a sequence grows to that length."

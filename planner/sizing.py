@@ -39,6 +39,8 @@ class SizingRequest:
     pp: int | None = None
     dp: int | None = None
     ep: int | None = None
+    etp: int | None = None
+    redundant_experts: int | None = None
     weight_format: str | None = None
     include_scale_overhead: bool = True
     kv_cache_dtype: str | None = None
@@ -61,10 +63,11 @@ class SizingRequest:
         """
         if not any(getattr(self, name) for name in LAYOUT_FIELDS):
             return None
-        layout = Layout(**{name: getattr(self, name) or 1 for name in LAYOUT_FIELDS})
+        experts = {"etp": self.etp, "redundant_experts": self.redundant_experts or 0}
+        layout = Layout(**{name: getattr(self, name) or 1 for name in LAYOUT_FIELDS}, **experts)
         if not self.tp and self.gpus:
             rest = layout.pp * layout.dp
-            layout = Layout(tp=max(1, self.gpus // rest), pp=layout.pp, dp=layout.dp, ep=layout.ep)
+            layout = Layout(tp=max(1, self.gpus // rest), pp=layout.pp, dp=layout.dp, ep=layout.ep, **experts)
         return layout
 
 

@@ -30,7 +30,8 @@ def test_figures_hang_together(viewer_api, catalog):
     """tokens/s of a replica = batch / TPOT; per GPU = that / (tp x pp x dp); every part of the decode
     step is at most the step, and the step at most TPOT (which adds the prefill share)."""
     d = post(viewer_api, {**LLAMA, "batch": 16, "prompt_tokens": 1000, "output_tokens": 200})
-    assert d["batch"] == 16 and d["gpus"] == 4 and d["layout"] == {"tp": 4, "pp": 1, "dp": 1, "ep": 1, "etp": 1}
+    # ep 1: each expert split over the 4 GPUs like a dense layer, i.e. etp = tp x dp / ep = 4
+    assert d["batch"] == 16 and d["gpus"] == 4 and d["layout"] == {"tp": 4, "pp": 1, "dp": 1, "ep": 1, "etp": 4}
     assert d["tokens_per_s_per_replica"] == pytest.approx(16 / (d["tpot_ms"] / 1e3), rel=1e-9)
     assert d["tokens_per_s_per_gpu"] == pytest.approx(d["tokens_per_s_per_replica"] / 4, rel=1e-9)
     parts = d["breakdown"]
@@ -163,11 +164,19 @@ def test_bad_input_is_a_400_with_the_field(viewer_api, catalog, change, field):
 
 
 @pytest.mark.django_db
-def test_etp_that_is_not_modelled_says_so(viewer_api, catalog):
+def test_expert_tensor_parallelism_splits_the_stage_as_ep_x_etp(viewer_api, catalog):
+    """A stage of tp 4 x dp 2 = 8 GPUs runs K3's experts as ep 8 x etp 1 or ep 2 x etp 4 (the issue's
+    "tp4 dp2 etp4 ep2"); ep 8 x etp 4 is not 8 GPUs and is refused under etp. With etp 4 each expert's
+    partial outputs are all-reduced over 4 GPUs, so its step has communication the etp 1 layout does not."""
     body = {"model": "kimi-k3", "sku": "b200-192gb", "tp": 4, "dp": 2, "ep": 8, "etp": 4, "batch": 4}
     r = viewer_api.post(URL, body, format="json")
-    assert r.status_code == 400 and "not modelled" in r.json()["etp"][0]
-    assert post(viewer_api, {**body, "etp": 1})["layout"]["etp"] == 1
+    assert r.status_code == 400 and "must equal the 8 GPUs" in r.json()["etp"][0]
+    full_ep = post(viewer_api, {**body, "etp": 1})
+    split = post(viewer_api, {**body, "ep": 2, "etp": 4})
+    assert full_ep["layout"]["etp"] == 1 and split["layout"] == {"tp": 4, "pp": 1, "dp": 2, "ep": 2, "etp": 4}
+    assert split["breakdown"]["communication_ms"] > 0 and full_ep["breakdown"]["communication_ms"] > 0
+    implied = post(viewer_api, {k: v for k, v in body.items() if k != "etp"} | {"ep": 2})
+    assert implied["layout"]["etp"] == 4 and implied["tpot_ms"] == split["tpot_ms"]  # etp left out = tp x dp / ep
 
 
 @pytest.mark.django_db

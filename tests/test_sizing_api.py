@@ -249,3 +249,14 @@ def test_prefix_caching_takes_one_more_state_block_per_request(viewer_api, catal
     aligned = viewer_api.post(URL, {**body, "prefix_caching": True}, format="json").json()
     assert plain["engine_max_concurrency"] == round(6_425 / 485, 4)
     assert aligned["engine_max_concurrency"] == round(6_425 / 488, 4)
+
+
+@pytest.mark.django_db
+def test_ep72_with_redundant_experts_over_http(viewer_api, catalog):
+    body = {"model": "deepseek-v3", "sku": "h100-sxm-80gb", "tp": 1, "dp": 72, "ep": 72, "context_tokens": 2000}
+    r = viewer_api.post(URL, body, format="json")
+    assert r.status_code == 400 and "redundant_experts=32" in r.json()["ep"][0]
+    ok = viewer_api.post(URL, {**body, "redundant_experts": 32}, format="json")
+    assert ok.status_code == 200 and ok.json()["layout"]["redundant_experts"] == 32
+    bad = viewer_api.post(URL, {**body, "tp": 4, "dp": 2, "ep": 8, "etp": 4}, format="json")
+    assert bad.status_code == 400 and "etp" in bad.json()

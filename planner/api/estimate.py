@@ -41,7 +41,13 @@ class EstimateRequestSerializer(serializers.Serializer):
         required=False,
         min_value=1,
         max_value=MAX_DEGREE,
-        help_text="Expert tensor parallel size; must divide tp x dp. Only 1 is modelled yet (others: 400).",
+        help_text="Expert tensor parallel size: ep x etp = tp x dp (default tp x dp / ep).",
+    )
+    redundant_experts = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=1 << 16,
+        help_text="EPLB redundant expert slots, so an ep that does not divide the experts places E + r evenly.",
     )
     batch = serializers.IntegerField(
         required=False,
@@ -134,7 +140,9 @@ class EstimateResponseSerializer(serializers.Serializer):
     model = serializers.CharField()
     sku = serializers.CharField()
     deployment = serializers.CharField(allow_null=True)
-    layout = serializers.DictField(child=serializers.IntegerField(), help_text="tp, pp, dp, ep, etp.")
+    layout = serializers.DictField(
+        child=serializers.IntegerField(), help_text="tp, pp, dp, ep, etp (and redundant_experts)."
+    )
     gpus = serializers.IntegerField(help_text="GPUs of one replica: tp x pp x dp.")
     batch = serializers.IntegerField()
     prompt_tokens = serializers.IntegerField()

@@ -32,6 +32,12 @@ class SizingRequestSerializer(serializers.Serializer):
     pp = serializers.IntegerField(required=False, min_value=1)
     dp = serializers.IntegerField(required=False, min_value=1)
     ep = serializers.IntegerField(required=False, min_value=1)
+    etp = serializers.IntegerField(
+        required=False, min_value=1, help_text="Expert tensor parallel size: ep x etp = tp x dp (default tp x dp / ep)."
+    )
+    redundant_experts = serializers.IntegerField(
+        required=False, min_value=0, max_value=1 << 16, help_text="EPLB redundant expert slots (memory per GPU)."
+    )
     weight_format = serializers.ChoiceField(
         choices=WEIGHT_FORMATS, required=False, help_text="Override: one format for every component."
     )

@@ -391,19 +391,41 @@ class Layout:
     ``ep`` (expert parallel size) spans the replica's GPUs and must divide them; ``dp`` here
     is data-parallel *attention* inside a replica (DeepSeek-style DP attention), each rank
     holding only its own sequences' cache.
+
+    The routed experts of a pipeline stage run on its ``tp x dp`` GPUs as ``ep`` expert-parallel
+    ranks of ``etp`` GPUs each (expert tensor parallelism: every expert's matrices split over
+    ``etp``), so ``ep x etp = tp x dp``; ``etp`` None means that quotient (vLLM/SGLang's MoE
+    tensor parallel size, TensorRT-LLM's ``moe_tp_size``). ``redundant_experts`` extra expert slots
+    (EPLB: SGLang ``--ep-num-redundant-experts``, vLLM ``--num-redundant-experts``) let an ``ep``
+    that does not divide the routed experts place ``E + redundant`` slots evenly.
     """
 
     tp: int = 1
     pp: int = 1
     dp: int = 1
     ep: int = 1
+    etp: int | None = None
+    redundant_experts: int = 0
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp
 
+    @property
+    def expert_tp(self) -> int:
+        """GPUs each expert's matrices are split over: ``etp``, else ``tp x dp / ep`` (at least 1)."""
+        if self.etp:
+            return self.etp
+        return max(1, (self.tp * self.dp) // max(1, self.ep))
+
     def as_dict(self) -> dict[str, int]:
-        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep}
+        """``tp``, ``pp``, ``dp``, ``ep``, and ``etp`` / ``redundant_experts`` when given."""
+        out = {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep}
+        if self.etp is not None:
+            out["etp"] = self.etp
+        if self.redundant_experts:
+            out["redundant_experts"] = self.redundant_experts
+        return out
 
 
 def layout_errors(
@@ -428,8 +450,18 @@ def layout_errors(
         value = getattr(layout, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             errors.setdefault(name, []).append("Must be a positive whole number.")
+    etp, redundant = layout.etp, layout.redundant_experts
+    if etp is not None and (isinstance(etp, bool) or not isinstance(etp, int) or etp < 1):
+        errors.setdefault("etp", []).append("Must be a positive whole number.")
+    if isinstance(redundant, bool) or not isinstance(redundant, int) or redundant < 0:
+        errors.setdefault("redundant_experts", []).append("Must be a whole number, zero or more.")
     if errors:
         return errors
+    stage = layout.tp * layout.dp
+    if etp is not None and layout.ep * etp != stage:
+        errors.setdefault("etp", []).append(
+            f"ep x etp = {layout.ep} x {etp} must equal the {stage} GPUs of a pipeline stage (tp x dp)."
+        )
     per_replica = layout.gpus
     if layout.ep > 1 and per_replica % layout.ep:
         errors.setdefault("ep", []).append(
@@ -445,9 +477,17 @@ def layout_errors(
             errors.setdefault("tp", []).append(
                 f"Tensor parallel size {layout.tp} must divide the model's {model.attention_heads} attention heads."
             )
-        if model.n_routed_experts and layout.ep > 1 and model.n_routed_experts % layout.ep:
+        slots = model.n_routed_experts + redundant
+        if model.n_routed_experts and layout.ep > 1 and slots % layout.ep:
+            needed = -(-model.n_routed_experts // layout.ep) * layout.ep - model.n_routed_experts
             errors.setdefault("ep", []).append(
-                f"Expert parallel size {layout.ep} must divide the model's {model.n_routed_experts} routed experts."
+                f"Expert parallel size {layout.ep} must divide the model's {model.n_routed_experts} routed experts"
+                + (f" plus {redundant} redundant" if redundant else "")
+                + f" (EPLB: redundant_experts={needed} gives {model.n_routed_experts + needed} slots)."
+            )
+        if redundant and not model.n_routed_experts:
+            errors.setdefault("redundant_experts", []).append(
+                "Only a mixture-of-experts model has experts to replicate."
             )
         if layout.pp > model.num_layers:
             errors.setdefault("pp", []).append(

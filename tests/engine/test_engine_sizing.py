@@ -1,6 +1,9 @@
 """size() end to end: seeds' cluster figures, defaults, scaling, API shape, capacity curve."""
 
 import json
+import math
+
+import pytest
 
 from fleet.catalog import reference
 from planner.engine.sizing import capacity_curve, size
@@ -158,3 +161,28 @@ def test_memo_does_not_leak_between_equal_models():
     a = size(LLAMA_31_70B, H100_80GB, gpus=2).to_dict()
     b = size(twin, H100_80GB, gpus=2).to_dict()
     assert a == b
+
+
+def test_expert_tensor_parallel_and_redundant_experts_in_the_layout():
+    """ep x etp must equal a stage's tp x dp; an ep that does not divide the routed experts needs EPLB's redundant
+    slots. DeepSeek-V3 (256 experts, 653,908,770,816 expert parameters in fp8) on 72 H100 as EP72 needs 32
+    redundant experts (288 = 72 x 4); each GPU then holds 288/256 of its expert share:
+    ceil(ceil(expert_bytes x 288 / 256) / 72) bytes."""
+    from fleet.catalog import reference
+    from planner.engine import EngineInputError, Layout, size, weights_bytes
+    from planner.engine.sizing.weights import weight_components
+
+    v3, h100 = reference.model("deepseek-v3"), reference.accelerator("h100-sxm-80gb")
+    with pytest.raises(EngineInputError) as exc:
+        size(v3, h100, layout=Layout(tp=1, dp=72, ep=72), context_tokens=2000)
+    assert "redundant_experts=32" in exc.value.errors["ep"][0]
+    with pytest.raises(EngineInputError) as exc:
+        size(v3, h100, layout=Layout(tp=4, dp=2, ep=8, etp=4), context_tokens=2000)
+    assert "must equal the 8 GPUs" in exc.value.errors["etp"][0]
+    r = size(v3, h100, layout=Layout(tp=1, dp=72, ep=72, redundant_experts=32), context_tokens=2000)
+    expert, other = weight_components(v3, None, True)
+    assert expert + other == weights_bytes(v3)
+    slots_bytes = math.ceil(expert * 288 / 256)  # exact for these integers: both sides are whole bytes
+    assert r.weights_bytes_per_gpu == -(slots_bytes // -72) + other  # ceil division; tp 1 keeps every other byte
+    assert r.to_dict()["layout"] == {"tp": 1, "pp": 1, "dp": 72, "ep": 72, "redundant_experts": 32}
+    assert Layout(tp=4, dp=2, ep=2).expert_tp == 4 and Layout(tp=8, ep=8).expert_tp == 1

@@ -247,9 +247,9 @@ class SearchRun:
             return
         roles = len(self.modes)
         self.enumerated += len(counts) * (roles + int(self.disagg))  # + the prefill-pool role
-        expert_gpu, other_gpu = per_gpu_shares(self.expert_b, self.other_b, layout)
+        expert_gpu, other_gpu = per_gpu_shares(self.expert_b, self.other_b, layout, self.model.n_routed_experts)
         w_gpu = expert_gpu + other_gpu
-        usable = usable_bytes(o.acc.hbm_bytes, self.utilization)
+        usable = usable_bytes(o.acc.driver_hbm_bytes, self.utilization)
         if w_gpu > usable:  # prune: the weights alone do not fit; no throughput evaluated
             self.pruned += len(counts) * (roles + int(self.disagg))
             self.counts["does_not_fit"] += len(counts) * roles - 1

@@ -168,7 +168,8 @@ def _assumptions(s: SearchRun, options: ThroughputOptions) -> tuple[str, ...]:
         "usd_per_mtok_at_capacity divides by what the fleet produces at the design concurrency instead.",
         "GPU counts are whole nodes; replicas of one layout fill them. Disaggregated pools use the same SKU and KV "
         "dtype on separate nodes, and together stay within the GPU cap.",
-        "Layout sizes are powers of two (tp; pp up to 8; dp; ep = 1, tp or tp x dp), validated like size(). "
+        "Layout sizes are powers of two (tp; pp up to 8; dp; ep up to tp x dp, with etp = tp x dp / ep), "
+        "validated like size(). "
         "Layouts whose weights alone exceed a GPU are pruned before any throughput evaluation.",
         f"Efficiency: memory bandwidth {options.memory_bandwidth_efficiency:g}, compute "
         f"{options.compute_efficiency:g}, links {options.link_efficiency:g}; communication is not overlapped with "

@@ -2,9 +2,11 @@
 
 * GPU counts: whole nodes, ``1 .. max_nodes`` of the SKU's ``gpus_per_node``, capped at ``max_gpus``.
 * Replica layouts: ``tp``, ``pp``, ``dp`` powers of two with ``tp x pp x dp`` at most the largest GPU
-  count; ``pp`` up to ``MAX_PP``; for MoE models ``ep`` is 1 (experts sharded like dense weights),
-  ``tp`` (when ``dp > 1``) or ``tp x dp`` (full expert parallelism over a stage); dense models use
-  ``dp = ep = 1`` (a data-parallel rank of a dense model is just another replica). Every layout must
+  count; ``pp`` up to ``MAX_PP``; for MoE models every power-of-two ``ep`` up to ``tp x dp``, each
+  with its expert tensor parallel size ``etp = tp x dp / ep`` (``ep = 1``: experts sharded like dense
+  weights; ``ep = tp x dp``: full expert parallelism over a stage; between: e.g. tp 4 x dp 2 as ep 2
+  x etp 4); dense models use ``dp = ep = 1`` (a data-parallel rank of a dense model is just another
+  replica). Every layout must
   pass the sizing engine's validation (``spec.layout_errors`` plus the KV/value-head rule).
 * A configuration uses ``G`` GPUs as ``G / (tp x pp x dp)`` identical replicas (the layout's GPU
   count must divide ``G``).
@@ -42,7 +44,7 @@ def replica_layouts(model: ModelArch, max_gpus: int) -> list[Layout]:
     for pp in powers_of_two(min(MAX_PP, max_gpus, max(1, model.num_layers))):
         for tp in powers_of_two(max_gpus // pp):
             for dp in powers_of_two(max_gpus // (pp * tp)) if moe else [1]:
-                eps = sorted({1, tp * dp, tp if dp > 1 else 1}) if moe else [1]
+                eps = powers_of_two(tp * dp) if moe else [1]
                 for ep in eps:
                     layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep)
                     if not c.layout_errors(layout):

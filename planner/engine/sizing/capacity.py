@@ -279,7 +279,7 @@ def _prepare(
     p.runtime_reserve_gib = runtime_reserve_gib
     p.expert_b, p.other_b, p.other_fmt, p.expert_fmt, p.weight_notes = c.weights(weight_format, include_scale_overhead)
     tp, pp = layout.tp, layout.pp
-    expert_gpu, other_gpu = per_gpu_shares(p.expert_b, p.other_b, layout)
+    expert_gpu, other_gpu = per_gpu_shares(p.expert_b, p.other_b, layout, model.n_routed_experts)
     p.w_gpu = expert_gpu + other_gpu
     p.geometry, p.state, p.state_gpu, p.cache_notes = c.geometry(kv_cache_dtype, tp, pp)
     p.need_state = p.state_gpu * state_slots_per_sequence  # per sequence, with its state slots

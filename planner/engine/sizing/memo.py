@@ -62,7 +62,7 @@ class ModelConstants:
 
     def layout_errors(self, layout: Layout) -> dict[str, list[str]]:
         """Field errors of ``layout`` for this model (spec rules plus the engine's own)."""
-        key = (layout.tp, layout.pp, layout.dp, layout.ep)
+        key = (layout.tp, layout.pp, layout.dp, layout.ep, layout.etp, layout.redundant_experts)
         hit = self._layouts.get(key)
         if hit is None:
             hit = self._layouts[key] = _layout_errors(self.model, layout)

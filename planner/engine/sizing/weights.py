@@ -130,8 +130,14 @@ def weights_bytes(model: ModelArch, weight_format: str | None = None, include_sc
     return expert_bytes + other_bytes
 
 
-def per_gpu_shares(expert_bytes: int, other_bytes: int, layout: Layout) -> tuple[int, int]:
-    """``(expert_bytes_per_gpu, other_bytes_per_gpu)`` on the busiest GPU (rounded up)."""
+def per_gpu_shares(expert_bytes: int, other_bytes: int, layout: Layout, n_experts: int = 0) -> tuple[int, int]:
+    """``(expert_bytes_per_gpu, other_bytes_per_gpu)`` on the busiest GPU (rounded up).
+
+    With ``layout.redundant_experts`` slots beside the ``n_experts`` routed experts, each GPU also holds
+    its share of the replicas: expert bytes x (E + redundant) / E.
+    """
+    if layout.redundant_experts and n_experts:
+        expert_bytes = ceil_div(expert_bytes * (n_experts + layout.redundant_experts), n_experts)
     return (
         ceil_div(expert_bytes, layout.tp * layout.dp * layout.pp),
         ceil_div(other_bytes, layout.tp * layout.pp),
@@ -146,7 +152,7 @@ def weights_per_gpu_bytes(
 ) -> int:
     """Bytes of weights held by one GPU of a replica laid out as ``layout``."""
     expert_bytes, other_bytes = weight_components(model, weight_format, include_scale_overhead)
-    expert_gpu, other_gpu = per_gpu_shares(expert_bytes, other_bytes, layout or Layout())
+    expert_gpu, other_gpu = per_gpu_shares(expert_bytes, other_bytes, layout or Layout(), model.n_routed_experts)
     return expert_gpu + other_gpu
 
 
@@ -184,7 +190,7 @@ def weight_breakdown(
     layout = layout or Layout()
     other_fmt, expert_fmt = resolve_formats(model, weight_format)
     expert_bytes, other_bytes = weight_components(model, weight_format, include_scale_overhead)
-    expert_gpu, other_gpu = per_gpu_shares(expert_bytes, other_bytes, layout)
+    expert_gpu, other_gpu = per_gpu_shares(expert_bytes, other_bytes, layout, model.n_routed_experts)
     return WeightBreakdown(
         total_bytes=expert_bytes + other_bytes,
         expert_bytes=expert_bytes,

@@ -205,6 +205,8 @@ class DecodeModel:
         "dense_read",
         "dp",
         "e",
+        "etp_fixed_s",
+        "etp_s_per_token",
         "expert_fmt",
         "expert_read",
         "f_dense",
@@ -305,7 +307,7 @@ class DecodeModel:
         else:
             self.tp_ar_fixed_s = self.tp_ar_s_per_seq = 0.0
         self.a2a_fixed_s = self.a2a_s_per_token = self.gather_fixed_s = self.gather_s_per_token = 0.0
-        self.a2a_prefill_s_per_token = 0.0
+        self.a2a_prefill_s_per_token = self.etp_fixed_s = self.etp_s_per_token = 0.0
         if perf.is_moe and ep > 1:
             dispatch = 1 if self.expert_fmt in ("fp8", "fp4") else ACTIVATION_BYTES
             fanout = min(self.k, ep) * (ep - 1) / ep
@@ -314,6 +316,17 @@ class DecodeModel:
             self.a2a_fixed_s = moe_stage * 2 * lat
             self.a2a_s_per_token = moe_stage * per_token * fabric.all_to_all_s_per_byte(ep)
             self.a2a_prefill_s_per_token = moe_stage * per_token * fabric.all_to_all_normal_s_per_byte(ep, self.k)
+            etp = layout.expert_tp
+            if etp > 1:
+                # expert tensor parallelism: each of an ep rank's experts is split over its etp GPUs, whose
+                # partial outputs are all-reduced (ring: 2 (etp - 1) / etp of the message) for the k / ep of
+                # every token's routed hits that land on the rank (SGLang moe_tp, TensorRT-LLM moe_tp_size)
+                bw_e, lat_e = fabric.group(etp)
+                self.etp_fixed_s = moe_stage * lat_e
+                self.etp_s_per_token = (
+                    moe_stage * 2 * (etp - 1) / etp * perf.hidden * ACTIVATION_BYTES * min(self.k, ep) / ep / bw_e
+                )
+                self.kernels_stage += 2 * moe_stage
         elif perf.is_moe and dp > 1:
             group = tp * dp
             bw, lat = fabric.group(group)
@@ -382,8 +395,10 @@ class DecodeModel:
         t_exp = fe / self.r_exp * (self.tile_factor(tokens_mb, d) if self.e else 1.0)
         t_comp = fd / self.r_dense + t_exp + self.attn_time(context) * rank_mb
         comm_tp = self.tp_ar_fixed_s + self.tp_ar_s_per_seq * rank_mb
-        comm_ep = (self.a2a_fixed_s + self.a2a_s_per_token * rank_mb if self.a2a_s_per_token else 0.0) + (
-            self.gather_fixed_s + self.gather_s_per_token * tokens_mb if self.gather_s_per_token else 0.0
+        comm_ep = (
+            (self.a2a_fixed_s + self.a2a_s_per_token * rank_mb if self.a2a_s_per_token else 0.0)
+            + (self.gather_fixed_s + self.gather_s_per_token * tokens_mb if self.gather_s_per_token else 0.0)
+            + (self.etp_fixed_s + self.etp_s_per_token * rank_mb if self.etp_s_per_token else 0.0)
         )
         tbo = self.overlap and rank_mb >= 2
         kernels = self.kernels_stage

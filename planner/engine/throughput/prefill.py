@@ -176,6 +176,8 @@ class PrefillModel:
             comm_ep += dm.a2a_fixed_s + dm.a2a_prefill_s_per_token * c
         if dm.gather_s_per_token:
             comm_ep += dm.gather_fixed_s + dm.gather_s_per_token * tokens
+        if dm.etp_s_per_token:
+            comm_ep += dm.etp_fixed_s + dm.etp_s_per_token * c
         hops = dm.hop_fixed_s + dm.hop_s_per_seq * c if pp > 1 else 0.0
         roof = max(t_mem, t_comp)
         tbo = dm.overlap and c >= 2
