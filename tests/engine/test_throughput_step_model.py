@@ -129,3 +129,28 @@ def test_kernel_launches_are_the_batch_1_floor():
     assert s.launch_time_s > 5 * s.memory_time_s
     assert s.overhead_s == pytest.approx(s.launch_time_s + s.step_overhead_s)
     assert s.time_s >= s.launch_time_s + s.memory_time_s
+
+
+def test_a_linear_layers_state_streams_only_behind_the_last_chunk():
+    """Disaggregated serving sends the prompt's KV layer by layer during the whole prefill, but a linear layer's
+    recurrent state is final only after the last chunk (docs/throughput.md, "Prefill"). Qwen3-Next at tp 2 on
+    H200 with a 2 GB/s network per GPU at the link efficiency 0.7 (2.8 GB/s over the two NICs), a 32,768-token
+    prompt in 8,192-token chunks: KV = 12 full layers x 2 x 2 heads x 256 x 2 B x 32,768 = 805,306,368 B
+    (0.288 s) hides behind the whole prefill; the 77,266,944 B of state (27.6 ms) only behind the last
+    chunk's pass, one stage step at pp 1:
+    exposed = max(kv / 48, kv - T x 47/48) + max(state / 48, state - step x 47/48),
+    T and step the estimate's own prefill time and step time, 35 us of network latency on the KV."""
+    from planner.engine.throughput.prefill import prefill
+
+    h200 = reference.accelerator("h200-141gb")
+    options = ThroughputOptions(prefill_chunk_tokens=8192, network_gbps=2.0)
+    p = prefill(reference.model("qwen3-next-80b-a3b"), h200, Layout(tp=2), 32_768, options=options)
+    assert p.chunks == 4
+    rate = 2 * 2.0e9 * 0.7
+    kv, state = 805_306_368 / rate + 35e-6, 77_266_944 / rate
+    share = 47 / 48
+    expected = max(kv / 48, kv - p.time_s * share) + max(state / 48, state - p.step_time_s * share)
+    assert p.kv_transfer_bytes == 805_306_368 + 77_266_944
+    assert p.kv_transfer_exposed_s == pytest.approx(expected, rel=1e-9)
+    streamed_whole = max((kv + state) / 48, kv + state - p.time_s * share)  # the old rule: all of it streams
+    assert p.kv_transfer_exposed_s >= streamed_whole

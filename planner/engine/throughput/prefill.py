@@ -22,8 +22,12 @@ the replica busy ``(P - P0) / throughput`` seconds (what queueing is computed fr
 
 KV transfer (disaggregated serving): the prompt's KV bytes (all layers, ``kv_cache_dtype``) plus the
 linear-attention state, sent over the network from the prefill rank's ``tp x pp`` GPUs (one NIC
-each). Layers are sent as soon as they are computed (Mooncake, NIXL), so only the part not hidden
-behind the prefill is exposed: ``max(transfer / layers, transfer - prefill x (layers - 1) / layers)``.
+each). KV layers are sent as soon as they are computed (Mooncake, NIXL), so only the part not hidden
+behind the prefill is exposed: ``max(kv / layers, kv - prefill x (layers - 1) / layers)``. A linear
+layer's recurrent state is final only once the last chunk has passed it (every chunk overwrites it),
+so the state streams behind the last chunk's pass alone:
+``max(state / layers, state - last_chunk x (layers - 1) / layers)``, with ``last_chunk`` the time the
+last chunk takes through the stages (``pp x stage``); the exposed transfer is the sum.
 """
 
 from __future__ import annotations
@@ -193,9 +197,16 @@ class PrefillModel:
         cycles = pp + chunks - 1
         tok_s = tokens / (stage + over)
         busy = new / tok_s
-        xfer_bytes = dm.geometry.bytes_per_sequence(prompt) + self.state_logical
+        kv_bytes = dm.geometry.bytes_per_sequence(prompt)
+        xfer_bytes = kv_bytes + self.state_logical
         xfer = xfer_bytes / self.net_rate + dm.fabric.net_lat
-        exposed = max(xfer / self.layers, xfer - time * (self.layers - 1) / self.layers)
+        kv_xfer = kv_bytes / self.net_rate + dm.fabric.net_lat
+        share = (self.layers - 1) / self.layers
+        exposed = max(kv_xfer / self.layers, kv_xfer - time * share)
+        if self.state_logical:
+            state_xfer = self.state_logical / self.net_rate
+            last_chunk = pp * stage  # the last chunk's pass through every stage: the states become final
+            exposed += max(state_xfer / self.layers, state_xfer - last_chunk * share)
         return PrefillParts(
             time_s=time,
             step_s=stage,
