@@ -189,17 +189,7 @@ class ModelImportForm(forms.Form):
         return upload.read()
 
     def to_request(self) -> registration.ImportModelRequest:
-        data = self.cleaned_data
-        return registration.ImportModelRequest(
-            slug=data["slug"],
-            name=data["name"],
-            config=data["config"],
-            total_params=data.get("total_params"),
-            active_params=data.get("active_params"),
-            weight_format=data.get("weight_format") or None,
-            quant_config=data.get("quant_config"),
-            hf_model_id=data.get("hf_model_id") or "",
-        )
+        return registration.ImportModelRequest.from_fields(self.cleaned_data)
 
     def add_import_errors(self, exc: InputError | ConflictError) -> None:
         """The service's errors beside the inputs: the config's keys beside the config (named), a

@@ -21,6 +21,7 @@ a slug already taken is a ``fleet.errors.ConflictError``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +100,21 @@ class ImportModelRequest:
     quant_config: Any = None
     source: str = ""
     hf_model_id: str = ""
+
+    @classmethod
+    def from_fields(cls, data: Mapping[str, Any]) -> ImportModelRequest:
+        """From a form's ``cleaned_data`` or a serializer's ``validated_data`` (blanks mean the defaults)."""
+        return cls(
+            slug=data["slug"],
+            name=data["name"],
+            config=data["config"],
+            total_params=data.get("total_params"),
+            active_params=data.get("active_params"),
+            weight_format=data.get("weight_format") or None,
+            quant_config=data.get("quant_config"),
+            hf_model_id=data.get("hf_model_id") or "",
+            source=data.get("source") or "",
+        )
 
 
 def import_model(request: ImportModelRequest) -> ModelSpec:

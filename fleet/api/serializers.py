@@ -289,18 +289,7 @@ class ModelImportSerializer(serializers.Serializer):
     source = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 
     def to_request(self) -> registration.ImportModelRequest:
-        data = self.validated_data
-        return registration.ImportModelRequest(
-            slug=data["slug"],
-            name=data["name"],
-            config=data["config"],
-            total_params=data.get("total_params"),
-            active_params=data.get("active_params"),
-            weight_format=data.get("weight_format") or None,
-            quant_config=data.get("quant_config"),
-            hf_model_id=data.get("hf_model_id", ""),
-            source=data.get("source", ""),
-        )
+        return registration.ImportModelRequest.from_fields(self.validated_data)
 
 
 class WorkloadSerializer(ModelCleanMixin, serializers.ModelSerializer):
