@@ -110,14 +110,16 @@ def test_fabric_link_types():
 
 
 def test_grouped_gemm_efficiency_grows_with_tokens_per_expert():
-    """Tiles of 64 rows: one token per expert computes 64 rows (1/64 useful), 64 tokens fill the tile, so the
-    expert GEMMs' effective rate is not flat: 1/64 -> 1 of ``compute_efficiency``."""
+    """Tiles of 64 rows: one token per expert computes 64 rows (1/64 useful); from 32 tokens per expert the
+    last tile is half empty on average (max(64, m + 32) rows), so the expert GEMMs' effective rate is not flat
+    and tends to 1 of ``compute_efficiency``: 64 tokens -> 96/64, 640 -> 672/640."""
     dm = DecodeModel(reference.model("deepseek-v3"), H100, Layout(tp=1, dp=8, ep=8))
     k = dm.k
     assert dm.tile_factor(1, k) == pytest.approx(64)
-    assert dm.tile_factor(64, k) == pytest.approx(1)
-    assert dm.tile_factor(96, k) == pytest.approx(128 / 96)
-    factors = [dm.tile_factor(m, k) for m in (1, 2, 8, 32, 64)]
+    assert dm.tile_factor(32, k) == pytest.approx(2)
+    assert dm.tile_factor(64, k) == pytest.approx(96 / 64)
+    assert dm.tile_factor(640, k) == pytest.approx(672 / 640)
+    factors = [dm.tile_factor(m, k) for m in (1, 2, 8, 32, 64, 65, 1000)]
     assert factors == sorted(factors, reverse=True)
 
 
