@@ -192,6 +192,22 @@ def latest_for(deployment: Deployment, now: datetime | None = None) -> SpeedCorr
     return latest
 
 
+def correction_for(
+    deployment: Deployment | None, model_id: int, sku_id: int, layout: Any, kv_cache_dtype: str
+) -> SpeedCorrection | None:
+    """``deployment``'s latest correction (``latest_for``) when what is estimated is that deployment as it
+    serves (same model, SKU, layout and KV dtype); ``None`` otherwise. Estimates and the what-if page call it."""
+    if deployment is None:
+        return None
+    same = (
+        model_id == deployment.model_id
+        and sku_id == deployment.cluster.sku_id
+        and layout == deployment.layout
+        and kv_cache_dtype == deployment.kv_cache_dtype
+    )
+    return latest_for(deployment) if same else None
+
+
 def to_engine(correction: SpeedCorrection) -> EngineCorrection:
     """The engine's ``SpeedCorrection`` of a stored one."""
     return EngineCorrection(

@@ -25,7 +25,7 @@ from django.utils import timezone
 from fleet.errors import InputError
 from fleet.models import Deployment, HardwareSku, ModelSpec
 from fleet.models.base import find_by_slug
-from planner.corrections import calibration_of, latest_for
+from planner.corrections import calibration_of, correction_for
 from planner.corrections import to_engine as correction_to_engine
 from planner.engine import (
     KV_CACHE_DTYPES,
@@ -37,7 +37,6 @@ from planner.engine import (
     apply_correction,
     sensitivity,
 )
-from planner.models import SpeedCorrection
 
 if TYPE_CHECKING:
     from planner.sizing import Sizing
@@ -149,22 +148,6 @@ def breakdown(result: ThroughputResult) -> dict[str, float]:
     }
 
 
-def calibration_for(
-    deployment: Deployment | None, model: ModelSpec, sku: HardwareSku, request: EstimateRequest
-) -> SpeedCorrection | None:
-    """The deployment's latest live correction (``planner.corrections.latest_for``) when the estimate is of
-    that deployment as it serves (same model, SKU, layout and KV dtype); else ``None``."""
-    if deployment is None:
-        return None
-    same = (
-        model.pk == deployment.model_id
-        and sku.pk == deployment.cluster.sku_id
-        and request.layout() == deployment.layout
-        and (request.kv_cache_dtype or "bf16") == deployment.kv_cache_dtype
-    )
-    return latest_for(deployment) if same else None
-
-
 def with_deployment_defaults(request: EstimateRequest) -> tuple[EstimateRequest, Deployment | None]:
     """``request`` with every field it leaves out taken from its ``deployment`` (InputError if unknown)."""
     if not request.deployment:
@@ -252,7 +235,7 @@ def estimate_layout(request: EstimateRequest) -> Estimate:
         weight_format=weight_format,
         gpu_memory_utilization=request.gpu_memory_utilization or 0.9,
     )
-    fit = calibration_for(deployment, model, sku, request)
+    fit = correction_for(deployment, model.pk, sku.pk, request.layout(), request.kv_cache_dtype or "bf16")
     result, calibration = band.central, None
     if fit is not None:
         now = timezone.now()

@@ -42,6 +42,11 @@ class WhatIfForm(forms.Form):
 
     model = forms.ChoiceField()
     sku = forms.ChoiceField(label="SKU")
+    deployment = forms.ChoiceField(
+        label="As deployment",
+        required=False,
+        help_text="Fields left blank take the deployment's; its live speed correction applies to its own layout.",
+    )
     gpus = forms.IntegerField(label="GPUs", min_value=1, required=False, widget=_number())
     tp = forms.IntegerField(label="tp", min_value=1, required=False, widget=_number())
     pp = forms.IntegerField(label="pp", min_value=1, required=False, widget=_number())
@@ -83,6 +88,7 @@ class WhatIfForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
         self.fields["sku"].choices = list(HardwareSku.objects.values_list("slug", "name"))
+        self.fields["deployment"].choices = [("", "none"), *Deployment.objects.values_list("slug", "slug")]
 
     def to_request(self) -> SizingRequest:
         """The sizing request of a valid form (blank numbers take the service's defaults)."""

@@ -14,7 +14,18 @@ from dataclasses import dataclass, replace
 from fleet.errors import InputError
 from fleet.models import Deployment, HardwareSku, ModelSpec
 from fleet.models.base import find_by_slug
-from planner.engine import ENGINES, KV_CACHE_DTYPES, Layout, SizingResult, ThroughputResult, estimate, size
+from planner.corrections import calibration_of, correction_for
+from planner.corrections import to_engine as correction_to_engine
+from planner.engine import (
+    ENGINES,
+    KV_CACHE_DTYPES,
+    Layout,
+    SizingResult,
+    ThroughputResult,
+    apply_correction,
+    estimate,
+    size,
+)
 
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
 POOLS = ("unified", "split")
@@ -158,7 +169,23 @@ def size_layout(request: SizingRequest) -> Sizing:
 
 def speed_of(sizing: Sizing, usd_per_gpu_hour: object = None) -> ThroughputResult:
     """Speed and cost of one replica of the sized layout (2,048-token prompts, 256-token answers,
-    capped at the context asked for)."""
+    capped at the context asked for). Sized from a ``deployment`` as it serves, with that deployment's
+    latest live correction applied when there is one (the result's first assumption says so)."""
+    result = _model_speed(sizing, usd_per_gpu_hour)
+    request = sizing.request
+    if not request.deployment:
+        return result
+    deployment = Deployment.objects.select_related("cluster").filter(slug=request.deployment).first()
+    fit = correction_for(
+        deployment, sizing.model.pk, sizing.sku.pk, sizing.result.layout, request.kv_cache_dtype or "bf16"
+    )
+    if fit is None:
+        return result
+    age_s = calibration_of(fit)["age_s"]
+    return apply_correction(result, correction_to_engine(fit), age_s=age_s)
+
+
+def _model_speed(sizing: Sizing, usd_per_gpu_hour: object) -> ThroughputResult:
     request, context = sizing.request, sizing.result.context_tokens
     return estimate(
         sizing.model.to_engine(),

@@ -275,3 +275,25 @@ def test_the_estimate_api_applies_the_deployments_correction_and_says_so(catalog
     assert any(a.startswith("Calibrated from live polls") for a in calibrated["assumptions"])
     other = viewer_api.post("/api/v1/estimate/", {"deployment": "llama", "batch": 4, "tp": 2}, format="json").json()
     assert other["calibrated"] is None
+
+
+@pytest.mark.django_db
+def test_the_what_if_page_as_a_deployment_applies_its_correction(catalog, client, make_user):
+    """What-if "as deployment llama" (tp 4 on H100, 2 replicas) with a correction fitted at TPOT x 1.37: the
+    page's TPOT is the uncorrected one x 1.37 and says it is calibrated; without the deployment it is not."""
+    d = deployment()
+    add_polls(d, 12, at=timezone.now())
+    fit_for_deployment("llama", timezone.now())
+    client.force_login(make_user("v", "viewer"))
+    base = "/what-if/?model=llama-3.1-70b&sku=h100-sxm-80gb&gpus=8&tp=4&context_tokens=8192"
+
+    def tpot(url: str) -> tuple[float, str]:
+        page = client.get(url, headers={"HX-Request": "true"}).content.decode()
+        cell = page.split('<th>Time per output token</th><td class="num">')[1].split(" ms")[0]
+        return float(cell), page
+
+    plain, plain_page = tpot(base)
+    calibrated, page = tpot(base + "&deployment=llama")
+    assert 'id="whatif-calibrated"' in page and "Calibrated from live polls" in page
+    assert 'id="whatif-calibrated"' not in plain_page
+    assert calibrated == pytest.approx(plain * DECODE, abs=0.1)  # the page rounds to 0.1 ms

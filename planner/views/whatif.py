@@ -56,6 +56,7 @@ def compute(form: WhatIfForm) -> dict:
                 "bound": speed.decode.bound,
                 "breakdown": breakdown(speed),
                 "band": band_summary(band.to_dict()),
+                "calibrated": next((a for a in speed.assumptions if a.startswith("Calibrated from live polls")), None),
             }
     return context
 

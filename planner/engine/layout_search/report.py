@@ -171,6 +171,8 @@ def _assumptions(s: SearchRun, options: ThroughputOptions) -> tuple[str, ...]:
         "Layout sizes are powers of two (tp; pp up to 8; dp; ep up to tp x dp, with etp = tp x dp / ep), "
         "validated like size(). "
         "Layouts whose weights alone exceed a GPU are pruned before any throughput evaluation.",
+        "Speeds are the documented throughput model's, uncalibrated: a live correction fitted from polls belongs "
+        "to one running deployment and is not carried to layouts that are not running.",
         f"Efficiency: memory bandwidth {options.memory_bandwidth_efficiency:g}, compute "
         f"{options.compute_efficiency:g}, links {options.link_efficiency:g}; communication is not overlapped with "
         "compute (no two-batch overlap).",
