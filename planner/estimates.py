@@ -45,8 +45,6 @@ LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
 #: Request shape when neither the request nor a deployment's workload gives one (as ``estimate()``).
 DEFAULT_PROMPT_TOKENS = 2048
 DEFAULT_OUTPUT_TOKENS = 256
-#: Fields of a correction (``planner.corrections.calibration_of`` adds the per-side counts, the time and window).
-CALIBRATION_FIELDS = ("factor_decode", "factor_prefill", "samples", "age_s", "residual")
 
 
 @dataclass(frozen=True)

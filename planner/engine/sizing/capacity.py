@@ -339,13 +339,12 @@ def _capacities(p: _Plan, context: int, kv_gpu: int) -> tuple[int, int, int, int
     alloc: EngineAllocation | None = p.alloc
     if alloc is None:
         return chosen, unified, split, stranded, deficit
-    if alloc is not None:
-        chosen = alloc.sequences(context)
-        if alloc.engine == "vllm":
-            unified = chosen
-        else:
-            split = chosen
-        deficit = 0 if chosen >= 1 else max(deficit, 1)
+    chosen = alloc.sequences(context)
+    if alloc.engine == "vllm":
+        unified = chosen
+    else:
+        split = chosen
+    deficit = 0 if chosen >= 1 else max(deficit, 1)
     return chosen, unified, split, stranded, deficit
 
 
