@@ -20,6 +20,7 @@ from fleet.models import (
     GpuQuote,
     HardwareSku,
     ModelSpec,
+    OutboxMessage,
     WorkerHeartbeat,
     Workload,
 )
@@ -105,6 +106,15 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 @admin.register(WorkerHeartbeat)
 class WorkerHeartbeatAdmin(ReadOnlyAdmin):
     list_display = ("worker", "last_seen", "beats")
+
+
+@admin.register(OutboxMessage)
+class OutboxMessageAdmin(ReadOnlyAdmin):
+    """Celery tasks recorded with their work (fleet/outbox.py): an unsent one waits for the broker."""
+
+    list_display = ("task", "task_id", "created", "sent_at", "attempts", "last_error")
+    list_filter = ("task",)
+    search_fields = ("task_id",)
 
 
 @admin.register(ClusterState)
