@@ -228,3 +228,21 @@ def test_a_decision_records_who_made_it(finance_api, client, make_user):
     assert f"/decisions/{decision['id']}/history/" in client.get("/decisions/").content.decode()
     page = client.get(f"/decisions/{decision['id']}/history/").content.decode()
     assert finance_api.user.username in page and Decision.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_calibration_records_who_uploaded_it_without_its_log(platform_api, viewer_api):
+    from pathlib import Path
+
+    from fleet.catalog.reference import model_record, sku_record
+    from fleet.models import ModelSpec
+
+    HardwareSku.objects.create(**sku_record("h200-141gb"))
+    record = model_record("qwen3-next-80b-a3b")
+    ModelSpec.objects.create(**{**record, "expert_weight_format": record.get("expert_weight_format") or ""})
+    log = (Path(__file__).parent / "fixtures/startup_logs/vllm-0.10.2-Qwen3-Next-80B-A3B-Instruct-tp2.log").read_text()
+    created = platform_api.post("/api/v1/calibrations/", {"log": log, "sku": "h200-141gb"}, format="json").json()
+    (entry,) = viewer_api.get(f"/api/v1/calibrations/{created['id']}/history/").json()["results"]
+    assert entry["action"] == "create" and entry["actor"] == platform_api.user.username
+    assert entry["changes"]["engine_version"] == [None, "0.10.2"]
+    assert not {"log_text", "parsed", "prediction", "figures"} & set(entry["changes"])
