@@ -45,6 +45,7 @@ ACTIONS = {LogEntry.Action.CREATE: "create", LogEntry.Action.UPDATE: "update", L
 
 def mask_secret(value: str) -> str:
     """Auditlog's mask for secret fields: whether a value is set, never any part of it."""
+    # auditlog passes the text of the value: "None" for no value (a creation's "before").
     return SECRET_SET if value not in ("", "None") else SECRET_NONE
 
 
@@ -85,7 +86,7 @@ class AuditMiddleware(AuditlogMiddleware):
         return SimpleLazyObject(actor)
 
     def get_extra_data(self, request: HttpRequest) -> dict[str, Any]:
-        return {**super().get_extra_data(request), "additional_data": {"via": _via(request.path)}}
+        return {**super().get_extra_data(request), "additional_data": {"via": _via(request.path_info)}}
 
 
 @contextlib.contextmanager
