@@ -138,6 +138,8 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     },
     "planner.plan": (NOBODY, NOBODY, ADMINS),
     "planner.decision": (NOBODY, NOBODY, NOBODY),  # append-only
+    # The audit trail (django-auditlog's admin): read-only for everybody; listed for superusers only.
+    "auditlog.logentry": (NOBODY, NOBODY, NOBODY),
     # Users and groups: no role holds auth's permissions, so a role cannot grant itself more.
     "auth.user": (SUPERUSER,) * 3,
     "auth.group": (SUPERUSER,) * 3,
@@ -150,7 +152,8 @@ ADMIN_KEYS = {"hardwaresku": "{sku_pk}", "modelspec": "{model_pk}", "workload": 
               "apiprice": "{api_price_pk}", "clusterstate": "{state}", "endpointpoll": "{poll}",
               "workerheartbeat": "{heartbeat}",
               "outboxmessage": "{outbox}", "plan": "{plan}", "decision": "{decision}", "user": "{user}",
-              "group": "{group}", "tokenproxy": "{user}", **{m: f"{{{m}}}" for m in BEAT_MODELS}}  # fmt: skip
+              "group": "{group}", "tokenproxy": "{user}", "logentry": "{logentry}",
+              **{m: f"{{{m}}}" for m in BEAT_MODELS}}  # fmt: skip
 
 
 def admin_routes() -> list[Route]:
@@ -184,6 +187,7 @@ class World:
 
 
 def _records() -> dict[str, Any]:
+    from auditlog.models import LogEntry
     from django_celery_beat.models import (
         ClockedSchedule,
         CrontabSchedule,
@@ -252,6 +256,7 @@ def _records() -> dict[str, Any]:
         "state": ClusterState.objects.get(cluster=cluster).pk, "poll": poll.pk, "heartbeat": heartbeat.pk,
         "outbox": outbox_message.pk,
         "user": someone.pk, "group": Group.objects.get(name="viewer").pk,
+        "logentry": LogEntry.objects.get_for_object(deployment).get().pk,
         **{name: obj.pk for name, obj in beat.items()},
     }  # fmt: skip
 

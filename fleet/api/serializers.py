@@ -141,19 +141,20 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
             attrs["api_key"] = api_key
         return attrs
 
-    def _save_with_key(self, instance: Deployment, api_key: str | None) -> Deployment:
-        if api_key is not None:
-            instance.set_api_key(api_key.strip())
-            instance.save(update_fields=["api_key_encrypted", "updated"])
-        return instance
-
+    # The key is set before the one save, so the audit trail has one entry per request.
     def create(self, validated_data: dict[str, Any]) -> Deployment:
         api_key = validated_data.pop("api_key", None)
-        return self._save_with_key(super().create(validated_data), api_key)
+        deployment = Deployment(**validated_data)
+        if api_key is not None:
+            deployment.set_api_key(api_key.strip())
+        deployment.save()
+        return deployment
 
     def update(self, instance: Deployment, validated_data: dict[str, Any]) -> Deployment:
         api_key = validated_data.pop("api_key", None)
-        return self._save_with_key(super().update(instance, validated_data), api_key)
+        if api_key is not None:
+            instance.set_api_key(api_key.strip())
+        return super().update(instance, validated_data)
 
 
 class GpuQuoteSerializer(ModelCleanMixin, serializers.ModelSerializer):

@@ -1,5 +1,6 @@
 """Declarative API viewsets for the inventory, models, workloads and prices: queryset,
-serializer, filterset. Permissions are Django's model permissions (settings' default classes)."""
+serializer, filterset; each record's audit trail at ``<record>/history/`` (``HistoryMixin``).
+Permissions are Django's model permissions (settings' default classes)."""
 
 import logging
 from urllib.parse import urlencode
@@ -20,6 +21,7 @@ from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, 
 from fleet.poll_store import lease_is_free
 
 from . import serializers
+from .history import HistoryMixin
 from .permissions import require
 from .routing import SLUG_IN_URL
 
@@ -45,7 +47,7 @@ POLL_QUEUED = inline_serializer(
 )
 
 
-class HardwareSkuViewSet(viewsets.ModelViewSet):
+class HardwareSkuViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = HardwareSku.objects.all()
     serializer_class = serializers.HardwareSkuSerializer
     filterset_class = filters.HardwareSkuFilter
@@ -54,7 +56,7 @@ class HardwareSkuViewSet(viewsets.ModelViewSet):
     ordering_fields = ["name", "hbm_gb", "hbm_bandwidth_tbps", "bf16_tflops"]
 
 
-class ClusterViewSet(viewsets.ModelViewSet):
+class ClusterViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = Cluster.objects.select_related("sku")
     serializer_class = serializers.ClusterSerializer
     filterset_class = filters.ClusterFilter
@@ -63,7 +65,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
     ordering_fields = ["name", "nodes", "team", "provider"]
 
 
-class DeploymentViewSet(viewsets.ModelViewSet):
+class DeploymentViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = Deployment.objects.select_related("cluster__sku", "model")
     serializer_class = serializers.DeploymentSerializer
     filterset_class = filters.DeploymentFilter
@@ -132,14 +134,14 @@ class DeploymentViewSet(viewsets.ModelViewSet):
         return self.get_paginated_response(serializers.EndpointPollSerializer(page, many=True).data)
 
 
-class GpuQuoteViewSet(viewsets.ModelViewSet):
+class GpuQuoteViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = GpuQuote.objects.select_related("sku")
     serializer_class = serializers.GpuQuoteSerializer
     filterset_class = filters.GpuQuoteFilter
     ordering_fields = ["quoted_on", "usd_per_gpu_hour"]
 
 
-class ApiPriceViewSet(viewsets.ModelViewSet):
+class ApiPriceViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = ApiPrice.objects.all()
     serializer_class = serializers.ApiPriceSerializer
     filterset_class = filters.ApiPriceFilter
@@ -148,7 +150,7 @@ class ApiPriceViewSet(viewsets.ModelViewSet):
     ordering_fields = ["quoted_on", "output_usd_per_mtok"]
 
 
-class ModelSpecViewSet(viewsets.ModelViewSet):
+class ModelSpecViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = ModelSpec.objects.all()
     serializer_class = serializers.ModelSpecSerializer
     filterset_class = filters.ModelSpecFilter
@@ -186,7 +188,7 @@ class ModelSpecViewSet(viewsets.ModelViewSet):
         return Response(data, status=status.HTTP_201_CREATED, headers={"Location": data["url"]})
 
 
-class WorkloadViewSet(viewsets.ModelViewSet):
+class WorkloadViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = Workload.objects.all()
     serializer_class = serializers.WorkloadSerializer
     filterset_class = filters.WorkloadFilter

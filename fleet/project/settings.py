@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "django_celery_beat",
+    "auditlog",
     "fleet.apps.FleetConfig",
     "planner.apps.PlannerConfig",
 ]
@@ -130,6 +131,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The audit trail's user, source and address (fleet/audit.py); after authentication.
+    "fleet.audit.AuditMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -201,6 +204,11 @@ STORAGES = {
 }
 # Serve static files from the app folders too, so tests and `make run` need no collectstatic.
 WHITENOISE_USE_FINDERS = True
+
+# The audit trail (fleet/audit.py, django-auditlog): changes stored as JSON values (a Decimal
+# 2.49 and 2.4900 compare equal, so an unchanged save writes nothing), related records by name.
+AUDITLOG_STORE_JSON_CHANGES = True
+AUDITLOG_USE_FK_STRING_REPRESENTATION = True
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
