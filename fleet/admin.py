@@ -85,10 +85,12 @@ class ApiPriceAdmin(admin.ModelAdmin):
         "slug",
         "provider",
         "model_name",
+        "model",
         *ApiPrice.PRICES,
         "quoted_on",
     )
     list_filter = ("provider",)
+    list_select_related = ("model",)
     prepopulated_fields = {"slug": ("provider", "model_name")}
 
 

@@ -179,6 +179,13 @@ class GpuQuoteSerializer(ModelCleanMixin, serializers.ModelSerializer):
 
 class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:apiprice-detail", lookup_field="slug")
+    model = serializers.SlugRelatedField(
+        slug_field="slug",
+        queryset=ModelSpec.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="Slug of the model spec this price is for (rent vs API says so when it compares different models).",
+    )
 
     class Meta:
         model = ApiPrice
@@ -187,6 +194,7 @@ class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "slug",
             "provider",
             "model_name",
+            "model",
             *ApiPrice.PRICES,
             "context_window",
             "quoted_on",
