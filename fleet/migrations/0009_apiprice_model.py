@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('fleet', '0006_modelspec_hf_model_id'),
+        ('fleet', '0008_audit_api_key_default'),
     ]
 
     operations = [
