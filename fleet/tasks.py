@@ -110,6 +110,14 @@ def send_outbox_task(self) -> dict[str, int]:
     return sweep().as_dict()
 
 
+@shared_task(name="fleet.apply_cluster_changes", bind=True, acks_late=True, ignore_result=True, **RETRY_ON_TRANSIENT)
+def apply_cluster_changes_task(self) -> list[str]:
+    """Put in force the cluster changes scheduled for today or before (beat: hourly; idempotent)."""
+    from fleet.models import Cluster
+
+    return Cluster.apply_due_changes()
+
+
 @shared_task(name="fleet.prune_polls", bind=True, acks_late=True, ignore_result=True, **RETRY_ON_TRANSIENT)
 def prune_polls_task(self) -> dict[str, int]:
     """Roll old polls into hourly rows and drop what is past retention (beat: hourly; idempotent:

@@ -114,7 +114,8 @@ def test_quotes_history_by_id_and_decimals_compare_by_value(finance_api, sku):
 
 @pytest.mark.django_db
 def test_the_api_key_is_never_in_the_audit_trail(platform_api, cluster, kimi_k3):
-    body = {"slug": "d2", "cluster": cluster.slug, "model": kimi_k3.slug, "tp": 8, "api_key": "sk-first-key-123"}
+    body = {"slug": "d2", "cluster": cluster.slug, "model": kimi_k3.slug, "tp": 8, "dp": 4, "ep": 32}
+    body |= {"max_model_len": 131072, "api_key": "sk-first-key-123"}
     assert platform_api.post("/api/v1/deployments/", body, format="json").status_code == 201
     first_token = Deployment.objects.get(slug="d2").api_key_encrypted
     platform_api.patch("/api/v1/deployments/d2/", {"api_key": "sk-second-key-456"}, format="json")

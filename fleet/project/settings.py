@@ -274,6 +274,7 @@ CELERY_BEAT_SCHEDULE = {
     "send-outbox": {"task": "fleet.send_outbox", "schedule": 10.0, "options": {"expires": 60}},
     "recover-plans": {"task": "planner.recover_plans", "schedule": 30.0, "options": {"expires": 120}},
     "prune-polls": {"task": "fleet.prune_polls", "schedule": 3600.0},
+    "apply-cluster-changes": {"task": "fleet.apply_cluster_changes", "schedule": 3600.0},
     "fit-speed-corrections": {"task": "planner.fit_speed_corrections", "schedule": 3600.0},
 }
 #: Each worker's main process records a beat this often (seconds); three missed beats = silent.

@@ -9,6 +9,7 @@ from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
@@ -63,7 +64,13 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
 def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     cluster = get_object_or_404(Cluster.objects.select_related("sku"), slug=slug)
     deployments = cluster.deployments.select_related("cluster__sku", "model")
-    context = {"cluster": cluster, "rows": headroom(deployments), "states": cluster.states.select_related("sku")}
+    context = {
+        "cluster": cluster,
+        "rows": headroom(deployments),
+        "states": cluster.states.select_related("sku"),
+        "scheduled": cluster.scheduled_changes(),
+        "today": timezone.now().date(),
+    }
     return render(request, "fleet/cluster.html", context | history_section(cluster, "cluster"))
 
 
