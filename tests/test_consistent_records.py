@@ -88,3 +88,32 @@ def test_the_task_applying_scheduled_changes_is_on_beat(settings):
 
     assert apply_cluster_changes_task.name == "fleet.apply_cluster_changes"
     assert any(e["task"] == "fleet.apply_cluster_changes" for e in settings.CELERY_BEAT_SCHEDULE.values())
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("observed", "flagged"), [(10_000, True), (980_000, False), (1_200_000, True)])
+def test_a_capacity_ratio_outside_the_band_is_flagged_on_the_fleet_and_deployment_pages(
+    client, make_user, deployment, observed, flagged
+):
+    """Issue 15: a predicted/observed ratio of 0.01 went unflagged."""
+    from fleet.models import EndpointPoll
+
+    predicted = 1_000_000
+    deployment.last_status = "up"
+    deployment.last_metrics = {"observed_cache_tokens": observed, "predicted_cache_tokens": predicted}
+    deployment.save()
+    EndpointPoll.objects.create(
+        deployment=deployment,
+        polled_at=timezone.now(),
+        status="up",
+        observed_cache_tokens=observed,
+        predicted_cache_tokens=predicted,
+    )
+    client.force_login(make_user("v", "viewer"))
+    fleet = client.get("/").content.decode()
+    assert ("ratio-flag" in fleet) is flagged
+    if flagged:
+        assert f"capacity ratio {observed / predicted:.2f}" in fleet
+    page = client.get(f"/deployments/{deployment.slug}/").content.decode()
+    assert ('id="calibration-flag"' in page) is flagged
+    assert ("within 0.9\u20131.1" in page) is not flagged

@@ -362,6 +362,21 @@ class Deployment(TimeStamped):
             **options,
         )
 
+    @property
+    def calibration_ratio(self) -> float | None:
+        """Observed over predicted KV-cache tokens at the last poll that had both (``last_metrics``)."""
+        from .polls import cache_ratio
+
+        metrics = self.last_metrics or {}
+        return cache_ratio(metrics.get("observed_cache_tokens"), metrics.get("predicted_cache_tokens"))
+
+    @property
+    def calibration_flagged(self) -> bool:
+        """True when the last poll's ratio is outside ``polls.CALIBRATION_RANGE`` (pages flag it)."""
+        from .polls import ratio_ok
+
+        return ratio_ok(self.calibration_ratio) is False
+
     def throughput(self, usd_per_gpu_hour=None) -> ThroughputResult:
         """Speed of one replica for its workload's request shape (or 2,048 in / 256 out)."""
         w = self.workload
