@@ -56,9 +56,15 @@ def send(message: OutboxMessage) -> bool:
     broker error the message stays unsent with the error recorded, for the sweeper; False."""
     queue = message.queue or current_app.conf.task_default_queue
     try:
-        current_app.send_task(
-            message.task, args=message.args, kwargs=message.kwargs, task_id=message.task_id or None, queue=queue
-        )
+        if current_app.conf.task_always_eager:
+            # Eager mode (tests, a shell) runs the task here, as apply_async would; send_task ignores it.
+            current_app.tasks[message.task].apply(
+                args=message.args, kwargs=message.kwargs, task_id=message.task_id or None
+            )
+        else:
+            current_app.send_task(
+                message.task, args=message.args, kwargs=message.kwargs, task_id=message.task_id or None, queue=queue
+            )
     except BROKER_ERRORS as exc:
         error = f"{type(exc).__name__}: {exc}"[:300]
         OutboxMessage.objects.filter(pk=message.pk, sent_at__isnull=True).update(
