@@ -141,6 +141,13 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
             attrs["api_key"] = api_key
         return attrs
 
+    def to_representation(self, instance: Deployment) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if "base_url" in data:
+            # Never the user info or query string a row stored before they were refused may carry.
+            data["base_url"] = instance.shown_base_url
+        return data
+
     def _save_with_key(self, instance: Deployment, api_key: str | None) -> Deployment:
         if api_key is not None:
             instance.set_api_key(api_key.strip())

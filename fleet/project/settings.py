@@ -274,9 +274,15 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "inte
 # Endpoint polling (fleet/polling, docs/polling.md). Every outbound request goes through the
 # guard: only these networks (CIDR, comma separated) may be reached; link-local and cloud
 # metadata addresses are always refused.
-POLL_ALLOWED_NETWORKS = envlist(
-    "FLEETCAP_POLL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
-)
+#: Default: loopback only (`make run`'s demo endpoint); production lists its serving networks.
+POLL_ALLOWED_NETWORKS = envlist("FLEETCAP_POLL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
+#: TCP ports the poller may connect to (comma separated); empty (the default): any port in the
+#: allowed networks. Production lists its engines' ports (e.g. ``8000,30000,443``).
+POLL_ALLOWED_PORTS = [int(port) for port in envlist("FLEETCAP_POLL_ALLOWED_PORTS", "") if port.isdigit()]
+if len(POLL_ALLOWED_PORTS) != len(envlist("FLEETCAP_POLL_ALLOWED_PORTS", "")) or not all(
+    0 < port < 65536 for port in POLL_ALLOWED_PORTS
+):
+    raise ImproperlyConfigured("FLEETCAP_POLL_ALLOWED_PORTS: comma-separated TCP port numbers (1-65535)")
 POLL_TIMEOUT_S = float(os.environ.get("FLEETCAP_POLL_TIMEOUT_S", "5"))
 POLL_MAX_BYTES = envint("FLEETCAP_POLL_MAX_BYTES", 8 * 1024 * 1024)
 POLL_VERIFY_TLS = env_tls_verify("FLEETCAP_POLL_VERIFY_TLS")
