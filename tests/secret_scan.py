@@ -109,6 +109,9 @@ def install(monkeypatch_scope: pytest.MonkeyPatch) -> None:
     monkeypatch_scope.setattr(Deployment, "set_api_key", recording_set_api_key)
 
 
+LOG_HANDLER = _LogScan(SCANNER)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _secret_scan_session() -> Iterator[SecretScanner]:
     """Installs the scan after Django is set up (its LOGGING replaces the root logger's handlers)."""
@@ -117,17 +120,17 @@ def _secret_scan_session() -> Iterator[SecretScanner]:
     django.setup()
     patcher = pytest.MonkeyPatch()
     install(patcher)
-    handler = _LogScan(SCANNER)
-    root = logging.getLogger()
-    root.addHandler(handler)
     yield SCANNER
-    root.removeHandler(handler)
+    logging.getLogger().removeHandler(LOG_HANDLER)
     patcher.undo()
 
 
 @pytest.fixture(autouse=True)
 def _no_secret_leaked(_secret_scan_session: SecretScanner) -> Iterator[None]:
     """Fails the test during which a key appeared in a response or a log record."""
+    root = logging.getLogger()
+    if LOG_HANDLER not in root.handlers:  # (again: a test or a Celery app may reconfigure logging)
+        root.addHandler(LOG_HANDLER)
     start = len(_secret_scan_session.findings)
     yield
     found = _secret_scan_session.findings[start:]

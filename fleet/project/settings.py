@@ -372,6 +372,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("FLEETCAP_LOGIN_COOLO
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+#: Not in the admin (whose every page is in tests/test_permissions_matrix.py): unlock with
+#: ``manage.py axes_reset_username USERNAME`` (docs/operations.md).
+AXES_ENABLE_ADMIN = False
 # The address is REMOTE_ADDR (X-Forwarded-For can be forged): behind a proxy every client shares
 # the proxy's, so a username is locked for everyone coming through it (docs/operations.md).
 
