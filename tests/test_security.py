@@ -231,6 +231,12 @@ def test_a_stored_base_url_with_a_key_is_never_shown(client, make_user, cluster,
     client.force_login(make_user("p", "platform"))
     edit = client.get("/deployments/old/edit/").content.decode()
     assert leaked not in edit and 'value="http://127.0.0.1:8000/"' in edit
+    # Fixed: the audit trail's "before" is the old URL, shown without its key.
+    old = Deployment.objects.get(slug="old")
+    old.base_url = "http://127.0.0.1:8001"
+    old.save()
+    page = client.get("/deployments/old/").content.decode()
+    assert "http://127.0.0.1:8000/" in page and "http://127.0.0.1:8001" in page and leaked not in page
 
 
 def test_the_scan_finds_a_key_in_a_response_and_a_log_record(_secret_scan_session, caplog):

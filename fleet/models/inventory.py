@@ -162,6 +162,16 @@ class Deployment(TimeStamped):
     )
     #: What registering one names: where it runs, what it serves and how, and its endpoint.
     REGISTERED = ("slug", "cluster", "model", "workload", *SERVING, "base_url", "served_model_id")
+    #: Written by the poller (``fleet.poll_store``): the live state and the poll lease. Not part of the
+    #: audit trail (fleet/audit.py): they change on every poll.
+    LIVE_FIELDS = (
+        "last_status",
+        "last_status_changed",
+        "last_polled",
+        "last_metrics",
+        "poll_lease_until",
+        "poll_lease_owner",
+    )
 
     class Engine(models.TextChoices):
         VLLM = "vllm", "vLLM"
@@ -206,7 +216,7 @@ class Deployment(TimeStamped):
     kv_cache_dtype = models.CharField(max_length=10, choices=[(d, d) for d in KV_CACHE_DTYPES], default="bf16")
     max_model_len = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     gpu_memory_utilization = models.FloatField(default=0.9, validators=[utilisation])
-    api_key_encrypted = models.TextField(blank=True, editable=False)
+    api_key_encrypted = models.TextField(blank=True, default="", editable=False)
     poll_interval_s = models.PositiveIntegerField(default=15, validators=[MinValueValidator(5)])
     enabled = models.BooleanField(default=True)
     # Live state, written by the poller (fleet.polling): the last status and when it changed,

@@ -15,6 +15,7 @@ from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, WorkerHeartbeat
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
+from fleet.views.history import history_section
 from planner.calibrations import calibrate
 from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
 from planner.forms import CalibrationForm
@@ -62,11 +63,8 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
 def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     cluster = get_object_or_404(Cluster.objects.select_related("sku"), slug=slug)
     deployments = cluster.deployments.select_related("cluster__sku", "model")
-    return render(
-        request,
-        "fleet/cluster.html",
-        {"cluster": cluster, "rows": headroom(deployments), "states": cluster.states.select_related("sku")},
-    )
+    context = {"cluster": cluster, "rows": headroom(deployments), "states": cluster.states.select_related("sku")}
+    return render(request, "fleet/cluster.html", context | history_section(cluster, "cluster"))
 
 
 @perms_required("fleet.view_deployment", "fleet.view_endpointpoll")
@@ -91,6 +89,7 @@ def _deployment_page(
         }
     context |= _poll_series(deployment)
     context |= _calibrations(request, deployment, form)
+    context |= history_section(deployment, "deployment")
     return render(request, "fleet/deployment.html", context, status=status)
 
 
