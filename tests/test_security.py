@@ -37,7 +37,15 @@ PASSWORD = "pw-for-tests-only"
 
 
 def _check_deploy(tmp_path, **env: str) -> subprocess.CompletedProcess:
-    drop = {"DATABASE_URL", "CELERY_BROKER_URL", "FLEETCAP_SECRET_KEY_FILE", "FLEETCAP_HTTPS", "FLEETCAP_DEBUG"}
+    # (DJANGO_ALLOW_ASYNC_UNSAFE: set by the browser tests in this process; a deploy check refuses it.)
+    drop = {
+        "DATABASE_URL",
+        "CELERY_BROKER_URL",
+        "FLEETCAP_SECRET_KEY_FILE",
+        "FLEETCAP_HTTPS",
+        "FLEETCAP_DEBUG",
+        "DJANGO_ALLOW_ASYNC_UNSAFE",
+    }
     base = {k: v for k, v in os.environ.items() if k not in drop}
     base |= {"FLEETCAP_VAR_DIR": str(tmp_path), "FLEETCAP_SECRET_KEY": secrets.token_urlsafe(60),
              "FLEETCAP_ALLOWED_HOSTS": "fleetcap.example.com", "FLEETCAP_DEBUG": "0"}  # fmt: skip
