@@ -34,6 +34,8 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
+from fleet.polling import display_url
+
 #: What an entry shows for a secret field's value (``mask_callable`` of the registrations).
 SECRET_SET, SECRET_NONE = "(set)", "(none)"
 #: Fields of every record never recorded: every save moves ``updated``.
@@ -144,6 +146,10 @@ def entry(log: LogEntry) -> AuditEntry:
     actor = log.actor.get_username() if log.actor_id and log.actor else None
     via = (log.additional_data or {}).get("via") if isinstance(log.additional_data, dict) else None
     changes = {SHOWN_AS.get(name, name): list(pair) for name, pair in sorted((log.changes or {}).items())}
+    if "base_url" in changes:
+        # A base URL stored before keys were refused in it may carry one: shown without it.
+        changes["base_url"] = [display_url(v) if isinstance(v, str) and v not in ("", "None") else v
+                               for v in changes["base_url"]]  # fmt: skip
     return AuditEntry(
         id=log.pk,
         timestamp=log.timestamp,

@@ -20,7 +20,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import JSONField, OuterRef, Q, Subquery
 
 from fleet.models import DailyPollCount, Deployment, EndpointPoll
-from fleet.polling import MetricsSnapshot, PollOutcome
+from fleet.polling import MetricsSnapshot, PollOutcome, public_outcome
 from planner.engine import EngineInputError
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,12 @@ class Polled:
 
 
 def _poll_row(item: Polled) -> tuple[EndpointPoll, dict[str, Any]]:
-    deployment, outcome = item.deployment, item.outcome
+    deployment, detailed = item.deployment, item.outcome
+    # People (pages, API) see one sentence per status; the transport's words stay in this log.
+    outcome = public_outcome(detailed)
+    if detailed.reason != outcome.reason or detailed.warnings != outcome.warnings:
+        log.info("poll %s: %s: %s; warnings: %s", deployment.slug, detailed.status, detailed.reason,
+                 "; ".join(detailed.warnings) or "none")  # fmt: skip
     snap, derived = outcome.snapshot, outcome.derived
     observed = snap.cache_capacity_tokens if snap else None
     values: dict[str, Any] = {name: getattr(derived, name, None) for name in DERIVED_FIELDS}

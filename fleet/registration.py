@@ -24,6 +24,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -44,9 +45,30 @@ def check_endpoint(base_url: str) -> None:
     if not base_url:
         return
     try:
-        check_url(base_url, settings.POLL_ALLOWED_NETWORKS, timeout_s=min(settings.POLL_TIMEOUT_S, 5.0))
+        check_url(
+            base_url,
+            settings.POLL_ALLOWED_NETWORKS,
+            allowed_ports=settings.POLL_ALLOWED_PORTS,
+            timeout_s=min(settings.POLL_TIMEOUT_S, 5.0),
+        )
     except UrlRefused as exc:
+        if has_credentials(base_url):
+            raise InputError.single(
+                "base_url",
+                "Credentials, a query string or a fragment are refused in the base URL: give the server's "
+                "root only (e.g. http://10.0.0.5:8000) and put the key in the write-only API key field.",
+            ) from None
         raise InputError.single("base_url", f"The poller may not reach this address: {exc.reason}") from None
+
+
+def has_credentials(base_url: str) -> bool:
+    """Whether ``base_url`` carries what may be a secret: user info (``user:pass@``), a query string
+    or a fragment. No engine needs any of them (the poller appends its routes to the root)."""
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return "@" in base_url or "?" in base_url or "#" in base_url
+    return bool(parts.username or parts.password or "@" in parts.netloc or "?" in base_url or "#" in base_url)
 
 
 def check_sizes(deployment: Deployment) -> None:

@@ -14,6 +14,9 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+# Every response and log record of the session is searched for the tests' API keys (secret_scan.py).
+from secret_scan import _no_secret_leaked, _secret_scan_session  # noqa: F401
+
 KIMI_K3_GROUPS = [
     {
         "kind": "linear",
@@ -59,6 +62,14 @@ def _check_services() -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     if os.environ.get("FLEETCAP_REQUIRE_SERVICES", "") in {"1", "true", "yes", "on"}:
         _check_services()
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """API throttles and login lockouts count in the cache: each test starts from zero."""
+    from django.core.cache import cache
+
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)

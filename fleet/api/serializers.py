@@ -141,6 +141,13 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
             attrs["api_key"] = api_key
         return attrs
 
+    def to_representation(self, instance: Deployment) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if "base_url" in data:
+            # Never the user info or query string a row stored before they were refused may carry.
+            data["base_url"] = instance.shown_base_url
+        return data
+
     # The key is set before the one save, so the audit trail has one entry per request.
     def create(self, validated_data: dict[str, Any]) -> Deployment:
         api_key = validated_data.pop("api_key", None)

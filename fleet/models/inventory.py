@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from fleet import crypto
+from fleet.polling import display_url
 from fleet.validators import hours_per_day, non_negative, positive, utilisation
 from planner.engine import (
     ACCELERATOR_RECORD_FIELDS,
@@ -305,6 +306,12 @@ class Deployment(TimeStamped):
     @property
     def has_api_key(self) -> bool:
         return bool(self.api_key_encrypted)
+
+    @property
+    def shown_base_url(self) -> str:
+        """``base_url`` as safe to show: without user info, query string or fragment (a row stored
+        before registration refused them may carry a key there)."""
+        return display_url(self.base_url) if self.base_url else ""
 
     @property
     def layout(self) -> Layout:

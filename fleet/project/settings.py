@@ -16,12 +16,18 @@ Every setting a deployment may change is read from the environment:
   (``manage.py init_local`` creates them).
 * ``FLEETCAP_REQUIRE_SERVICES``: tests fail (instead of falling back) when the configured
   PostgreSQL or Redis is unreachable.
+* Production security (the block "Production security" below; docs/operations.md, "Security"):
+  ``FLEETCAP_HTTPS`` (HSTS, secure cookies, SSL redirect, the proxy's ``X-Forwarded-Proto``),
+  ``FLEETCAP_HSTS_SECONDS``, ``FLEETCAP_CACHE_URL`` (Redis, shared by every web worker: throttle
+  counters), ``FLEETCAP_API_THROTTLE_USER`` / ``_ANON``, ``FLEETCAP_LOGIN_FAILURE_LIMIT``,
+  ``FLEETCAP_LOGIN_COOLOFF_MINUTES``; ``FLEETCAP_POLL_ALLOWED_NETWORKS`` / ``_PORTS`` (poller egress).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -120,6 +126,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_celery_beat",
     "auditlog",
+    "csp",
+    "axes",
     "fleet.apps.FleetConfig",
     "planner.apps.PlannerConfig",
 ]
@@ -136,6 +144,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes requires: it turns a locked-out login into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "fleet.project.urls"
@@ -301,9 +312,15 @@ PLAN_LEASE_S = float(os.environ.get("FLEETCAP_PLAN_LEASE_S", "60"))
 # Endpoint polling (fleet/polling, docs/polling.md). Every outbound request goes through the
 # guard: only these networks (CIDR, comma separated) may be reached; link-local and cloud
 # metadata addresses are always refused.
-POLL_ALLOWED_NETWORKS = envlist(
-    "FLEETCAP_POLL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
-)
+#: Default: loopback only (`make run`'s demo endpoint); production lists its serving networks.
+POLL_ALLOWED_NETWORKS = envlist("FLEETCAP_POLL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
+#: TCP ports the poller may connect to (comma separated); empty (the default): any port in the
+#: allowed networks. Production lists its engines' ports (e.g. ``8000,30000,443``).
+POLL_ALLOWED_PORTS = [int(port) for port in envlist("FLEETCAP_POLL_ALLOWED_PORTS", "") if port.isdigit()]
+if len(POLL_ALLOWED_PORTS) != len(envlist("FLEETCAP_POLL_ALLOWED_PORTS", "")) or not all(
+    0 < port < 65536 for port in POLL_ALLOWED_PORTS
+):
+    raise ImproperlyConfigured("FLEETCAP_POLL_ALLOWED_PORTS: comma-separated TCP port numbers (1-65535)")
 POLL_TIMEOUT_S = float(os.environ.get("FLEETCAP_POLL_TIMEOUT_S", "5"))
 POLL_MAX_BYTES = envint("FLEETCAP_POLL_MAX_BYTES", 8 * 1024 * 1024)
 POLL_VERIFY_TLS = env_tls_verify("FLEETCAP_POLL_VERIFY_TLS")
@@ -333,3 +350,76 @@ if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True
     X_FRAME_OPTIONS = "DENY"
     SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# --------------------------------------------------------------------------------------------
+# Production security (issue 14; docs/operations.md, "Security"). One block: HTTPS, the
+# Content-Security-Policy, login lockout, API throttles and the cache they count in.
+# --------------------------------------------------------------------------------------------
+#: Served over HTTPS (behind a TLS-terminating proxy that sets X-Forwarded-Proto): HSTS, secure
+#: cookies, a redirect of plain HTTP, and the proxy's header trusted for request.is_secure().
+HTTPS = envbool("FLEETCAP_HTTPS", False)
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+if HTTPS:
+    # Only behind a proxy that always sets (overwrites) this header: otherwise a client could.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = envint("FLEETCAP_HSTS_SECONDS", 31_536_000)  # a year, in seconds
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("FLEETCAP_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = envbool("FLEETCAP_HSTS_PRELOAD", True)
+#: /healthz answers the load balancer over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+
+#: django-csp 4: no inline scripts or styles anywhere (templates load static files only; htmx's
+#: inline indicator styles are off via the htmx-config meta tag in base.html); Chart.js draws on
+#: canvases (no style elements), Swagger UI's images are data: URIs.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+#: django-axes: a login form locks a username from one IP address after this many failures, for
+#: this long (then one more failure locks it again); the API's tokens are not logins.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("FLEETCAP_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("FLEETCAP_LOGIN_COOLOFF_MINUTES") or 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+#: Not in the admin (whose every page is in tests/test_permissions_matrix.py): unlock with
+#: ``manage.py axes_reset_username USERNAME`` (docs/operations.md).
+AXES_ENABLE_ADMIN = False
+# The address is REMOTE_ADDR (X-Forwarded-For can be forged): behind a proxy every client shares
+# the proxy's, so a username is locked for everyone coming through it (docs/operations.md).
+
+#: The cache API throttles count in. One per process (locmem) unless FLEETCAP_CACHE_URL names a
+#: Redis every web worker shares (production: gunicorn's workers would each count alone).
+CACHE_URL = os.environ.get("FLEETCAP_CACHE_URL", "")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "fleetcap"}}
+
+#: API throttles: per user (token or session), and per IP address for anonymous requests; the
+#: answer past the rate is 429 with Retry-After (seconds). Rates are "N/s", "N/min", "N/hour", "N/day".
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["fleet.api.throttling.UserThrottle", "fleet.api.throttling.AnonThrottle"]
+#: Client addresses for anonymous throttling: REMOTE_ADDR, or behind the HTTPS proxy the address it
+#: appended to X-Forwarded-For (DRF would otherwise trust the whole header, which clients can forge).
+REST_FRAMEWORK["NUM_PROXIES"] = 1 if HTTPS else 0
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
+    "user": os.environ.get("FLEETCAP_API_THROTTLE_USER") or "600/min",
+    "anon": os.environ.get("FLEETCAP_API_THROTTLE_ANON") or "60/min",
+}
