@@ -393,3 +393,18 @@ def test_selectors_reads_metric_names_from_promql():
     assert selectors(expr) == {"vllm:prompt_tokens_total", "fleetcap_deployment_gpus"}
     assert selectors('label_replace(x_y{a="b"}, "n", "$1", "l", "(.*)") * 100') == {"x_y"}
     assert selectors("label_values(fleetcap_deployment_info, deployment)") == {"fleetcap_deployment_info"}
+
+
+def test_the_command_prints_the_same_families_and_writes_a_file(fleet, tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("metrics", stdout=out)
+    families = parse(out.getvalue())
+    assert value(families, "fleetcap_deployment_cost_usd_per_hour", deployment="llama-vllm") == 16.0
+    target = tmp_path / "fleetcap.prom"
+    call_command("metrics", output=str(target))
+    assert parse(target.read_text()).keys() == families.keys()
+    assert [p.name for p in tmp_path.iterdir()] == ["fleetcap.prom"]  # no temporary file left
