@@ -31,8 +31,7 @@ DERIVED_FIELDS = ("requests_running", "requests_waiting", "kv_cache_usage", "pre
 MILLISECOND_FIELDS = {"ttft_p50_ms": "ttft_p50_s", "ttft_p95_ms": "ttft_p95_s", "itl_p50_ms": "itl_p50_s",
                       "itl_p95_ms": "itl_p95_s"}  # fmt: skip
 #: Deployment columns a stored poll writes (the live state) and the lease it releases.
-LIVE_FIELDS = ("last_status", "last_status_changed", "last_polled", "last_metrics", "poll_lease_until",
-               "poll_lease_owner")  # fmt: skip
+LIVE_FIELDS = Deployment.LIVE_FIELDS
 #: Deployments per UPDATE or SELECT of a cycle (keeps IN lists well under every database's parameter cap).
 LEASE_CHUNK = 500
 

@@ -32,7 +32,7 @@ from django.db import IntegrityError, transaction
 from fleet.errors import ConflictError, InputError
 from fleet.models import Deployment, ModelSpec
 from fleet.polling import UrlRefused, check_url
-from planner.engine import EngineInputError, model_record_from_config
+from planner.engine import GIB, EngineInputError, model_record_from_config
 
 #: Deployment fields the engine's messages are shown beside; others go to the whole form.
 SIZING_FIELDS = {"tp", "pp", "dp", "ep", "replicas", "kv_cache_dtype", "gpu_memory_utilization"}
@@ -50,15 +50,30 @@ def check_endpoint(base_url: str) -> None:
 
 
 def check_sizes(deployment: Deployment) -> None:
-    """Raise ``InputError`` when the sizing engine refuses the deployment's layout or context."""
+    """Raise ``InputError`` when the sizing engine refuses the deployment's layout or context, or
+    when the layout does not fit the GPUs' memory (with the deficit per GPU, from the deployment's
+    own engine profile at its planning context)."""
     try:
-        deployment.sizing()
+        result = deployment.sizing()
     except EngineInputError as exc:
         errors: dict[str, list[str]] = {}
         for name, messages in exc.errors.items():
             key = name if name in SIZING_FIELDS else ("max_model_len" if name == "context_tokens" else "__all__")
             errors.setdefault(key, []).extend(messages)
         raise InputError(errors) from None
+    if not result.fits:
+        raise InputError.single("tp", does_not_fit_message(deployment, result.deficit_bytes))
+
+
+def does_not_fit_message(deployment: Deployment, deficit_bytes: int) -> str:
+    """What a person registering a layout that does not fit is told (the deficit in GiB and bytes)."""
+    sku = deployment.cluster.sku
+    return (
+        f"This layout does not fit: each of its {deployment.gpus_per_replica} {sku.name} GPUs per replica is "
+        f"{deficit_bytes / GIB:,.1f} GiB ({deficit_bytes:,} bytes) short of the weights, runtime and one sequence "
+        f"at {deployment.planning_context_tokens:,} tokens of context. Use more GPUs per replica (tp, pp), a "
+        "larger GPU, fp8 KV cache or a smaller weight format."
+    )
 
 
 def check_deployment(deployment: Deployment, *, valid: bool = True) -> None:

@@ -189,3 +189,32 @@ def deployment(cluster, kimi_k3):
     d.set_api_key("sk-secret-do-not-leak-0123456789")
     d.save()
     return d
+
+
+class BrokerDown:
+    """The app's producer pool pointed at a Redis port nobody listens on (connection refused);
+    ``restore()`` brings the configured broker back."""
+
+    def __init__(self):
+        from fleet.project.celery import app
+
+        self.app, self.monkeypatch = app, pytest.MonkeyPatch()
+        monkeypatch = self.monkeypatch
+        # broker_write_url: what publishing uses (CELERY_BROKER_URL in the environment would win over broker_url).
+        monkeypatch.setitem(app.conf, "broker_write_url", "redis://127.0.0.1:9/0")
+        self.reset_pools()
+
+    def reset_pools(self) -> None:
+        self.app._pool = None
+        self.app.amqp._producer_pool = None
+
+    def restore(self) -> None:
+        self.monkeypatch.undo()
+        self.reset_pools()
+
+
+@pytest.fixture
+def broker_down():
+    down = BrokerDown()
+    yield down
+    down.restore()

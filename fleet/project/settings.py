@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "django_celery_beat",
+    "auditlog",
     "fleet.apps.FleetConfig",
     "planner.apps.PlannerConfig",
 ]
@@ -130,6 +131,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The audit trail's user, source and address (fleet/audit.py); after authentication.
+    "fleet.audit.AuditMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -202,6 +205,11 @@ STORAGES = {
 # Serve static files from the app folders too, so tests and `make run` need no collectstatic.
 WHITENOISE_USE_FINDERS = True
 
+# The audit trail (fleet/audit.py, django-auditlog): changes stored as JSON values (a Decimal
+# 2.49 and 2.4900 compare equal, so an unchanged save writes nothing), related records by name.
+AUDITLOG_STORE_JSON_CHANGES = True
+AUDITLOG_USE_FK_STRING_REPRESENTATION = True
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
@@ -234,6 +242,8 @@ SPECTACULAR_SETTINGS = {
         "WeightFormatEnum": "fleet.models.specs.WEIGHT_FORMAT_CHOICES",
         "ServingEngineEnum": "fleet.models.inventory.Deployment.Engine",
         "EngineProfileEnum": "planner.engine.ENGINES",
+        "DispatchEnum": "fleet.outbox.DISPATCH",
+        "PlanStatusEnum": "planner.models.plans.Plan.Status",
     },
 }
 
@@ -261,7 +271,10 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "poll-cycle": {"task": "fleet.poll_cycle", "schedule": 5.0, "options": {"expires": 30}},
+    "send-outbox": {"task": "fleet.send_outbox", "schedule": 10.0, "options": {"expires": 60}},
+    "recover-plans": {"task": "planner.recover_plans", "schedule": 30.0, "options": {"expires": 120}},
     "prune-polls": {"task": "fleet.prune_polls", "schedule": 3600.0},
+    "apply-cluster-changes": {"task": "fleet.apply_cluster_changes", "schedule": 3600.0},
     "fit-speed-corrections": {"task": "planner.fit_speed_corrections", "schedule": 3600.0},
 }
 #: Each worker's main process records a beat this often (seconds); three missed beats = silent.
@@ -270,6 +283,20 @@ WORKER_HEARTBEAT_S = float(os.environ.get("FLEETCAP_WORKER_HEARTBEAT_S", "30"))
 #: connect attempts and publish retries together, so a request never hangs on a dead broker.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+#: Redis redelivers a message a worker took but never acknowledged (the worker was killed) after this
+#: many seconds. Longer than the longest task (planner.fit_speed_corrections: 960 s hard limit) and
+#: than any countdown (retries wait at most 60 s), or a task still running would be delivered again;
+#: plans do not wait for it (their lease expires in PLAN_LEASE_S; docs/reliability.md).
+CELERY_VISIBILITY_TIMEOUT_S = envint("FLEETCAP_CELERY_VISIBILITY_TIMEOUT_S", 3600)
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_S}
+#: The outbox (fleet/outbox.py): a message unsent this many seconds after it was recorded is the
+#: sweeper's (the request that recorded it publishes at once); sent messages are kept this long (hours).
+OUTBOX_GRACE_S = float(os.environ.get("FLEETCAP_OUTBOX_GRACE_S", "10"))
+OUTBOX_RETENTION_HOURS = float(os.environ.get("FLEETCAP_OUTBOX_RETENTION_HOURS", "24"))
+#: A plan's run holds its lease this long without renewing it (renewed every third of it while the
+#: search runs); once expired, planner.recover_plans sends the plan again (planner/plans.py).
+PLAN_LEASE_S = float(os.environ.get("FLEETCAP_PLAN_LEASE_S", "60"))
 
 # Endpoint polling (fleet/polling, docs/polling.md). Every outbound request goes through the
 # guard: only these networks (CIDR, comma separated) may be reached; link-local and cloud
