@@ -45,10 +45,8 @@ log = logging.getLogger(__name__)
 PRICING_KIND = "on-demand"
 DEPLOYMENT_LABELS = ("deployment", "cluster", "model", "sku", "engine")
 CLUSTER_LABELS = ("cluster", "sku", "team", "provider")
-#: The last poll's columns (``Deployment.last_metrics``) the cache and block checks read.
+#: The last poll's columns (``Deployment.last_metrics``) the block check reads.
 CHECK_FIELDS = (
-    "observed_cache_tokens",
-    "predicted_cache_tokens",
     "observed_num_blocks",
     "predicted_num_blocks",
     "observed_block_size",
@@ -121,23 +119,33 @@ def _latest_calibrations(ids: Iterable[int]) -> dict[int, Calibration]:
     return latest
 
 
-def _last_poll_check(deployment: Deployment) -> EndpointPoll:
-    """The last poll's cache and block figures as an (unsaved) poll, whose properties give the ratios."""
+def _last_poll_blocks(deployment: Deployment) -> EndpointPoll:
+    """The last poll's block figures as an (unsaved) poll, whose ``block_ratios`` gives the ratios."""
     metrics = deployment.last_metrics or {}
     return EndpointPoll(**{name: metrics.get(name) for name in CHECK_FIELDS})
 
 
-def _cost(figures: DeploymentFigures, deployment: Deployment, quote: Quote | None, correction, now) -> None:
-    """Output rate (throughput model, with the live correction) and cost at the quote in force."""
-    speed = corrected_throughput(deployment, correction, now=now).result
-    tokens_per_s = deployment_output_rate(deployment, speed)
-    figures.output_tokens_per_s = tokens_per_s
+def _cost(
+    figures: DeploymentFigures, deployment: Deployment, quote: Quote | None, correction: Any, now: datetime
+) -> None:
+    """Output rate (throughput model, with the live correction) and cost at the quote in force.
+
+    As rent vs API has it (``planner.breakeven.compare``): a deployment that does not fit memory
+    serves nothing, so it has no output rate and no cost per million tokens, only its cost per hour."""
+    tokens_per_s = None
+    if figures.fits:
+        try:
+            speed = corrected_throughput(deployment, correction, now=now).result
+        except FIELD_ERRORS as exc:
+            log.info("no speed figures for deployment %s: %s", deployment.slug, exc)
+        else:
+            tokens_per_s = figures.output_tokens_per_s = deployment_output_rate(deployment, speed)
     if quote is None:
         return
-    economics = unit_economics(deployment.gpus, quote.usd_per_gpu_hour, tokens_per_s)
+    economics = unit_economics(deployment.gpus, quote.usd_per_gpu_hour, tokens_per_s or 0)
     figures.usd_per_gpu_hour = quote.usd_per_gpu_hour
     figures.usd_per_hour = economics.cluster_usd_per_hour
-    figures.usd_per_mtok_output = economics.cost_per_mtok_output_usd
+    figures.usd_per_mtok_output = economics.cost_per_mtok_output_usd if tokens_per_s else None
 
 
 def deployment_figures(deployments: list[Deployment], now: datetime) -> list[DeploymentFigures]:
@@ -176,9 +184,8 @@ def deployment_figures(deployments: list[Deployment], now: datetime) -> list[Dep
             figures.block_size_tokens = result.engine_block_size_tokens
             figures.headroom_sequences = row.free
             figures.headroom_used_ratio = row.used_fraction
-        check = _last_poll_check(d)
-        figures.cache_calibration_ratio = check.calibration_ratio
-        figures.block_ratios = check.block_ratios
+        figures.cache_calibration_ratio = d.calibration_ratio
+        figures.block_ratios = _last_poll_blocks(d).block_ratios
         correction = corrections.get(d.pk)
         if correction is not None:
             shape = calibration_of(correction, now)
@@ -189,10 +196,7 @@ def deployment_figures(deployments: list[Deployment], now: datetime) -> list[Dep
             figures.startup_ratios = {f["name"]: f["ratio"] for f in calibration.figures if f.get("ratio") is not None}
         if sku not in in_force:
             in_force[sku] = quote_in_force(quotes, today, PRICING_KIND, sku=sku)
-        try:
-            _cost(figures, d, in_force[sku], correction, now)
-        except FIELD_ERRORS as exc:
-            log.info("no speed or cost figures for deployment %s: %s", d.slug, exc)
+        _cost(figures, d, in_force[sku], correction, now)
         out.append(figures)
     return out
 
@@ -269,7 +273,7 @@ DEPLOYMENT_GAUGES: tuple[tuple[str, str, Callable[[DeploymentFigures], list], tu
     ("up", "1 when the last poll found the endpoint up, else 0.", _flag("up"), ()),
     ("last_poll_timestamp_seconds", "When the deployment was last polled (Unix time).", _one("last_poll_seconds"), ()),
     ("kv_cache_calibration_ratio", "KV cache tokens the engine publishes over the sizing engine's prediction, "
-     "at the last poll (1 = exact).", _one("cache_calibration_ratio"), ()),
+     "at the last poll (1 = exact; pages flag it outside 0.9-1.1).", _one("cache_calibration_ratio"), ()),
     ("block_ratio", "vLLM's cache_config_info over the vLLM profile's prediction at the last poll, per dimension.",
      lambda r: list(zip((("num_gpu_blocks",), ("block_size",)), r.block_ratios or (), strict=False)),
      ("dimension",)),
@@ -280,7 +284,8 @@ DEPLOYMENT_GAUGES: tuple[tuple[str, str, Callable[[DeploymentFigures], list], tu
     ("startup_calibration_ratio", "Latest startup-log calibration: predicted over logged, per figure the log "
      "states.", lambda r: [((k,), v) for k, v in r.startup_ratios.items()], ("figure",)),
     ("output_tokens_per_second", "Output tokens/s of the whole deployment the throughput model predicts at its "
-     "SLO-limited concurrency (with the live speed correction).", _one("output_tokens_per_s"), ()),
+     "SLO-limited concurrency (with the live speed correction); absent when it does not fit memory.",
+     _one("output_tokens_per_s"), ()),
     ("gpu_price_usd_per_gpu_hour", f"The cheapest {PRICING_KIND} quote in force today for the deployment's SKU "
      "(USD per GPU-hour).", _one("usd_per_gpu_hour"), ()),
     ("cost_usd_per_hour", "What the deployment's GPUs cost an hour at that quote (USD).", _one("usd_per_hour"), ()),

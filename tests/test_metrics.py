@@ -186,7 +186,23 @@ def test_without_any_quote_the_spend_and_cost_are_left_out_not_the_page(deployme
     assert value(families, "fleetcap_deployment_capacity_sequences", deployment="k3-prod") == (
         deployment.sizing().max_concurrent_sequences
     )
-    assert families["fleetcap_deployment_output_tokens_per_second"]  # the speed needs no price
+    assert value(families, "fleetcap_deployment_gpus", deployment="k3-prod") == 32
+
+
+def test_a_deployment_that_does_not_fit_serves_nothing_as_rent_vs_api_says(fleet, viewer):
+    """Kimi K3 on 32 H100s does not fit memory: no output rate and no cost per million tokens (rent vs
+    API gives it no unit economics either), but its GPUs still cost 32 x 2.00 an hour."""
+    k3 = fleet["k3"]
+    assert not k3.sizing().fits
+    families = scrape(bearer(viewer))
+    assert value(families, "fleetcap_deployment_fits", deployment="k3-prod") == 0
+    assert value(families, "fleetcap_deployment_cost_usd_per_hour", deployment="k3-prod") == 64.0
+    for name in ("output_tokens_per_second", "cost_usd_per_million_output_tokens"):
+        assert {s.labels["deployment"] for s in families[f"fleetcap_deployment_{name}"]} == {"llama-vllm"}
+    prices = {"input_cache_hit_usd_per_mtok": Decimal("0.1"), "input_cache_miss_usd_per_mtok": Decimal("1"),
+              "output_usd_per_mtok": Decimal("4")}  # fmt: skip
+    request = BreakevenRequest(deployment="k3-prod", monthly_input_tokens=10**9, monthly_output_tokens=10**8, **prices)
+    assert compare(request).figures["unit_economics"] is None
 
 
 def test_speed_correction_and_startup_calibration_ratios(fleet, viewer):
