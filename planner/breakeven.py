@@ -202,6 +202,12 @@ def _throughput_snapshot(
     }
 
 
+def deployment_output_rate(deployment: Deployment, speed: ThroughputResult) -> float:
+    """Output tokens/s of the whole deployment: one replica's rate (``speed``, the throughput model at
+    its SLO-limited concurrency, corrected or not) x its replicas. The capacity rent vs API prices."""
+    return speed.tokens_per_s_replica * deployment.replicas
+
+
 def compare(request: BreakevenRequest) -> Breakeven:
     """Resolve prices, records and volumes and call the cost engine (InputError / EngineInputError
     with field names when the request cannot be computed)."""
@@ -270,7 +276,7 @@ def compare(request: BreakevenRequest) -> Breakeven:
         speed_of_deployment = deployment_throughput(deployment, now=now)
         speed, calibration = speed_of_deployment.result, speed_of_deployment.calibration
         speed_model = deployment.model.to_engine()
-        tokens_per_s = speed.tokens_per_s_replica * deployment.replicas
+        tokens_per_s = deployment_output_rate(deployment, speed)
         throughput_note = (
             f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {deployment.slug} "
             f"({deployment.replicas} replica(s), TPOT {speed.tpot_s * 1000:.1f} ms at {speed.concurrency_limit} "
