@@ -71,6 +71,17 @@ def has_credentials(base_url: str) -> bool:
     return bool(parts.username or parts.password or "@" in parts.netloc or "?" in base_url or "#" in base_url)
 
 
+def check_served_model(deployment: Deployment) -> None:
+    """Every engine fleetcap polls lists its models (``GET /v1/models``): with an endpoint, the id
+    it serves this model under is required, or a poll of another model's endpoint would look up."""
+    if deployment.base_url and not (deployment.served_model_id or "").strip():
+        raise InputError.single(
+            "served_model_id",
+            "Required with an endpoint: the model id it lists in GET /v1/models (e.g. moonshotai/Kimi-K3), "
+            "so a poll can tell it serves this model and not another.",
+        )
+
+
 def check_sizes(deployment: Deployment) -> None:
     """Raise ``InputError`` when the sizing engine refuses the deployment's layout or context, or
     when the layout does not fit the GPUs' memory (with the deficit per GPU, from the deployment's
@@ -104,7 +115,7 @@ def check_deployment(deployment: Deployment, *, valid: bool = True) -> None:
     ``valid=False`` (the plain validation already failed) runs only the endpoint check, as sizing
     an invalid layout says nothing new."""
     errors: dict[str, list[str]] = {}
-    checks = [lambda: check_endpoint(deployment.base_url)]
+    checks = [lambda: check_endpoint(deployment.base_url), lambda: check_served_model(deployment)]
     if valid and deployment.cluster_id and deployment.model_id:
         checks.append(lambda: check_sizes(deployment))
     for check in checks:

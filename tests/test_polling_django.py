@@ -119,7 +119,7 @@ def test_the_api_key_is_sent_and_never_stored_or_shown(platform_api, cluster, ll
 
 @pytest.mark.django_db
 def test_registration_refuses_addresses_the_poller_may_not_reach(platform_api, cluster, llama, settings):
-    body = {"slug": "x", "cluster": cluster.slug, "model": llama.slug, "tp": 4}
+    body = {"slug": "x", "cluster": cluster.slug, "model": llama.slug, "tp": 4, "served_model_id": "llama"}
     # The default is loopback only: a private address is refused until the operator lists its network.
     for url in ("http://169.254.169.254", "http://[fd00:ec2::254]/", "http://100.64.0.1:8000", "file:///etc/passwd",
                 "http://10.1.2.3:8000"):  # fmt: skip

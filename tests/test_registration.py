@@ -35,6 +35,7 @@ def form_data(cluster, llama70b) -> dict:
         "ep": 1,
         "engine": "vllm",
         "base_url": "http://10.1.2.3:8000",
+        "served_model_id": "meta-llama/Llama-3.1-70B-Instruct",
         "kv_cache_dtype": "bf16",
         "gpu_memory_utilization": 0.9,
         "poll_interval_s": 15,
@@ -44,7 +45,14 @@ def form_data(cluster, llama70b) -> dict:
 
 @pytest.fixture
 def api_body(cluster, llama70b) -> dict:
-    return {"slug": "reg", "cluster": cluster.slug, "model": llama70b.slug, "tp": 4, "base_url": "http://10.1.2.3:8000"}
+    return {
+        "slug": "reg",
+        "cluster": cluster.slug,
+        "model": llama70b.slug,
+        "tp": 4,
+        "base_url": "http://10.1.2.3:8000",
+        "served_model_id": "meta-llama/Llama-3.1-70B-Instruct",
+    }
 
 
 @pytest.fixture
@@ -110,3 +118,13 @@ def test_the_admin_form_runs_the_same_checks(admin_client, form_data, monkeypatc
     monkeypatch.undo()
     r = admin_client.post("/admin/fleet/deployment/add/", form_data)
     assert r.status_code == 302 and Deployment.objects.filter(slug="reg").exists()
+
+
+@pytest.mark.django_db
+def test_an_endpoint_needs_the_model_id_it_serves(platform_api, api_body, monkeypatch):
+    """Issue 15: a blank served model id let a K3 deployment poll a Llama endpoint and show "up"."""
+    monkeypatch.setattr("fleet.registration.check_endpoint", lambda url: None)
+    r = platform_api.post("/api/v1/deployments/", {**api_body, "served_model_id": ""}, format="json")
+    assert r.status_code == 400 and r.json()["served_model_id"][0].startswith("Required with an endpoint")
+    no_endpoint = {**api_body, "base_url": "", "served_model_id": ""}
+    assert platform_api.post("/api/v1/deployments/", no_endpoint, format="json").status_code == 201

@@ -278,9 +278,14 @@ async def poll_endpoint_async(
         outcome.detected_engine = OWNED_BY.get(str(reference.get("owned_by", "")).lower())
     if not entries:
         steps.append(_Step(PollStatus.MISCONFIGURED, "GET /v1/models lists no model"))
-    elif served_model_id and served is None:
+    elif served is None:
         listed = ", ".join(outcome.model_ids[:5]) + (" ..." if len(outcome.model_ids) > 5 else "")
-        steps.append(_Step(PollStatus.MISCONFIGURED, f"model {served_model_id!r} is not served (listed: {listed})"))
+        reason = (
+            f"model {served_model_id!r} is not served (listed: {listed})"
+            if served_model_id
+            else f"no served model id is registered, so the models listed ({listed}) cannot be checked"
+        )
+        steps.append(_Step(PollStatus.MISCONFIGURED, reason))
     routes_engine = outcome.detected_engine or engine
     if outcome.detected_engine and engine in METRICS_ENGINES and outcome.detected_engine != engine:
         warnings.append(f"registered as {engine} but the server says {outcome.detected_engine}")

@@ -148,10 +148,13 @@ def test_base_url_with_v1_is_tolerated(make_server):
     assert any("/v1" in w for w in outcome.warnings)
 
 
-def test_empty_served_model_id_accepts_any_listed_model(make_server):
+def test_an_empty_served_model_id_is_misconfigured_whatever_the_endpoint_lists(make_server):
+    """Issue 15: a blank id accepted any listed model, so a K3 deployment polling a Llama endpoint
+    showed green "up" with another model's figures."""
     server = make_server("vllm")
     outcome = poll(server, model="")
-    assert outcome.status == PollStatus.UP and outcome.max_model_len == 8192
+    assert outcome.status == PollStatus.MISCONFIGURED
+    assert "no served model id is registered" in outcome.reason and server.model_id in outcome.reason
 
 
 # -- failure modes ------------------------------------------------------------------------------
