@@ -12,6 +12,7 @@ from kombu.exceptions import ChannelError, OperationalError
 from rest_framework import serializers as drf_serializers
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,6 +21,7 @@ from fleet import filters, registration
 from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.poll_store import lease_is_free
 from fleet.tasks import poll_one_task
+from fleet.views.errors import error_body
 
 from . import serializers
 from .permissions import require
@@ -85,7 +87,7 @@ class DeploymentViewSet(viewsets.ModelViewSet):
         more is queued: that poll is the answer. 503 when the task queue cannot be reached."""
         deployment = self.get_object()
         if not deployment.base_url:
-            return Response({"base_url": ["This deployment has no endpoint to poll."]}, status=400)
+            raise ValidationError({"base_url": ["This deployment has no endpoint to poll."]})
         requested_at = timezone.now()
         running = not Deployment.objects.filter(pk=deployment.pk).filter(lease_is_free(requested_at)).exists()
         if not running:
@@ -94,7 +96,7 @@ class DeploymentViewSet(viewsets.ModelViewSet):
             except BROKER_ERRORS as exc:
                 log.error("poll-now of %s not queued: broker unreachable (%s)", deployment.slug, type(exc).__name__)
                 return Response(
-                    {"detail": "The task queue is unreachable, so no poll was queued. Try again shortly."},
+                    error_body(503, "The task queue is unreachable, so no poll was queued. Try again shortly."),
                     status=status.HTTP_503_SERVICE_UNAVAILABLE,
                     headers={"Retry-After": "10"},
                 )
@@ -119,7 +121,7 @@ class DeploymentViewSet(viewsets.ModelViewSet):
             request.query_params, queryset=EndpointPoll.objects.filter(deployment=deployment).order_by("-polled_at")
         )
         if not chosen.is_valid():
-            return Response(chosen.errors, status=400)
+            raise ValidationError(chosen.errors)
         page = self.paginate_queryset(chosen.qs)
         return self.get_paginated_response(serializers.EndpointPollSerializer(page, many=True).data)
 
