@@ -234,3 +234,11 @@ def test_invalid_filter_values_are_a_400(admin_api, url, field):
     assert r.status_code == 400, r.content
     assert field in r.json(), r.json()
     assert_error_shape(r.json(), 400)
+
+
+def test_deep_json_in_the_admin_layer_groups_is_a_field_error(client, make_user):
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    deep = "[" * 100_000 + "]" * 100_000
+    r = client.post("/admin/fleet/modelspec/add/", {"name": "x", "slug": "x", "layer_groups": deep})
+    assert r.status_code == 200
+    assert "nested more than" in r.content.decode()
