@@ -35,7 +35,7 @@ METHODS = ("get", "put", "post", "patch", "delete")
 def _codes(path: str, method: str, operation: dict[str, Any]) -> list[str]:
     codes = ["400", "401", "403", "429", "503"]
     names = {p.get("name") for p in operation.get("parameters", [])}
-    if "{" in path or "page" in names:
+    if "{" in path or names & {"page", "format"}:  # DRF answers an unknown ?format= with a 404
         codes.append("404")
     if method in ("post", "delete"):
         codes.append("409")
