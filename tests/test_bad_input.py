@@ -242,3 +242,15 @@ def test_deep_json_in_the_admin_layer_groups_is_a_field_error(client, make_user)
     r = client.post("/admin/fleet/modelspec/add/", {"name": "x", "slug": "x", "layer_groups": deep})
     assert r.status_code == 200
     assert "nested more than" in r.content.decode()
+
+
+def test_a_control_character_in_a_page_form_is_a_400_naming_the_field(client, make_user, sku):
+    client.force_login(make_user("p", "platform"))
+    body = {"name": "bell\x07", "slug": "c1", "sku": sku.pk, "nodes": 1, "provider": "p", "team": "t"}
+    r = client.post("/clusters/new/", body)
+    assert r.status_code == 400
+    page = r.content.decode()
+    assert "name" in page and "control character (U+0007)" in page
+    from fleet.models import Cluster
+
+    assert not Cluster.objects.exists()

@@ -188,7 +188,12 @@ class SpendView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("month", str, description="YYYY-MM (default: this month)"),
+            OpenApiParameter(
+                "month",
+                str,
+                pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
+                description="YYYY-MM from 1970-01 to 2999-12 (default: this month)",
+            ),
             OpenApiParameter("format", str, enum=["json", "csv"]),
         ],
         responses={200: OpenApiTypes.OBJECT},
