@@ -16,3 +16,8 @@ MAX_MONTHLY = 10**15
 MAX_GIB_PER_GPU = 4096
 #: Any other float a record holds (GB, TB/s, TFLOPS, Gb/s): a billion of its unit.
 MAX_FIGURE = 1e9
+#: Requests a day of one workload (ten billion): with MAX_TOKENS each and prices of 14 digits a
+#: month's API bill stays inside Decimal's 28 digits.
+MAX_REQUESTS_PER_DAY = 10**10
+#: Sequences at once (a workload's peak, a batch).
+MAX_CONCURRENCY = 1 << 30

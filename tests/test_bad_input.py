@@ -254,3 +254,39 @@ def test_a_control_character_in_a_page_form_is_a_400_naming_the_field(client, ma
     from fleet.models import Cluster
 
     assert not Cluster.objects.exists()
+
+
+WORKLOAD = {
+    "slug": "w1",
+    "name": "w",
+    "team": "t",
+    "requests_per_day": 10**10,
+    "mean_prompt_tokens": 1 << 24,
+    "mean_output_tokens": 1 << 24,
+    "p95_context_tokens": 1 << 24,
+    "peak_concurrency": 1 << 30,
+    "ttft_slo_ms": 1e9,
+    "tpot_slo_ms": 1e9,
+}
+
+
+@pytest.mark.parametrize("field", ["requests_per_day", "mean_prompt_tokens", "peak_concurrency"])
+def test_a_workload_beyond_the_limits_is_a_400(admin_api, field):
+    r = admin_api.post("/api/v1/workloads/", {**WORKLOAD, field: WORKLOAD[field] + 1}, format="json")
+    assert r.status_code == 400 and "less than or equal to" in r.json()[field][0]
+
+
+def test_the_largest_workload_still_compares_with_the_api(admin_api):
+    """At every limit at once the month's API bill still fits Decimal's precision (was a 500:
+    decimal.InvalidOperation for 9e18 requests a day)."""
+    assert admin_api.post("/api/v1/workloads/", WORKLOAD, format="json").status_code == 201
+    body = {
+        "workload": "w1",
+        "gpus": 8,
+        "usd_per_gpu_hour": "2",
+        "input_cache_hit_usd_per_mtok": "9999999999.9999",
+        "input_cache_miss_usd_per_mtok": "9999999999.9999",
+        "output_usd_per_mtok": "9999999999.9999",
+    }
+    r = admin_api.post("/api/v1/breakeven/", body, format="json")
+    assert r.status_code == 200, r.content
