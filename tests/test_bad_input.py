@@ -3,6 +3,8 @@ deep JSON, and the one JSON error shape of every API error (docs/api.md, "Errors
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import OperationalError
 
@@ -290,3 +292,19 @@ def test_the_largest_workload_still_compares_with_the_api(admin_api):
     }
     r = admin_api.post("/api/v1/breakeven/", body, format="json")
     assert r.status_code == 200, r.content
+
+
+@pytest.mark.parametrize("path, json_body", [("/api/v1/skus/", True), ("/clusters/x/", False)])
+def test_a_database_outage_outside_a_view_is_a_503(rf, path, json_body):
+    """Django's handler500 runs inside its ``except``: an outage raised by middleware (a session
+    lookup) is a 503 with Retry-After, JSON on the API, plain text on pages."""
+    from fleet.views.errors import server_error
+
+    try:
+        raise OperationalError("server closed the connection unexpectedly")
+    except OperationalError:
+        response = server_error(rf.get(path))
+    assert response.status_code == 503 and response["Retry-After"] == "10"
+    assert response["Content-Type"].startswith("application/json") == json_body
+    if json_body:
+        assert_error_shape(json.loads(response.content), 503)
