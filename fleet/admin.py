@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db import models
 
-from fleet.forms import DeploymentForm
+from fleet.forms import BoundedJSONField, DeploymentForm
 from fleet.models import (
     ApiPrice,
     Cluster,
@@ -137,6 +138,8 @@ class EndpointPollAdmin(ReadOnlyAdmin):
 @admin.register(ModelSpec)
 class ModelSpecAdmin(admin.ModelAdmin):
     list_display = ("name", "slug", "total_params", "active_params", "n_routed_experts", "weight_format")
+    # Layer groups as JSON: deep nesting is a field error, not a RecursionError (fleet.inputs).
+    formfield_overrides = {models.JSONField: {"form_class": BoundedJSONField}}
     list_filter = ("weight_format",)
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}

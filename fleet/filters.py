@@ -44,10 +44,14 @@ class GpuQuoteFilter(filters.FilterSet):
     provider = filters.CharFilter(lookup_expr="iexact")
     quoted_after = filters.DateFilter(field_name="quoted_on", lookup_expr="gte")
     quoted_before = filters.DateFilter(field_name="quoted_on", lookup_expr="lte")
+    valid_on = filters.DateFilter(method="filter_valid_on", label="Quotes valid on this date (quoted, not expired)")
 
     class Meta:
         model = GpuQuote
-        fields = ["sku", "provider", "pricing_kind", "quoted_after", "quoted_before"]
+        fields = ["sku", "provider", "pricing_kind", "quoted_after", "quoted_before", "valid_on"]
+
+    def filter_valid_on(self, queryset, name, value):
+        return queryset.valid_on(value)
 
 
 class ApiPriceFilter(filters.FilterSet):

@@ -9,7 +9,7 @@ from typing import Any
 
 from django import forms
 
-from fleet import registration
+from fleet import inputs, registration
 from fleet.errors import ConflictError, InputError
 from fleet.models import Cluster, Deployment, ModelSpec
 from fleet.polling import display_url
@@ -100,10 +100,29 @@ class DeploymentForm(forms.ModelForm):
         return deployment
 
 
+class BoundedJSONField(forms.JSONField):
+    """Django's JSONField, refusing JSON nested deeper than ``fleet.inputs.MAX_JSON_DEPTH`` (Python's
+    parser would recurse until a RecursionError) and control characters, as field errors."""
+
+    def to_python(self, value):
+        if isinstance(value, str) and not self.disabled:
+            if inputs.json_depth(value) > inputs.MAX_JSON_DEPTH:
+                raise forms.ValidationError(inputs.DEPTH_MESSAGE, code="too_deep")
+            message = inputs.control_character_message(value)
+            if message:
+                raise forms.ValidationError(message, code="control_character")
+        return super().to_python(value)
+
+    def bound_data(self, data, initial):
+        if isinstance(data, str) and inputs.json_depth(data) > inputs.MAX_JSON_DEPTH:
+            return forms.fields.InvalidJSONInput(data)
+        return super().bound_data(data, initial)
+
+
 class ModelSpecForm(forms.ModelForm):
     """Layer groups are edited as JSON; errors name the item and key (``layer_groups.1.kv_heads``)."""
 
-    layer_groups = forms.JSONField(
+    layer_groups = BoundedJSONField(
         widget=forms.Textarea(attrs={"rows": 8, "class": "mono"}),
         help_text='A list like [{"kind": "full", "count": 80, "kv_heads": 8, "head_dim": 128}]. Kinds: full '
         "(kv_heads, head_dim), sliding (+ window), mla (kv_lora_rank, qk_rope_head_dim), linear (key_heads, "
@@ -133,7 +152,7 @@ def parse_json_object(raw: bytes | str, what: str) -> tuple[dict | None, str | N
         return None, f"{what} is {size:,} bytes; the limit is {MAX_CONFIG_BYTES:,}."
     try:
         text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
-        value = json.loads(text)
+        value = inputs.loads(text)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return None, f"{what} is not valid JSON ({str(exc)[:120]})."
     if not isinstance(value, dict):

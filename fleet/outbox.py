@@ -58,6 +58,8 @@ def send(message: OutboxMessage) -> bool:
     try:
         if current_app.conf.task_always_eager:
             # Eager mode (tests, a shell) runs the task here, as apply_async would; send_task ignores it.
+            if message.task not in current_app.tasks:
+                current_app.loader.import_default_modules()  # autodiscovery, as a worker does at start
             current_app.tasks[message.task].apply(
                 args=message.args, kwargs=message.kwargs, task_id=message.task_id or None
             )

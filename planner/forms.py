@@ -9,6 +9,7 @@ from typing import Any
 
 from django import forms
 
+from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_TOKENS
 from fleet.models import ApiPrice, Deployment, HardwareSku, ModelSpec, Workload
 from planner.breakeven import BreakevenRequest
 from planner.calibrations import CalibrationRequest
@@ -47,15 +48,17 @@ class WhatIfForm(forms.Form):
         required=False,
         help_text="Fields left blank take the deployment's; its live speed correction applies to its own layout.",
     )
-    gpus = forms.IntegerField(label="GPUs", min_value=1, required=False, widget=_number())
-    tp = forms.IntegerField(label="tp", min_value=1, required=False, widget=_number())
-    pp = forms.IntegerField(label="pp", min_value=1, required=False, widget=_number())
-    dp = forms.IntegerField(label="dp", min_value=1, required=False, widget=_number())
-    ep = forms.IntegerField(label="ep", min_value=1, required=False, widget=_number())
+    gpus = forms.IntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())
+    tp = forms.IntegerField(label="tp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    pp = forms.IntegerField(label="pp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    dp = forms.IntegerField(label="dp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    ep = forms.IntegerField(label="ep", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     kv_cache_dtype = forms.ChoiceField(
         label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial="bf16", required=False
     )
-    context_tokens = forms.IntegerField(label="Context (tokens)", min_value=1, required=False, widget=_number())
+    context_tokens = forms.IntegerField(
+        label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
+    )
     pool = forms.ChoiceField(choices=[(p, p) for p in POOLS], initial="unified", required=False)
     gpu_memory_utilization = forms.FloatField(
         label="GPU memory utilisation",
@@ -71,7 +74,9 @@ class WhatIfForm(forms.Form):
         required=False,
         widget=forms.TextInput(attrs={"placeholder": NEWEST_VLLM, "size": "7"}),
     )
-    max_model_len = forms.IntegerField(label="max_model_len", min_value=1, required=False, widget=_number())
+    max_model_len = forms.IntegerField(
+        label="max_model_len", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
+    )
     block_size_tokens = forms.IntegerField(
         label="Block size", min_value=1, max_value=65536, required=False, widget=_number()
     )
@@ -79,7 +84,7 @@ class WhatIfForm(forms.Form):
     available_kv_cache_gib = forms.FloatField(
         label="KV memory as logged (GiB/GPU)",
         min_value=0,
-        max_value=1 << 20,
+        max_value=MAX_GIB_PER_GPU,
         required=False,
         widget=forms.NumberInput(attrs={"step": "0.01", "min": "0"}),
     )
@@ -151,7 +156,7 @@ class RentVsApiForm(forms.Form):
 
     workload = forms.ChoiceField(required=False)
     deployment = forms.ChoiceField(label="Deployment (capacity from the throughput model)", required=False)
-    gpus = forms.IntegerField(label="GPUs", min_value=1, required=False, widget=_number())
+    gpus = forms.IntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())
     sku = forms.ChoiceField(label="SKU (quote in force)", required=False)
     hours_per_day = forms.DecimalField(
         label="Hours a day",
@@ -162,7 +167,11 @@ class RentVsApiForm(forms.Form):
     )
     api_price = forms.ChoiceField(label="API price", required=False)
     capacity_output_tokens_per_month = forms.IntegerField(
-        label="Capacity (output tokens/month)", min_value=0, required=False, widget=_number(min=0)
+        label="Capacity (output tokens/month)",
+        min_value=0,
+        max_value=MAX_MONTHLY,
+        required=False,
+        widget=_number(min=0),
     )
     on = forms.DateField(label="Prices on", required=False, widget=forms.DateInput(attrs={"type": "date"}))
 

@@ -24,13 +24,23 @@ def parse_month(raw: str) -> tuple[int, int] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
+#: The months spend is computed for (inclusive): year 0 is no date, and 9999-12 has no next month
+#: to end on; nothing the records describe lies outside these.
+FIRST_MONTH = (1970, 1)
+LAST_MONTH = (2999, 12)
+
+
 def month_or_error(raw: str | None, today: date) -> tuple[int, int]:
-    """``raw`` (``YYYY-MM``; empty means ``today``'s month) as ``(year, month)``, else InputError."""
+    """``raw`` (``YYYY-MM``; empty means ``today``'s month) as ``(year, month)``, else InputError
+    (not a month, or outside ``FIRST_MONTH``..``LAST_MONTH``)."""
     if not raw:
         return today.year, today.month
     parsed = parse_month(raw)
     if parsed is None:
         raise InputError.single("month", "Give a month as YYYY-MM, e.g. 2026-07.")
+    if not FIRST_MONTH <= parsed <= LAST_MONTH:
+        first, last = (f"{y:04d}-{m:02d}" for y, m in (FIRST_MONTH, LAST_MONTH))
+        raise InputError.single("month", f"Give a month between {first} and {last}.")
     return parsed
 
 

@@ -112,16 +112,17 @@ def test_hostile_bodies_are_400(platform_api, next_deployment, body):
     assert Calibration.objects.count() == 0
 
 
-def test_nul_and_lone_surrogates_are_refused_by_the_serializer(platform_api, next_deployment):
-    log = QWEN3_NEXT + "\x00stray NUL and a lone surrogate \ud800 at the end\n"
-    # json.dumps escapes the surrogate (\\ud800), as a hostile client's body would carry it.
-    raw = json.dumps({"log": log, "deployment": "next"})
-    response = platform_api.post(URL, raw, content_type="application/json")
-    assert response.status_code == 400
-    assert response.json()["log"] == [
-        "Null characters are not allowed.",
-        "Surrogate characters are not allowed: U+D800.",
-    ]
+def test_nul_and_lone_surrogates_are_refused_by_the_parser(platform_api, next_deployment):
+    for stray, message in [
+        ("\x00", "Contains a control character (U+0000); only tab, newline and carriage return are allowed."),
+        ("\ud800", "Contains a lone surrogate (U+D800), which is not a character."),
+    ]:
+        log = QWEN3_NEXT + f"stray {stray} at the end\n"
+        # json.dumps escapes both (\\u0000, \\ud800), as a hostile client's body would carry them.
+        raw = json.dumps({"log": log, "deployment": "next"})
+        response = platform_api.post(URL, raw, content_type="application/json")
+        assert response.status_code == 400
+        assert response.json()["log"] == [message]
 
 
 def test_a_log_over_the_cap_is_refused_with_the_cap_named(platform_api, next_deployment, settings):

@@ -104,7 +104,7 @@ def test_bad_requests_and_roles(platform_api, viewer_api, setup):
     r = platform_api.post(URL, {**BODY, "on": "2026-01-01"}, format="json")
     assert r.status_code == 400 and "No on-demand quote" in r.json()["skus"][0]
     r = platform_api.post(URL, {**BODY, "modes": ["sideways"]}, format="json")
-    assert r.status_code == 400 and "modes" in r.json()
+    assert r.status_code == 400 and "modes.0" in r.json()
     assert viewer_api.get(URL).status_code == 200
     assert not Plan.objects.exists()
 

@@ -79,7 +79,12 @@ def test_the_api_refuses_an_unreachable_address_and_what_the_engine_refuses(plat
     monkeypatch.setattr(Deployment, "sizing", engine_refuses)
     r = platform_api.post("/api/v1/deployments/", api_body, format="json")
     assert r.status_code == 400
-    assert r.json() == {"tp": ["The engine refuses this tp."], "max_model_len": ["Too long for the engine."]}
+    assert r.json() == {
+        "detail": "tp: The engine refuses this tp.",
+        "code": "invalid",
+        "tp": ["The engine refuses this tp."],
+        "max_model_len": ["Too long for the engine."],
+    }
     assert not Deployment.objects.exists()
 
 

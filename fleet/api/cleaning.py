@@ -12,9 +12,18 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from fleet.limits import MAX_FIGURE
+
 
 class ModelCleanMixin:
-    """Validate attrs by applying them to a copy of the instance and calling ``full_clean``."""
+    """Validate attrs by applying them to a copy of the instance and calling ``full_clean``.
+    Float fields without a stated maximum get ``fleet.limits.MAX_FIGURE`` (the schema shows it)."""
+
+    def build_standard_field(self, field_name: str, model_field: Any) -> tuple[type, dict[str, Any]]:
+        field_class, kwargs = super().build_standard_field(field_name, model_field)  # type: ignore[misc]
+        if issubclass(field_class, serializers.FloatField) and "max_value" not in kwargs:
+            kwargs["max_value"] = MAX_FIGURE
+        return field_class, kwargs
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = super().validate(attrs)  # type: ignore[misc]

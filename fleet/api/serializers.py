@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from fleet import registration
 from fleet.errors import InputError
+from fleet.limits import MAX_CONCURRENCY, MAX_REQUESTS_PER_DAY, MAX_TOKENS
 from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
 from planner.engine import WEIGHT_FORMATS
 
@@ -321,3 +322,10 @@ class WorkloadSerializer(ModelCleanMixin, serializers.ModelSerializer):
             *Workload.FIGURES,
             *TIMESTAMPS,
         )
+        extra_kwargs = {
+            "requests_per_day": {"max_value": MAX_REQUESTS_PER_DAY},
+            "mean_prompt_tokens": {"max_value": MAX_TOKENS},
+            "mean_output_tokens": {"max_value": MAX_TOKENS},
+            "p95_context_tokens": {"max_value": MAX_TOKENS},
+            "peak_concurrency": {"max_value": MAX_CONCURRENCY},
+        }

@@ -12,6 +12,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers as drf_serializers
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -90,7 +91,7 @@ class DeploymentViewSet(HistoryMixin, viewsets.ModelViewSet):
         poll is sent once the broker is back."""
         deployment = self.get_object()
         if not deployment.base_url:
-            return Response({"base_url": ["This deployment has no endpoint to poll."]}, status=400)
+            raise ValidationError({"base_url": ["This deployment has no endpoint to poll."]})
         requested_at = timezone.now()
         running = not Deployment.objects.filter(pk=deployment.pk).filter(lease_is_free(requested_at)).exists()
         dispatch, detail = "none", "A poll of this deployment is already in flight; it is the answer."
@@ -129,7 +130,7 @@ class DeploymentViewSet(HistoryMixin, viewsets.ModelViewSet):
             request.query_params, queryset=EndpointPoll.objects.filter(deployment=deployment).order_by("-polled_at")
         )
         if not chosen.is_valid():
-            return Response(chosen.errors, status=400)
+            raise ValidationError(chosen.errors)
         page = self.paginate_queryset(chosen.qs)
         return self.get_paginated_response(serializers.EndpointPollSerializer(page, many=True).data)
 

@@ -258,6 +258,30 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# Bad input (docs/api.md, "Errors"; docs/architecture.md, "Bad input"): control characters refused
+# in URLs and page forms before any view runs, API bodies parsed with a depth cap and the same
+# check, every API error one JSON shape, filters and page sizes checked, 4xx answers in the schema.
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1, "fleet.middleware.RefuseControlCharacters"
+)
+#: The largest request body (not counting uploaded files) Django reads: 12 MiB, deliberately above
+#: the 5 MiB startup log a calibration takes, once JSON-escaped or form-encoded (a pasted log's
+#: punctuation is %XX in a form body). The API answers 413 above it.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 12 * 1024 * 1024
+REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = [
+    "fleet.api.parsers.JSONParser",
+    "fleet.api.parsers.FormParser",
+    "fleet.api.parsers.MultiPartParser",
+]
+REST_FRAMEWORK["DEFAULT_FILTER_BACKENDS"] = [
+    "fleet.api.filtering.FilterBackend",
+    "fleet.api.filtering.OrderingFilter",
+]
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
+    "drf_spectacular.hooks.postprocess_schema_enums",
+    "fleet.api.schema.document_errors",
+]
+
 # Celery: Redis (or any broker) when CELERY_BROKER_URL is set; else a filesystem broker that
 # needs no server, shared by every process of `make run` through var/broker/ (its folders are made
 # by `manage.py init_local`: kombu makes none of them but the control folder).

@@ -14,3 +14,9 @@ urlpatterns = [
     path("api/v1/", include("fleet.project.api_urls")),
     path("metrics", MetricsView.as_view(), name="metrics"),
 ]
+
+# Errors outside DRF's views: JSON of the API's one error shape for /api/, HTML pages elsewhere.
+handler400 = "fleet.views.errors.bad_request"
+handler403 = "fleet.views.errors.permission_denied"
+handler404 = "fleet.views.errors.page_not_found"
+handler500 = "fleet.views.errors.server_error"

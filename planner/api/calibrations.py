@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -20,6 +20,7 @@ from fleet.api.history import HistoryMixin
 from fleet.api.permissions import ModelPermissions, require
 from planner.calibrations import CalibrationRequest, calibrate
 from planner.engine import MAX_LOG_BYTES
+from planner.filters import CalibrationFilter
 from planner.models import Calibration
 
 
@@ -103,9 +104,6 @@ class CalibrationSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-@extend_schema_view(
-    list=extend_schema(parameters=[OpenApiParameter("deployment", str, description="Only this deployment's (slug).")])
-)
 class CalibrationViewSet(
     HistoryMixin, mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
@@ -114,17 +112,13 @@ class CalibrationViewSet(
 
     queryset = Calibration.objects.select_related("deployment", "model", "sku", "created_by")
     serializer_class = CalibrationSerializer
+    filterset_class = CalibrationFilter
     ordering_fields = ["created", "measured_on"]
 
     def get_permissions(self):
         if self.action == "create":
             return [IsAuthenticated(), require("fleet.change_deployment")()]
         return [IsAuthenticated(), ModelPermissions()]
-
-    def get_queryset(self):
-        qs = super().get_queryset()
-        deployment = self.request.query_params.get("deployment")
-        return qs.filter(deployment__slug=deployment) if deployment else qs
 
     @extend_schema(request=CalibrationRequestSerializer, responses={201: CalibrationSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:

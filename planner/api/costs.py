@@ -17,9 +17,11 @@ from rest_framework.views import APIView
 
 from fleet.api.history import HistoryMixin
 from fleet.api.permissions import require
+from fleet.limits import MAX_DEGREE, MAX_GPUS, MAX_MONTHLY
 from planner.breakeven import BreakevenRequest, compare
 from planner.decisions import NOTE_MAX_CHARS, record_decision
 from planner.engine import PRICING_KINDS
+from planner.filters import DecisionFilter
 from planner.models import Decision
 from planner.spend import spend_csv, spend_for
 
@@ -29,14 +31,16 @@ def _money(**kwargs: Any) -> serializers.DecimalField:
 
 
 def _count(**kwargs: Any) -> serializers.IntegerField:
-    return serializers.IntegerField(required=False, min_value=0, **kwargs)
+    return serializers.IntegerField(required=False, min_value=0, max_value=MAX_MONTHLY, **kwargs)
 
 
 class BreakevenRequestSerializer(serializers.Serializer):
     """``POST /api/v1/breakeven/`` request body: types only; the breakeven service checks which
     combinations are given (``planner.breakeven.resolve``). Defaults are ``BreakevenRequest``'s."""
 
-    gpus = serializers.IntegerField(required=False, min_value=1, help_text="Default: the deployment's GPUs.")
+    gpus = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_GPUS, help_text="Default: the deployment's GPUs."
+    )
     usd_per_gpu_hour = _money(help_text="Inline rate; or give `sku` to use the quote in force.")
     sku = serializers.CharField(required=False, help_text="SKU slug: its quote in force is the rate.")
     on = serializers.DateField(required=False, help_text="Date for the quote in force (default: today).")
@@ -71,7 +75,7 @@ class BreakevenRequestSerializer(serializers.Serializer):
     capacity_output_tokens_per_month = _count()
     utilisation = serializers.FloatField(required=False, min_value=0, max_value=1)
     weights_bytes = _count()
-    download_gbytes_per_s = serializers.FloatField(required=False, min_value=0.001)
+    download_gbytes_per_s = serializers.FloatField(required=False, min_value=0.001, max_value=1e6)
     storage_usd_per_gb_month = serializers.DecimalField(
         max_digits=10,
         decimal_places=4,
@@ -79,10 +83,12 @@ class BreakevenRequestSerializer(serializers.Serializer):
         required=False,
         help_text="Keep the weights on a persistent volume at this price (decimal GB).",
     )
-    tp = serializers.IntegerField(required=False, min_value=1, help_text="With model and sku: capacity of this layout.")
-    pp = serializers.IntegerField(required=False, min_value=1)
-    dp = serializers.IntegerField(required=False, min_value=1)
-    ep = serializers.IntegerField(required=False, min_value=1)
+    tp = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_DEGREE, help_text="With model and sku: capacity of this layout."
+    )
+    pp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE)
+    dp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE)
+    ep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE)
 
     @staticmethod
     def request_from(data: dict[str, Any]) -> BreakevenRequest:
@@ -146,13 +152,8 @@ class DecisionViewSet(
 
     queryset = Decision.objects.select_related("workload", "superseded_by")
     serializer_class = DecisionSerializer
-    filterset_fields = ["tier"]
+    filterset_class = DecisionFilter
     ordering_fields = ["decided_at"]
-
-    def get_queryset(self):
-        qs = super().get_queryset()
-        workload = self.request.query_params.get("workload")
-        return qs.filter(workload__slug=workload) if workload else qs
 
     @extend_schema(request=DecisionCreateSerializer, responses={201: DecisionSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -189,7 +190,12 @@ class SpendView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("month", str, description="YYYY-MM (default: this month)"),
+            OpenApiParameter(
+                "month",
+                str,
+                pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
+                description="YYYY-MM from 1970-01 to 2999-12 (default: this month)",
+            ),
             OpenApiParameter("format", str, enum=["json", "csv"]),
         ],
         responses={200: OpenApiTypes.OBJECT},

@@ -14,13 +14,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fleet.api.permissions import require
+from fleet.limits import MAX_DEGREE, MAX_TOKENS
 from planner.engine import KV_CACHE_DTYPES, WEIGHT_FORMATS
 from planner.estimates import EstimateRequest, estimate_layout
 
 #: Upper bounds that keep a hostile body from asking for hours of arithmetic (far beyond any model).
-MAX_TOKENS = 1 << 24
 MAX_BATCH = 1 << 20
-MAX_DEGREE = 4096
 
 
 class EstimateRequestSerializer(serializers.Serializer):

@@ -14,9 +14,11 @@ from rest_framework.response import Response
 
 from fleet import outbox
 from fleet.api.permissions import require
+from fleet.errors import ConflictError
 from planner.engine import MODES
+from planner.filters import PlanFilter
 from planner.models import Plan
-from planner.plans import PLAN_KV_CACHE_DTYPES, PlanRequest, cancel, may_cancel, submit_plan
+from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PlanRequest, cancel, may_cancel, submit_plan
 
 
 class PlanRequestSerializer(serializers.Serializer):
@@ -29,7 +31,7 @@ class PlanRequestSerializer(serializers.Serializer):
         required=False,
         help_text="Candidate SKU slugs (default: every SKU with an on-demand quote in force).",
     )
-    max_nodes = serializers.IntegerField(required=False, min_value=1, help_text="Default 8.")
+    max_nodes = serializers.IntegerField(required=False, min_value=1, max_value=MAX_NODES_LIMIT, help_text="Default 8.")
     kv_cache_dtypes = serializers.ListField(
         child=serializers.ChoiceField(choices=PLAN_KV_CACHE_DTYPES), required=False, allow_empty=False
     )
@@ -95,7 +97,7 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
 
     queryset = Plan.objects.select_related("model", "workload", "requested_by").prefetch_related("skus")
     serializer_class = PlanSerializer
-    filterset_fields = ["status"]
+    filterset_class = PlanFilter
     ordering_fields = ["created"]
 
     @extend_schema(request=PlanRequestSerializer, responses={202: PlanSubmittedSerializer})
@@ -119,6 +121,6 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
         if not may_cancel(plan, request.user):
             raise PermissionDenied("Only the person who started this plan, or an admin, may cancel it.")
         if plan.is_finished:
-            return Response({"detail": f"The plan is already {plan.status}."}, status=status.HTTP_409_CONFLICT)
+            raise ConflictError(f"The plan is already {plan.status}.")
         plan = cancel(plan)
         return Response(PlanSerializer(plan, context=self.get_serializer_context()).data)

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fleet.api.permissions import require
+from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_TOKENS
 from planner.engine import ENGINES, KV_CACHE_DTYPES, NEWEST_SGLANG, NEWEST_VLLM, WEIGHT_FORMATS
 from planner.sizing import POOLS, SizingRequest, size_layout
 
@@ -27,13 +28,18 @@ class SizingRequestSerializer(serializers.Serializer):
         help_text="Deployment slug: its model, SKU, layout, KV dtype, max_model_len, utilisation, engine, "
         "release and block size are the defaults of every field left out.",
     )
-    gpus = serializers.IntegerField(required=False, min_value=1, help_text="Default: one replica of the layout.")
-    tp = serializers.IntegerField(required=False, min_value=1, help_text="Default: tp = gpus.")
-    pp = serializers.IntegerField(required=False, min_value=1)
-    dp = serializers.IntegerField(required=False, min_value=1)
-    ep = serializers.IntegerField(required=False, min_value=1)
+    gpus = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_GPUS, help_text="Default: one replica of the layout."
+    )
+    tp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE, help_text="Default: tp = gpus.")
+    pp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE)
+    dp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE)
+    ep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE)
     etp = serializers.IntegerField(
-        required=False, min_value=1, help_text="Expert tensor parallel size: ep x etp = tp x dp (default tp x dp / ep)."
+        required=False,
+        min_value=1,
+        max_value=MAX_DEGREE,
+        help_text="Expert tensor parallel size: ep x etp = tp x dp (default tp x dp / ep).",
     )
     redundant_experts = serializers.IntegerField(
         required=False, min_value=0, max_value=1 << 16, help_text="EPLB redundant expert slots (memory per GPU)."
@@ -43,14 +49,21 @@ class SizingRequestSerializer(serializers.Serializer):
     )
     include_scale_overhead = serializers.BooleanField(required=False)
     kv_cache_dtype = serializers.ChoiceField(choices=KV_CACHE_DTYPES, required=False, help_text="Default bf16.")
-    context_tokens = serializers.IntegerField(required=False, min_value=1, help_text="Default: the model's maximum.")
+    context_tokens = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_TOKENS, help_text="Default: the model's maximum."
+    )
     gpu_memory_utilization = serializers.FloatField(
         required=False, min_value=0.01, max_value=1.0, help_text="Default 0.9."
     )
-    runtime_reserve_gib = serializers.FloatField(required=False, min_value=0, help_text="Override, GiB per GPU.")
+    runtime_reserve_gib = serializers.FloatField(
+        required=False, min_value=0, max_value=MAX_GIB_PER_GPU, help_text="Override, GiB per GPU."
+    )
     pool = serializers.ChoiceField(choices=POOLS, required=False, help_text="Default unified.")
     state_pool_ratio = serializers.FloatField(
-        required=False, min_value=0.001, help_text="Split pool: state budget = rest x r / (1 + r). Default 0.9."
+        required=False,
+        min_value=0.001,
+        max_value=1000,
+        help_text="Split pool: state budget = rest x r / (1 + r). Default 0.9.",
     )
     engine = serializers.ChoiceField(
         choices=ENGINES,
@@ -66,6 +79,7 @@ class SizingRequestSerializer(serializers.Serializer):
     max_model_len = serializers.IntegerField(
         required=False,
         min_value=1,
+        max_value=MAX_TOKENS,
         help_text="Tokens the engine's concurrency is quoted at (default: the model's maximum).",
     )
     block_size_tokens = serializers.IntegerField(
@@ -74,7 +88,7 @@ class SizingRequestSerializer(serializers.Serializer):
     available_kv_cache_gib = serializers.FloatField(
         required=False,
         min_value=0,
-        max_value=1 << 20,
+        max_value=MAX_GIB_PER_GPU,
         help_text="KV cache memory per GPU as the engine logs it (GiB); replaces the computed cache budget.",
     )
     prefix_caching = serializers.BooleanField(

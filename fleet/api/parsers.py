@@ -1,0 +1,60 @@
+"""Request parsers: DRF's, with the checks of ``fleet.inputs`` applied to every string a body
+carries (keys included) and, for JSON, a depth cap checked before parsing. Django's
+``DATA_UPLOAD_MAX_MEMORY_SIZE`` caps the body's size (DRF reads JSON and form bodies through
+``request.body``); a larger one is a 413 (``fleet.api.errors``)."""
+
+from __future__ import annotations
+
+import codecs
+import json
+from typing import Any
+
+from rest_framework import parsers
+from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.utils.json import strict_constant
+
+from fleet import inputs
+
+
+def _refuse_control_characters(data: Any) -> None:
+    errors = inputs.control_character_errors(data)
+    if errors:
+        raise ValidationError(errors)
+
+
+def _form_values(data: Any) -> dict[str, list[str]]:
+    """A QueryDict's values (every value of a repeated key), keyed by name."""
+    return {key: data.getlist(key) if len(data.getlist(key)) > 1 else data.get(key) for key in data}
+
+
+class JSONParser(parsers.JSONParser):
+    """JSON with at most ``fleet.inputs.MAX_JSON_DEPTH`` levels and no control characters."""
+
+    def parse(self, stream, media_type=None, parser_context=None) -> Any:
+        encoding = parsers.get_encoding(parser_context or {})
+        try:
+            text = codecs.getreader(encoding)(stream).read()
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise ParseError(f"JSON parse error - the body is not {encoding} text ({exc.reason}).") from None
+        if inputs.json_depth(text) > inputs.MAX_JSON_DEPTH:
+            raise ParseError(inputs.DEPTH_MESSAGE)
+        try:
+            data = json.loads(text, parse_constant=strict_constant if self.strict else None)
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        _refuse_control_characters(data)
+        return data
+
+
+class FormParser(parsers.FormParser):
+    def parse(self, stream, media_type=None, parser_context=None) -> Any:
+        data = super().parse(stream, media_type, parser_context)
+        _refuse_control_characters(_form_values(data))
+        return data
+
+
+class MultiPartParser(parsers.MultiPartParser):
+    def parse(self, stream, media_type=None, parser_context=None) -> Any:
+        parsed = super().parse(stream, media_type, parser_context)
+        _refuse_control_characters(_form_values(parsed.data))
+        return parsed

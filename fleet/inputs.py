@@ -1,0 +1,84 @@
+"""The one home of what makes raw input unusable, for every front door (API parsers, the
+middleware that reads URLs, page form fields): control characters in text, and JSON nested too
+deep. Pure Python; the callers turn a problem into their audience's field error."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+#: C0 control characters (NUL included) except tab, newline and carriage return. PostgreSQL text
+#: cannot hold NUL at all (psycopg refuses the query), and the rest are never meant in a name, a
+#: slug or a note.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+CONTROL_MESSAGE = "Contains a control character (U+{code:04X}); only tab, newline and carriage return are allowed."
+#: A lone surrogate (JSON may escape one, ``"\ud800"``) is no character: UTF-8 cannot encode it,
+#: so PostgreSQL cannot store it.
+SURROGATE_MESSAGE = "Contains a lone surrogate (U+{code:04X}), which is not a character."
+
+#: The deepest JSON a request may nest (objects and arrays); our deepest real body (a model import's
+#: config.json) nests 4. Python's parser recurses, so 100,000 levels would be a RecursionError.
+MAX_JSON_DEPTH = 64
+DEPTH_MESSAGE = f"JSON nested more than {MAX_JSON_DEPTH} levels deep."
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def control_character_message(value: str) -> str | None:
+    """The message for the first refused control character (or lone surrogate) in ``value``, or
+    None when clean."""
+    found = CONTROL_CHARACTERS.search(value)
+    if found is None:
+        return None
+    code = ord(found.group())
+    return (SURROGATE_MESSAGE if 0xD800 <= code <= 0xDFFF else CONTROL_MESSAGE).format(code=code)
+
+
+def control_character_errors(data: Any, path: str = "") -> dict[str, list[str]]:
+    """Field path (dotted, list items by index) -> message for every string in parsed data (keys
+    included) holding a refused control character."""
+    errors: dict[str, list[str]] = {}
+    if isinstance(data, str):
+        message = control_character_message(data)
+        if message:
+            errors[path or "non_field_errors"] = [message]
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            key_text = str(key)
+            where = f"{path}.{key_text}" if path else key_text
+            if control_character_message(key_text):
+                clean = CONTROL_CHARACTERS.sub("?", where)
+                errors[clean] = ["The field name contains a control character."]
+            else:
+                errors.update(control_character_errors(value, where))
+    elif isinstance(data, (list, tuple)):
+        for index, value in enumerate(data):
+            errors.update(control_character_errors(value, f"{path}.{index}" if path else str(index)))
+    return errors
+
+
+def json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep ``text`` nests arrays and objects, counting up to ``limit + 1`` (then it stops).
+    Brackets inside strings do not count; the text need not be valid JSON."""
+    depth = deepest = 0
+    for bracket in _BRACKET.findall(_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        else:
+            depth -= 1
+    return deepest
+
+
+def loads(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` that refuses nesting deeper than ``limit`` (ValueError with DEPTH_MESSAGE)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    if json_depth(text, limit) > limit:
+        raise ValueError(DEPTH_MESSAGE)
+    return json.loads(text)

@@ -1,0 +1,23 @@
+"""Upper bounds of numeric inputs: far beyond any real cluster or model, and small enough that the
+engine's integer, float and Decimal arithmetic represents every result (a 10**30 GPU count made
+``decimal.InvalidOperation``; 1e308 GiB overflowed to infinity). The API's serializers and the
+pages' forms both use them, so the schema shows them as ``maximum`` and a value above is a 400
+naming the limit."""
+
+#: GPUs of one cluster or comparison.
+MAX_GPUS = 1 << 20
+#: One parallelism degree (tp, pp, dp, ep, etp).
+MAX_DEGREE = 4096
+#: Tokens of one context, prompt or output (16.7 M; the longest contexts served are 10 M).
+MAX_TOKENS = 1 << 24
+#: Tokens (or bytes) per month; with prices of 14 digits the monthly bill stays inside Decimal's 28.
+MAX_MONTHLY = 10**15
+#: GiB per GPU (runtime reserve, KV cache budget): no GPU has 4 TiB.
+MAX_GIB_PER_GPU = 4096
+#: Any other float a record holds (GB, TB/s, TFLOPS, Gb/s): a billion of its unit.
+MAX_FIGURE = 1e9
+#: Requests a day of one workload (ten billion): with MAX_TOKENS each and prices of 14 digits a
+#: month's API bill stays inside Decimal's 28 digits.
+MAX_REQUESTS_PER_DAY = 10**10
+#: Sequences at once (a workload's peak, a batch).
+MAX_CONCURRENCY = 1 << 30

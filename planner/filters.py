@@ -1,0 +1,27 @@
+"""FilterSets for the planner's records (the API's lists; invalid values are 400s)."""
+
+import django_filters as filters
+
+from planner.models import Calibration, Decision, Plan
+
+
+class DecisionFilter(filters.FilterSet):
+    workload = filters.CharFilter(field_name="workload__slug", help_text="Workload slug.")
+
+    class Meta:
+        model = Decision
+        fields = ["workload", "tier"]
+
+
+class PlanFilter(filters.FilterSet):
+    class Meta:
+        model = Plan
+        fields = ["status"]
+
+
+class CalibrationFilter(filters.FilterSet):
+    deployment = filters.CharFilter(field_name="deployment__slug", help_text="Only this deployment's (slug).")
+
+    class Meta:
+        model = Calibration
+        fields = ["deployment"]
