@@ -62,7 +62,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
 
 
 class DeploymentViewSet(viewsets.ModelViewSet):
-    queryset = Deployment.objects.select_related("cluster__sku", "model")
+    queryset = Deployment.objects.select_related("cluster__sku", "model", "workload")
     serializer_class = serializers.DeploymentSerializer
     filterset_class = filters.DeploymentFilter
     lookup_field = "slug"
