@@ -78,6 +78,26 @@ def flush_redis(db: int) -> None:
     redis.Redis(host="127.0.0.1", port=6379, db=db, socket_timeout=5).flushdb()
 
 
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) of process ``root`` and its descendants, with reaped children (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents, times = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            pid = int(stat.parent.name)
+            parents[pid] = int(fields[1])
+            # utime, stime; and for the root also cutime, cstime (workers it reaped, e.g. after max_requests)
+            times[pid] = (int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14]))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        own, reaped = times.get(pid, (0, 0))
+        total += own + (reaped if pid == root else 0)
+        todo += [child for child, parent in parents.items() if parent == pid]
+    return total / tick
+
+
 class Stack:
     """Background processes, each logging to its own file; stopped in reverse order."""
 
@@ -205,6 +225,10 @@ def gunicorn_cmd(bind: str, model: str, logs: Path) -> list[str]:
     ]
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="gthread:2:4,sync:4:1", help="class:workers:threads, comma separated")
@@ -245,12 +269,23 @@ def main() -> int:
         "PYTHONPATH": str(ROOT),
         "LOAD_USERS_FILE": str(work / "users.json"),
     }
-    stack = Stack(env, out)
-    ok = True
+    if not Path(LOCUST).exists():
+        raise SystemExit(f"{LOCUST} is missing: .venv/bin/pip install -r requirements-dev.txt")
     try:
         admin_sql(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
         admin_sql(f"CREATE DATABASE {DB_NAME}")
+    except Exception as exc:  # any driver error: say what is needed
+        raise SystemExit(f"PostgreSQL on {SERVER_URL} (user postgres, trust) is needed: {exc}") from exc
+    try:
         flush_redis(args.redis_db)
+    except Exception as exc:
+        admin_sql(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        raise SystemExit(f"Redis on 127.0.0.1:6379 is needed: {exc}") from exc
+    # A SIGTERM tears down like Ctrl-C (the finally below), so no gunicorn or database is left behind.
+    signal.signal(signal.SIGTERM, _interrupt)
+    stack = Stack(env, out)
+    ok = True
+    try:
         subprocess.run([PY, "manage.py", "init_local"], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
         prepare = [
             PY,
@@ -284,10 +319,18 @@ def main() -> int:
             health = wait_healthy(base, stack)
             print(f"\n## {args.users} users, 1 s pause, {args.run_time} s: gunicorn {model} (class:workers:threads)")
             print(f"healthz   : {health}; before: {uptime()}")
+            web_pid = stack.procs["web"][0].pid
+            cpu_before = tree_cpu_s(web_pid)
             rows, errors = run_locust(base, env, args.users, args.run_time, args.spawn_rate, 1.0, out / f"run{n}")
+            cpu_s = tree_cpu_s(web_pid) - cpu_before
             print(f"after     : {uptime()}\n")
             print(table(rows, args.run_time))
             agg = next(r for r in rows if r["Name"] == "Aggregated")
+            served = max(1, int(agg["Request Count"]))
+            print(
+                f"web CPU   : {cpu_s:.1f} s for {served} requests: {cpu_s / served * 1000:.1f} ms per request "
+                f"(gunicorn processes only; PostgreSQL, locust, worker and beat apart)"
+            )
             for e in errors[:10]:
                 print(f"error     : {e.get('Method')} {e.get('Name')}: {e.get('Error')} x{e.get('Occurrences')}")
             held = int(agg["Failure Count"]) == 0 and float(agg["95%"]) < TARGET_P95_MS
