@@ -235,7 +235,7 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--spawn-rate", type=float, default=10)
     parser.add_argument("--run-time", type=int, default=60, help="seconds of each 50-user run")
-    parser.add_argument("--steps", default="2,4,8,16,32", help="users of each no-pause saturation step")
+    parser.add_argument("--steps", default="1,2,4,8,16,32", help="users of each no-pause saturation step")
     parser.add_argument("--step-time", type=int, default=20, help="seconds per step")
     parser.add_argument("--no-steps", action="store_true")
     parser.add_argument("--port", type=int, default=8765)
@@ -372,13 +372,13 @@ def saturation(args, base: str, env: dict[str, str], out: Path, model: str) -> N
         else:
             above = (users, rps, p95)
             break
-    if below:
-        print(f"saturation: {below[1]:.1f} requests/s at {below[0]} users (p95 {below[2]:.0f} ms)", end="")
-    print(
-        f"; p95 passes {TARGET_P95_MS:.0f} ms at {above[1]:.1f} requests/s ({above[0]} users, p95 {above[2]:.0f} ms)"
+    at = f"{below[1]:.1f} requests/s at {below[0]} users (p95 {below[2]:.0f} ms)" if below else "none (the first step)"
+    past = (
+        f"p95 passes {TARGET_P95_MS:.0f} ms at {above[1]:.1f} requests/s ({above[0]} users, p95 {above[2]:.0f} ms)"
         if above
-        else f"; p95 stayed under {TARGET_P95_MS:.0f} ms up to the last step"
+        else f"p95 stayed under {TARGET_P95_MS:.0f} ms up to the last step"
     )
+    print(f"saturation: last step under the target: {at}; {past}")
 
 
 if __name__ == "__main__":
