@@ -20,6 +20,7 @@ from fleet.models import (
     GpuQuote,
     HardwareSku,
     ModelSpec,
+    OutboxMessage,
     WorkerHeartbeat,
     Workload,
 )
@@ -84,10 +85,12 @@ class ApiPriceAdmin(admin.ModelAdmin):
         "slug",
         "provider",
         "model_name",
+        "model",
         *ApiPrice.PRICES,
         "quoted_on",
     )
     list_filter = ("provider",)
+    list_select_related = ("model",)
     prepopulated_fields = {"slug": ("provider", "model_name")}
 
 
@@ -105,6 +108,15 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 @admin.register(WorkerHeartbeat)
 class WorkerHeartbeatAdmin(ReadOnlyAdmin):
     list_display = ("worker", "last_seen", "beats")
+
+
+@admin.register(OutboxMessage)
+class OutboxMessageAdmin(ReadOnlyAdmin):
+    """Celery tasks recorded with their work (fleet/outbox.py): an unsent one waits for the broker."""
+
+    list_display = ("task", "task_id", "created", "sent_at", "attempts", "last_error")
+    list_filter = ("task",)
+    search_fields = ("task_id",)
 
 
 @admin.register(ClusterState)

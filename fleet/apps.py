@@ -4,3 +4,14 @@ from django.apps import AppConfig
 class FleetConfig(AppConfig):
     name = "fleet"
     verbose_name = "Fleet inventory and live state"
+
+    def ready(self) -> None:
+        from fleet import audit
+        from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
+
+        # The audit trail (fleet/audit.py): every create, update and delete of these records.
+        for model in (HardwareSku, Cluster, ModelSpec, Workload, GpuQuote, ApiPrice):
+            audit.register(model)
+        # The poller's live state and leases change every poll: never recorded (and written by raw
+        # UPDATEs); the API key only as set or not.
+        audit.register(Deployment, exclude=Deployment.LIVE_FIELDS, secrets=["api_key_encrypted"])

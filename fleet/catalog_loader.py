@@ -99,8 +99,13 @@ def load_catalog(directory: Path = CATALOG_DIR) -> LoadReport:
             "quoted_on": values.pop("quoted_on"),
         }
         report.count("gpu quotes", _upsert(GpuQuote, lookup, values, f"gpu_quotes.json[{i}] {sku_slug}"))
+    models = {m.slug: m for m in ModelSpec.objects.all()}
     for i, item in enumerate(_read("api_prices.json", directory)):
         values = _fields(ApiPrice, item)
         slug = values.pop("slug")
+        if (model_slug := values.get("model")) is not None:
+            if model_slug not in models:
+                raise CatalogError(f"api_prices.json[{i}]: unknown model {model_slug!r}")
+            values["model"] = models[model_slug]
         report.count("api prices", _upsert(ApiPrice, {"slug": slug}, values, f"api_prices.json[{i}] {slug}"))
     return report

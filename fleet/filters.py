@@ -53,10 +53,11 @@ class GpuQuoteFilter(filters.FilterSet):
 class ApiPriceFilter(filters.FilterSet):
     provider = filters.CharFilter(lookup_expr="iexact")
     model_name = filters.CharFilter(lookup_expr="iexact")
+    model = filters.CharFilter(field_name="model__slug", help_text="Slug of the model spec priced.")
 
     class Meta:
         model = ApiPrice
-        fields = ["provider", "model_name"]
+        fields = ["provider", "model_name", "model"]
 
 
 class EndpointPollFilter(filters.FilterSet):

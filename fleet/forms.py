@@ -5,12 +5,14 @@ registration checks too (``fleet.registration``)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django import forms
 
 from fleet import registration
 from fleet.errors import ConflictError, InputError
 from fleet.models import Cluster, Deployment, ModelSpec
+from fleet.polling import display_url
 from planner.engine import WEIGHT_FORMATS, EngineInputError
 
 #: The largest config.json (or hf_quant_config.json) the import page takes: 2 MB (the biggest real
@@ -65,6 +67,13 @@ class DeploymentForm(forms.ModelForm):
             "enabled",
         ]
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and registration.has_credentials(self.instance.base_url):
+            # A row stored before such URLs were refused: never render the secret back; saving keeps
+            # only the server's root (the key belongs in the write-only field).
+            self.initial["base_url"] = self.instance.shown_base_url
+
     def _post_clean(self) -> None:
         # After ModelForm has built the instance and run full_clean(): the registration checks
         # (endpoint guard, sizing) on that instance, their messages beside the fields.
@@ -75,6 +84,10 @@ class DeploymentForm(forms.ModelForm):
             for name, messages in exc.errors.items():
                 for message in messages:
                     self.add_error(name if name in self.fields else None, message)
+        if "base_url" in self.errors and registration.has_credentials(self.data.get("base_url", "")):
+            # The refused URL is shown back without the secret it carried.
+            self.data = self.data.copy()
+            self.data["base_url"] = display_url(self.data["base_url"])
 
     def save(self, commit: bool = True) -> Deployment:
         deployment = super().save(commit=False)

@@ -35,6 +35,7 @@ MODELS: tuple[str, ...] = (
     "modelspec",
     "workload",
     "workerheartbeat",
+    "outboxmessage",
 )
 #: Records the platform team writes.
 INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload")
@@ -50,16 +51,24 @@ def codenames(actions: Iterable[str], models: Iterable[str]) -> frozenset[str]:
     return frozenset(f"{action}_{model}" for action in actions for model in models)
 
 
-VIEW_ALL = codenames(["view"], MODELS)
 WRITE = ("add", "change", "delete")
 
+
+def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    view_all = codenames(["view"], models)
+    return {
+        "viewer": view_all,
+        "finance": view_all | codenames(WRITE, PRICING),
+        "platform": view_all | codenames(WRITE, INVENTORY) | {POLL},
+        "admin": codenames(["view", *WRITE], models) | {POLL},
+    }
+
+
+VIEW_ALL = codenames(["view"], MODELS)
+#: The table as migration 0002 applied it, before the outbox existed (0007 applies ``GRANTS``).
+GRANTS_0002: dict[str, frozenset[str]] = _table(tuple(m for m in MODELS if m != "outboxmessage"))
 #: role -> fleet permission codenames.
-GRANTS: dict[str, frozenset[str]] = {
-    "viewer": VIEW_ALL,
-    "finance": VIEW_ALL | codenames(WRITE, PRICING),
-    "platform": VIEW_ALL | codenames(WRITE, INVENTORY) | {POLL},
-    "admin": codenames(["view", *WRITE], MODELS) | {POLL},
-}
+GRANTS: dict[str, frozenset[str]] = _table(MODELS)
 
 
 def create_permissions_now(apps: Any, app_label: str) -> None:

@@ -20,7 +20,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import JSONField, OuterRef, Q, Subquery
 
 from fleet.models import DailyPollCount, Deployment, EndpointPoll
-from fleet.polling import MetricsSnapshot, PollOutcome
+from fleet.polling import MetricsSnapshot, PollOutcome, public_outcome
 from planner.engine import EngineInputError
 
 log = logging.getLogger(__name__)
@@ -31,8 +31,7 @@ DERIVED_FIELDS = ("requests_running", "requests_waiting", "kv_cache_usage", "pre
 MILLISECOND_FIELDS = {"ttft_p50_ms": "ttft_p50_s", "ttft_p95_ms": "ttft_p95_s", "itl_p50_ms": "itl_p50_s",
                       "itl_p95_ms": "itl_p95_s"}  # fmt: skip
 #: Deployment columns a stored poll writes (the live state) and the lease it releases.
-LIVE_FIELDS = ("last_status", "last_status_changed", "last_polled", "last_metrics", "poll_lease_until",
-               "poll_lease_owner")  # fmt: skip
+LIVE_FIELDS = Deployment.LIVE_FIELDS
 #: Deployments per UPDATE or SELECT of a cycle (keeps IN lists well under every database's parameter cap).
 LEASE_CHUNK = 500
 
@@ -126,7 +125,12 @@ class Polled:
 
 
 def _poll_row(item: Polled) -> tuple[EndpointPoll, dict[str, Any]]:
-    deployment, outcome = item.deployment, item.outcome
+    deployment, detailed = item.deployment, item.outcome
+    # People (pages, API) see one sentence per status; the transport's words stay in this log.
+    outcome = public_outcome(detailed)
+    if detailed.reason != outcome.reason or detailed.warnings != outcome.warnings:
+        log.info("poll %s: %s: %s; warnings: %s", deployment.slug, detailed.status, detailed.reason,
+                 "; ".join(detailed.warnings) or "none")  # fmt: skip
     snap, derived = outcome.snapshot, outcome.derived
     observed = snap.cache_capacity_tokens if snap else None
     values: dict[str, Any] = {name: getattr(derived, name, None) for name in DERIVED_FIELDS}

@@ -35,7 +35,15 @@ from fleet.poll_store import (
     store_polls,
     take_leases,
 )
-from fleet.polling import MetricsSnapshot, PollOutcome, PollStatus, SeriesHeads, poll_endpoint, poll_endpoint_async
+from fleet.polling import (
+    MetricsSnapshot,
+    PollOutcome,
+    PollStatus,
+    SeriesHeads,
+    display_url,
+    poll_endpoint,
+    poll_endpoint_async,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +53,7 @@ def _poll_kwargs() -> dict[str, Any]:
         "timeout_s": settings.POLL_TIMEOUT_S,
         "max_bytes": settings.POLL_MAX_BYTES,
         "allowed_networks": tuple(settings.POLL_ALLOWED_NETWORKS),
+        "allowed_ports": tuple(settings.POLL_ALLOWED_PORTS),
         "verify": settings.POLL_VERIFY_TLS,
     }
 
@@ -64,7 +73,8 @@ def undecryptable_key_outcome(deployment: Deployment, exc: UndecryptableSecret) 
     """The poll recorded, without any request, for a deployment whose stored API key no configured
     key decrypts: ``misconfigured``, saying to re-enter the key (never the key or its token)."""
     return PollOutcome(
-        status=PollStatus.MISCONFIGURED, reason=str(exc), base_url=deployment.base_url, engine=deployment.engine,
+        status=PollStatus.MISCONFIGURED, reason=str(exc), base_url=display_url(deployment.base_url),
+        engine=deployment.engine,
         served_model_id=deployment.served_model_id, polled_at=time.time(),
     )  # fmt: skip
 

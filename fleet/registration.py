@@ -24,6 +24,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -32,7 +33,7 @@ from django.db import IntegrityError, transaction
 from fleet.errors import ConflictError, InputError
 from fleet.models import Deployment, ModelSpec
 from fleet.polling import UrlRefused, check_url
-from planner.engine import EngineInputError, model_record_from_config
+from planner.engine import GIB, EngineInputError, model_record_from_config
 
 #: Deployment fields the engine's messages are shown beside; others go to the whole form.
 SIZING_FIELDS = {"tp", "pp", "dp", "ep", "replicas", "kv_cache_dtype", "gpu_memory_utilization"}
@@ -44,21 +45,57 @@ def check_endpoint(base_url: str) -> None:
     if not base_url:
         return
     try:
-        check_url(base_url, settings.POLL_ALLOWED_NETWORKS, timeout_s=min(settings.POLL_TIMEOUT_S, 5.0))
+        check_url(
+            base_url,
+            settings.POLL_ALLOWED_NETWORKS,
+            allowed_ports=settings.POLL_ALLOWED_PORTS,
+            timeout_s=min(settings.POLL_TIMEOUT_S, 5.0),
+        )
     except UrlRefused as exc:
+        if has_credentials(base_url):
+            raise InputError.single(
+                "base_url",
+                "Credentials, a query string or a fragment are refused in the base URL: give the server's "
+                "root only (e.g. http://10.0.0.5:8000) and put the key in the write-only API key field.",
+            ) from None
         raise InputError.single("base_url", f"The poller may not reach this address: {exc.reason}") from None
 
 
-def check_sizes(deployment: Deployment) -> None:
-    """Raise ``InputError`` when the sizing engine refuses the deployment's layout or context."""
+def has_credentials(base_url: str) -> bool:
+    """Whether ``base_url`` carries what may be a secret: user info (``user:pass@``), a query string
+    or a fragment. No engine needs any of them (the poller appends its routes to the root)."""
     try:
-        deployment.sizing()
+        parts = urlsplit(base_url)
+    except ValueError:
+        return "@" in base_url or "?" in base_url or "#" in base_url
+    return bool(parts.username or parts.password or "@" in parts.netloc or "?" in base_url or "#" in base_url)
+
+
+def check_sizes(deployment: Deployment) -> None:
+    """Raise ``InputError`` when the sizing engine refuses the deployment's layout or context, or
+    when the layout does not fit the GPUs' memory (with the deficit per GPU, from the deployment's
+    own engine profile at its planning context)."""
+    try:
+        result = deployment.sizing()
     except EngineInputError as exc:
         errors: dict[str, list[str]] = {}
         for name, messages in exc.errors.items():
             key = name if name in SIZING_FIELDS else ("max_model_len" if name == "context_tokens" else "__all__")
             errors.setdefault(key, []).extend(messages)
         raise InputError(errors) from None
+    if not result.fits:
+        raise InputError.single("tp", does_not_fit_message(deployment, result.deficit_bytes))
+
+
+def does_not_fit_message(deployment: Deployment, deficit_bytes: int) -> str:
+    """What a person registering a layout that does not fit is told (the deficit in GiB and bytes)."""
+    sku = deployment.cluster.sku
+    return (
+        f"This layout does not fit: each of its {deployment.gpus_per_replica} {sku.name} GPUs per replica is "
+        f"{deficit_bytes / GIB:,.1f} GiB ({deficit_bytes:,} bytes) short of the weights, runtime and one sequence "
+        f"at {deployment.planning_context_tokens:,} tokens of context. Use more GPUs per replica (tp, pp), a "
+        "larger GPU, fp8 KV cache or a smaller weight format."
+    )
 
 
 def check_deployment(deployment: Deployment, *, valid: bool = True) -> None:

@@ -93,6 +93,31 @@ def poll_one_task(self, deployment_id: int) -> str:
     return "skipped" if poll is None else poll.status
 
 
+# No retries: beat sends the next sweep 10 s later, and it finds whatever this one did not send.
+@shared_task(
+    name="fleet.send_outbox",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=60,
+    time_limit=75,
+    max_retries=0,
+)
+def send_outbox_task(self) -> dict[str, int]:
+    """Publish the outbox messages a request could not (broker down when it committed)."""
+    from fleet.outbox import sweep
+
+    return sweep().as_dict()
+
+
+@shared_task(name="fleet.apply_cluster_changes", bind=True, acks_late=True, ignore_result=True, **RETRY_ON_TRANSIENT)
+def apply_cluster_changes_task(self) -> list[str]:
+    """Put in force the cluster changes scheduled for today or before (beat: hourly; idempotent)."""
+    from fleet.models import Cluster
+
+    return Cluster.apply_due_changes()
+
+
 @shared_task(name="fleet.prune_polls", bind=True, acks_late=True, ignore_result=True, **RETRY_ON_TRANSIENT)
 def prune_polls_task(self) -> dict[str, int]:
     """Roll old polls into hourly rows and drop what is past retention (beat: hourly; idempotent:

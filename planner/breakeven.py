@@ -21,6 +21,7 @@ from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec,
 from fleet.models.base import find_by_slug
 from planner.corrections import deployment_throughput
 from planner.engine import (
+    GIB,
     PRICING_KINDS,
     Layout,
     Quote,
@@ -28,6 +29,7 @@ from planner.engine import (
     blended_input_usd_per_mtok,
     breakeven,
     estimate,
+    size,
     unit_economics,
     weights_bytes,
     weights_storage,
@@ -200,6 +202,12 @@ def _throughput_snapshot(
     }
 
 
+def deployment_output_rate(deployment: Deployment, speed: ThroughputResult) -> float:
+    """Output tokens/s of the whole deployment: one replica's rate (``speed``, the throughput model at
+    its SLO-limited concurrency, corrected or not) x its replicas. The capacity rent vs API prices."""
+    return speed.tokens_per_s_replica * deployment.replicas
+
+
 def compare(request: BreakevenRequest) -> Breakeven:
     """Resolve prices, records and volumes and call the cost engine (InputError / EngineInputError
     with field names when the request cannot be computed)."""
@@ -235,10 +243,13 @@ def compare(request: BreakevenRequest) -> Breakeven:
     now = timezone.now()
     deployment = r.deployment
     layout = Layout(**{k: getattr(request, k) or 1 for k in ("tp", "pp", "dp", "ep")}) if request.tp else None
-    if capacity is None and deployment is None and layout is not None and model is not None and r.sku is not None:
+    if layout is not None and deployment is None and r.gpus % layout.gpus:
+        raise InputError.single("tp", f"{r.gpus} GPUs are not whole replicas of tp x pp x dp = {layout.gpus}.")
+    deficit = _memory_deficit(deployment, layout, model, r.sku, workload)
+    if deficit:
+        capacity = None  # a layout that does not fit serves nothing: the engine reports the deficit instead
+    elif capacity is None and deployment is None and layout is not None and model is not None and r.sku is not None:
         # A layout that is not registered yet: the throughput model on the given model and SKU.
-        if r.gpus % layout.gpus:
-            raise InputError.single("tp", f"{r.gpus} GPUs are not whole replicas of tp x pp x dp = {layout.gpus}.")
         replicas = r.gpus // layout.gpus
         shape = {}
         if workload:
@@ -256,7 +267,7 @@ def compare(request: BreakevenRequest) -> Breakeven:
             f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {replicas} replica(s) of "
             f"tp {layout.tp} x pp {layout.pp} x dp {layout.dp} (TPOT {speed.tpot_s * 1000:.1f} ms)."
         )
-    if capacity is None and deployment is not None:
+    if capacity is None and deployment is not None and not deficit:
         # The throughput model's output rate of the whole deployment at its SLO-limited concurrency,
         # for the deployment's own workload (or this comparison's).
         if workload is not None and deployment.workload_id is None:
@@ -265,7 +276,7 @@ def compare(request: BreakevenRequest) -> Breakeven:
         speed_of_deployment = deployment_throughput(deployment, now=now)
         speed, calibration = speed_of_deployment.result, speed_of_deployment.calibration
         speed_model = deployment.model.to_engine()
-        tokens_per_s = speed.tokens_per_s_replica * deployment.replicas
+        tokens_per_s = deployment_output_rate(deployment, speed)
         throughput_note = (
             f"Capacity from the throughput model: {tokens_per_s:,.0f} output tokens/s for {deployment.slug} "
             f"({deployment.replicas} replica(s), TPOT {speed.tpot_s * 1000:.1f} ms at {speed.concurrency_limit} "
@@ -286,6 +297,7 @@ def compare(request: BreakevenRequest) -> Breakeven:
         utilisation=request.utilisation,
         weights_bytes=weights if request.download_gbytes_per_s else None,
         download_gbytes_per_s=request.download_gbytes_per_s if weights is not None else None,
+        memory_deficit_bytes_per_gpu=deficit,
         **prices,
     )
     api_price = {
@@ -315,6 +327,11 @@ def compare(request: BreakevenRequest) -> Breakeven:
     figures = result.to_dict()
     if throughput_note:
         figures["assumptions"].append(throughput_note)
+    figures["memory_deficit_gib_per_gpu"] = deficit / GIB if deficit else None
+    # Which model each side prices, and whether they are the same one (never silently different).
+    figures["models"] = compared_models(model, api)
+    if figures["models"]["note"]:
+        figures["assumptions"].insert(0, figures["models"]["note"])
     # The live speed correction behind the capacity (planner.corrections.calibration_of), or None.
     figures["calibrated"] = calibration
     figures["unit_economics"] = None
@@ -334,6 +351,64 @@ def compare(request: BreakevenRequest) -> Breakeven:
         figures["storage_usd_per_month"] = storage.to_dict()["usd"]
         figures["assumptions"].extend(storage.assumptions)
     return Breakeven(figures=figures, snapshot=snapshot)
+
+
+def _memory_deficit(
+    deployment: Deployment | None,
+    layout: Layout | None,
+    model: ModelSpec | None,
+    sku: HardwareSku | None,
+    workload: Workload | None,
+) -> int | None:
+    """Bytes per GPU the rented layout is short of (the sizing engine's ``deficit_bytes``), None
+    when it fits or no layout is known: a deployment with its own engine profile and planning
+    context, or a layout on a model and SKU at the workload's p95 context."""
+    if deployment is not None:
+        result = deployment.sizing()
+    elif layout is not None and model is not None and sku is not None:
+        context = workload.p95_context_tokens if workload is not None else None
+        result = size(model.to_engine(), sku.to_engine(), gpus=layout.gpus, layout=layout, context_tokens=context)
+    else:
+        return None
+    return None if result.fits else result.deficit_bytes
+
+
+def compared_models(rented: ModelSpec | None, api: ApiPrice | None) -> dict[str, Any]:
+    """The model the GPUs serve and the one the API price is for, ``same`` (None: cannot tell) and,
+    unless they are the same, a sentence saying what is compared (the seeds' tiers: 1 rent the big
+    model, 2 a smaller model on one's own accelerator, 3 the hosted API)."""
+    priced = api.model if api is not None else None
+    body: dict[str, Any] = {
+        "rented": rented.slug if rented else None,
+        "api": priced.slug if priced else None,
+        "api_model_name": api.model_name if api else None,
+        "same": None,
+        "note": "",
+    }
+    if rented is None:
+        body["note"] = "No model is named for the rented GPUs: this compares prices, not the same model's serving cost."
+    elif api is None:
+        body["note"] = f"Inline API prices name no model: check they are for {rented.name}."
+    elif priced is None:
+        body["note"] = (
+            f"The API price {api.slug} ({api.provider} {api.model_name}) names no model spec, so it cannot be "
+            f"checked against {rented.name}; link it to one."
+        )
+    elif priced.pk == rented.pk:
+        body["same"] = True
+    else:
+        body["same"] = False
+        smaller = rented.total_params < priced.total_params
+        why = (
+            f"a tier 2 alternative (a smaller model on your own GPUs) against {priced.name}'s API (tier 3)"
+            if smaller
+            else f"renting a model at least as large as {priced.name}, priced against {priced.name}'s API"
+        )
+        body["note"] = (
+            f"Different models: the GPUs serve {rented.name}, the API price is for {priced.name}. This is {why}; "
+            "it only answers the question if the rented model is good enough for the workload."
+        )
+    return body
 
 
 def cost_curve(comparison: Breakeven, steps: int = 40) -> dict[str, Any]:

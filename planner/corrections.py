@@ -8,13 +8,14 @@ fit, and give speed estimates of a deployment with the latest fit applied.
   sides with fewer than ``SPEED_CORRECTION_MIN_SAMPLES`` usable polls left uncorrected) and stores a
   ``SpeedCorrection`` keyed by (deployment, window end): fitting the same window again replaces it.
 - ``fit_all(now=None)``: the Celery task's work, every enabled deployment with enough busy polls.
-- ``latest_for(deployment, now=None)``: the correction to use (the newest, if it was fitted for the
-  deployment's current serving settings and is at most ``SPEED_CORRECTION_MAX_AGE_HOURS`` old), or
-  None. ``calibration_of(correction, now)`` is its plain shape for results and APIs:
-  ``{factor_decode, factor_prefill, samples, age_s, residual, ...}``.
+- ``latest_for(deployment, now=None)`` (``latest_for_many`` for a list, in one query): the correction
+  to use (the newest, if it was fitted for the deployment's current serving settings and is at most
+  ``SPEED_CORRECTION_MAX_AGE_HOURS`` old), or None. ``calibration_of(correction, now)`` is its plain
+  shape for results and APIs: ``{factor_decode, factor_prefill, samples, age_s, residual, ...}``.
 - ``deployment_throughput(deployment, usd_per_gpu_hour=None)``: ``Deployment.throughput()`` with
   the correction applied when there is one (``Calibrated.result``, ``.calibration``), the
-  SLO-limited batch searched again with the corrected times.
+  SLO-limited batch searched again with the corrected times; ``corrected_throughput`` does the same
+  with a correction the caller looked up (``latest_for_many``).
 
 Domain errors: ``InputError`` (unknown deployment), ``EngineInputError`` (a deployment the engine
 cannot model).
@@ -185,11 +186,33 @@ def latest_for(deployment: Deployment, now: datetime | None = None) -> SpeedCorr
     if deployment.pk is None:
         return None
     now = now or timezone.now()
-    oldest = now - timedelta(hours=float(settings.SPEED_CORRECTION_MAX_AGE_HOURS))
     latest = deployment.speed_corrections.filter(fitted_at__lte=now).order_by("-fitted_at", "-id").first()
-    if latest is None or latest.fitted_at < oldest or latest.serving != serving_of(deployment):
+    return _usable(latest, deployment, now)
+
+
+def _oldest(now: datetime) -> datetime:
+    return now - timedelta(hours=float(settings.SPEED_CORRECTION_MAX_AGE_HOURS))
+
+
+def _usable(latest: SpeedCorrection | None, deployment: Deployment, now: datetime) -> SpeedCorrection | None:
+    """``latest`` (the deployment's newest fit at ``now``) when it may be applied, else None."""
+    if latest is None or latest.fitted_at < _oldest(now) or latest.serving != serving_of(deployment):
         return None
     return latest
+
+
+def latest_for_many(deployments: list[Deployment], now: datetime | None = None) -> dict[int, SpeedCorrection]:
+    """``latest_for`` of each deployment, keyed by its id (those without a usable correction left
+    out), in one query: the fits of the last ``SPEED_CORRECTION_MAX_AGE_HOURS`` (an older newest fit
+    is unusable anyway)."""
+    now = now or timezone.now()
+    by_id = {d.pk: d for d in deployments if d.pk is not None}
+    newest: dict[int, SpeedCorrection] = {}
+    rows = SpeedCorrection.objects.filter(deployment_id__in=by_id, fitted_at__lte=now, fitted_at__gte=_oldest(now))
+    for fit in rows.defer("assumptions").order_by("deployment_id", "-fitted_at", "-id"):
+        newest.setdefault(fit.deployment_id, fit)
+    found = {pk: _usable(fit, by_id[pk], now) for pk, fit in newest.items()}
+    return {pk: fit for pk, fit in found.items() if fit is not None}
 
 
 def correction_for(
@@ -309,8 +332,17 @@ def deployment_throughput(
     deployment: Deployment, usd_per_gpu_hour: Any = None, now: datetime | None = None
 ) -> Calibrated:
     """``Deployment.throughput()`` with the latest correction applied when there is one."""
+    return corrected_throughput(deployment, latest_for(deployment, now), usd_per_gpu_hour, now)
+
+
+def corrected_throughput(
+    deployment: Deployment,
+    correction: SpeedCorrection | None,
+    usd_per_gpu_hour: Any = None,
+    now: datetime | None = None,
+) -> Calibrated:
+    """``Deployment.throughput()`` with ``correction`` (``latest_for``'s, looked up by the caller) applied."""
     result = deployment.throughput(usd_per_gpu_hour=usd_per_gpu_hour)
-    correction = latest_for(deployment, now)
     if correction is None:
         return Calibrated(result)
     now = now or timezone.now()

@@ -180,12 +180,14 @@ class RentVsApiForm(forms.Form):
     @classmethod
     def starting_inputs(cls, given: dict[str, str]) -> dict[str, str]:
         """The page's inputs: what the URL gives, or, when it picks nothing to compare, the first
-        workload with the deployment serving it (else 8 H100s) and the newest API price."""
+        workload with the deployment serving it (else 8 H100s) and the newest API price: for the
+        deployment's model when there is one (the page says so when the two sides are different models)."""
         inputs = {name: given[name] for name in cls.base_fields if given.get(name, "") != ""}
         if not any(name in inputs for name in ("workload", "deployment", "gpus", "sku")):
             workload = Workload.objects.order_by("name").first()
-            api = ApiPrice.objects.order_by("-quoted_on").first()
             serving = Deployment.objects.filter(workload=workload).first() if workload else None
+            newest = ApiPrice.objects.order_by("-quoted_on", "slug")
+            api = (newest.filter(model_id=serving.model_id).first() if serving else None) or newest.first()
             if workload and api and serving:
                 inputs = {"workload": workload.slug, "deployment": serving.slug, "api_price": api.slug, **inputs}
             elif workload and api and HardwareSku.objects.filter(slug="h100-sxm-80gb").exists():

@@ -1,8 +1,9 @@
 """planner's share of the role table (see ``fleet/permissions.py`` for the roles and fleet's).
 
 Decisions are append-only (the model refuses to save or delete an existing one), so nobody holds
-``change_decision`` or ``delete_decision``. ``change_plan`` means cancelling a plan: plans are
-written by their service, and the admin shows them read-only. Calibrations are written by their
+``change_decision`` or ``delete_decision``. ``change_plan`` means cancelling a plan one started
+(``cancel_any_plan``, admin only, cancels anyone's): plans are written by their service, and the
+admin shows them read-only. Calibrations are written by their
 service for whoever may change the deployment (``fleet.change_deployment``); every role reads them,
 and nobody holds planner's add/change/delete on them. Speed corrections are written by the hourly
 task (``planner.fit_speed_corrections``) only; every role reads them.
@@ -17,13 +18,14 @@ MODELS: tuple[str, ...] = ("decision", "plan", "calibration", "speedcorrection")
 RUN_PLANS = frozenset({"add_plan", "change_plan"})
 
 
-def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
+def _table(models: tuple[str, ...], extra: dict[str, frozenset[str]] | None = None) -> dict[str, frozenset[str]]:
+    extra = extra or {}
     view_all = codenames(["view"], models)
     return {
         "viewer": view_all,
         "finance": view_all | {"add_decision"} | RUN_PLANS,
         "platform": view_all | RUN_PLANS,
-        "admin": view_all | {"add_decision", "delete_plan"} | RUN_PLANS,
+        "admin": view_all | {"add_decision", "delete_plan"} | RUN_PLANS | extra.get("admin", frozenset()),
     }
 
 
@@ -31,6 +33,8 @@ def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
 GRANTS_0002: dict[str, frozenset[str]] = _table(("decision", "plan"))
 #: The table as migration 0003 applied it, before speed corrections existed (0004 applies ``GRANTS``).
 GRANTS_0003: dict[str, frozenset[str]] = _table(("decision", "plan", "calibration"))
+#: The table as migration 0004 applied it, before ``cancel_any_plan`` (0005 applies ``GRANTS``).
+GRANTS_0004: dict[str, frozenset[str]] = _table(MODELS)
 VIEW_ALL = codenames(["view"], MODELS)
 #: role -> planner permission codenames.
-GRANTS: dict[str, frozenset[str]] = _table(MODELS)
+GRANTS: dict[str, frozenset[str]] = _table(MODELS, {"admin": frozenset({"cancel_any_plan"})})

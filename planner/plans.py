@@ -8,17 +8,22 @@ the Celery task and the command. Errors are ``fleet.errors.InputError`` with fie
 from __future__ import annotations
 
 import logging
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q, QuerySet, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from fleet import outbox
 from fleet.errors import InputError
-from fleet.models import GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models import GpuQuote, HardwareSku, ModelSpec, OutboxMessage, Workload
 from fleet.models.base import find_by_slug
 from planner.engine import MODES, EngineInputError, SearchCancelled, SkuOffer, search
 from planner.engine import Workload as SearchWorkload
@@ -79,7 +84,7 @@ def price_offers(skus: list[HardwareSku], on: date) -> tuple[list[HardwareSku], 
 
 def create_plan(request: PlanRequest, user: Any) -> Plan:
     """Record a queued plan with its priced SKUs (InputError with field names when it cannot run);
-    the caller enqueues it (``enqueue``)."""
+    ``submit_plan`` records it with its task, which is how the API and the pages start one."""
     errors = request.errors()
     model = find_by_slug(ModelSpec.objects, request.model, "model", errors)
     workload = find_by_slug(Workload.objects, request.workload, "workload", errors)
@@ -112,11 +117,36 @@ def create_plan(request: PlanRequest, user: Any) -> Plan:
     return plan
 
 
-def enqueue(plan: Plan) -> None:
-    """Send the plan to a worker once the transaction that created it commits (task id = plan id)."""
-    from planner.tasks import run_plan
+RUN_PLAN_TASK = "planner.run_plan"
 
-    transaction.on_commit(lambda: run_plan.apply_async(args=[str(plan.pk)], task_id=str(plan.pk)))
+
+@dataclass(frozen=True)
+class Submission:
+    """A recorded plan and whether its task reached the broker (``sent``); when not, the outbox
+    sweeper sends it once the broker is back (nothing is lost either way)."""
+
+    plan: Plan
+    sent: bool
+
+    @property
+    def dispatch(self) -> str:
+        """``sent`` or ``broker_unreachable``."""
+        return "sent" if self.sent else "broker_unreachable"
+
+    @property
+    def detail(self) -> str:
+        if self.sent:
+            return "Queued: a worker will run it."
+        return "Queued, broker unreachable: the plan is stored and is sent to a worker when the broker is back."
+
+
+def submit_plan(request: PlanRequest, user: Any) -> Submission:
+    """Record a plan and its task in one transaction (the outbox), then publish the task. The plan
+    is never lost: a broker that is down leaves the task in the outbox for ``fleet.send_outbox``."""
+    with transaction.atomic():
+        plan = create_plan(request, user)
+        message = outbox.record(RUN_PLAN_TASK, args=[str(plan.pk)], task_id=str(plan.pk))
+    return Submission(plan=plan, sent=outbox.send(message))
 
 
 def _workload(w: Workload) -> SearchWorkload:
@@ -132,41 +162,80 @@ def _workload(w: Workload) -> SearchWorkload:
     )
 
 
-#: A plan "running" for longer than this lost its worker (the task's hard time limit is 11 minutes).
+#: A plan "running" without a lease (started before leases existed) for longer than this lost its
+#: worker (the task's hard time limit is 11 minutes).
 STALE_AFTER = timedelta(minutes=15)
+#: Runs a plan may start before it is failed instead of taken over again: a plan that kills its
+#: worker each time (out of memory, say) must not take every worker down in turn.
+MAX_ATTEMPTS = 3
 
 
-def claim(plan_id: str) -> bool:
-    """Move a queued plan (or one whose worker died) to running; False when it already ran, runs
-    elsewhere, or was cancelled."""
+def lease_length() -> timedelta:
+    """How long a claim holds a plan without renewal (``FLEETCAP_PLAN_LEASE_S``, default 60 s)."""
+    return timedelta(seconds=settings.PLAN_LEASE_S)
+
+
+def _expired(now: datetime) -> Q:
+    """Running plans whose run has stopped renewing its lease (its worker died)."""
+    return Q(status=Plan.Status.RUNNING) & (
+        Q(lease_expires__lt=now) | Q(lease_expires__isnull=True, started__lt=now - STALE_AFTER)
+    )
+
+
+def claim(plan_id: str) -> str | None:
+    """Move a queued plan, or a running one whose lease expired, to running under a new lease: the
+    lease token, or None when the plan finished, was cancelled, ran ``MAX_ATTEMPTS`` times, or
+    another run holds a live lease (one conditional UPDATE: two deliveries never both win)."""
     now = timezone.now()
-    claimable = Q(status=Plan.Status.QUEUED) | Q(status=Plan.Status.RUNNING, started__lt=now - STALE_AFTER)
-    return Plan.objects.filter(claimable, pk=plan_id).update(status=Plan.Status.RUNNING, started=now) == 1
+    token = uuid.uuid4().hex
+    claimable = Q(status=Plan.Status.QUEUED) | (_expired(now) & Q(cancel_requested=False))
+    won = Plan.objects.filter(claimable, pk=plan_id, attempts__lt=MAX_ATTEMPTS).update(
+        status=Plan.Status.RUNNING,
+        started=Coalesce(F("started"), Value(now)),
+        lease_expires=now + lease_length(),
+        lease_token=token,
+        attempts=F("attempts") + 1,
+    )
+    return token if won == 1 else None
+
+
+class LeaseLost(Exception):
+    """This run no longer holds the plan's lease (it expired and another run took the plan over)."""
 
 
 def execute_plan(plan_id: str, on_progress: Callable[[int, int], None] | None = None) -> Plan:
-    """Run a queued plan to completion (idempotent: a plan not queued is returned untouched)."""
-    if not claim(plan_id):
+    """Run a queued plan to completion under a lease, renewed as the search reports progress
+    (idempotent: a plan finished, cancelled or leased by a live run is returned untouched; a run
+    that lost its lease stops and writes nothing, so the outcome is written exactly once)."""
+    token = claim(plan_id)
+    if token is None:
         return Plan.objects.get(pk=plan_id)
+    mine = Plan.objects.filter(pk=plan_id, lease_token=token, status=Plan.Status.RUNNING)
     plan = Plan.objects.select_related("model", "workload").get(pk=plan_id)
     options = plan.options
     offers = [
         SkuOffer(sku.to_engine(), options["prices"][sku.slug]["usd_per_gpu_hour"], name=sku.slug)
         for sku in plan.skus.all()
     ]
-    state = {"stored": 0, "log": []}
+    state: dict[str, Any] = {"stored": 0, "log": list(plan.progress_log or []), "renewed": time.monotonic()}
+    renew_every = settings.PLAN_LEASE_S / 3
 
     def progress(done: int, total: int) -> bool:
         pct = min(99, int(done * 100 / total)) if total else 0
         if on_progress:
             on_progress(done, total)
-        if pct - state["stored"] >= PROGRESS_STEP:
+        store = pct - state["stored"] >= PROGRESS_STEP
+        if not store and time.monotonic() - state["renewed"] < renew_every:
+            return True
+        values: dict[str, Any] = {"lease_expires": timezone.now() + lease_length()}
+        if store:
             state["stored"] = pct
             state["log"] = [*state["log"], {"at": timezone.now().isoformat(), "progress": pct}][-MAX_PROGRESS_LOG:]
-            Plan.objects.filter(pk=plan_id).update(progress=pct, candidates_evaluated=done, progress_log=state["log"])
-            if Plan.objects.filter(pk=plan_id, cancel_requested=True).exists():
-                return False
-        return True
+            values |= {"progress": pct, "candidates_evaluated": done, "progress_log": state["log"]}
+        if not mine.update(**values):
+            raise LeaseLost(plan_id)
+        state["renewed"] = time.monotonic()
+        return not Plan.objects.filter(pk=plan_id, cancel_requested=True).exists()
 
     try:
         result = search(
@@ -178,21 +247,30 @@ def execute_plan(plan_id: str, on_progress: Callable[[int, int], None] | None = 
             modes=options["modes"],
             progress=progress,
         )
+    except LeaseLost:
+        log.warning("plan %s: lease lost to another run; this run stops and writes nothing", plan_id)
     except SearchCancelled:
-        _finish(plan_id, Plan.Status.CANCELLED, state["log"], error="Cancelled on request.")
+        _finish(mine, Plan.Status.CANCELLED, state["log"], error="Cancelled on request.")
     except EngineInputError as exc:
-        _finish(plan_id, Plan.Status.FAILED, state["log"], error=f"The search could not run: {exc}")
+        _finish(mine, Plan.Status.FAILED, state["log"], error=f"The search could not run: {exc}")
     except Exception as exc:  # stored for the person who asked; the traceback goes to the worker log
         log.exception("plan %s failed", plan_id)
-        _finish(plan_id, Plan.Status.FAILED, state["log"], error=f"Unexpected error: {type(exc).__name__}: {exc}")
+        _finish(mine, Plan.Status.FAILED, state["log"], error=f"Unexpected error: {type(exc).__name__}: {exc}")
     else:
         body = result.to_dict()
-        _finish(plan_id, Plan.Status.DONE, state["log"], result=body, evaluated=body.get("candidates_evaluated", 0))
+        _finish(mine, Plan.Status.DONE, state["log"], result=body, evaluated=body.get("candidates_evaluated", 0))
     return Plan.objects.get(pk=plan_id)
 
 
-def _finish(plan_id: str, status: str, progress_log: list, *, result=None, error: str = "", evaluated=None) -> None:
-    values: dict[str, Any] = {"status": status, "finished": timezone.now(), "error": error, "result": result}
+def _finish(mine: QuerySet[Plan], status: str, progress_log: list, *, result=None, error: str = "", evaluated=None):
+    """Write the outcome if this run still holds the lease (one conditional UPDATE: exactly once)."""
+    values: dict[str, Any] = {
+        "status": status,
+        "finished": timezone.now(),
+        "error": error,
+        "result": result,
+        "lease_expires": None,
+    }
     if status == Plan.Status.DONE:
         values |= {
             "progress": 100,
@@ -200,12 +278,20 @@ def _finish(plan_id: str, status: str, progress_log: list, *, result=None, error
         }
     if evaluated is not None:
         values["candidates_evaluated"] = evaluated
-    with transaction.atomic():
-        Plan.objects.filter(pk=plan_id).update(**values)
+    if not mine.update(**values):
+        log.warning("plan: outcome %s not written, this run lost its lease", status)
+
+
+def may_cancel(plan: Plan, user: Any) -> bool:
+    """Whoever asked for the plan may cancel it; anyone else needs ``planner.cancel_any_plan``."""
+    if plan.requested_by_id is not None and plan.requested_by_id == getattr(user, "pk", None):
+        return True
+    return bool(user.has_perm("planner.cancel_any_plan"))
 
 
 def cancel(plan: Plan) -> Plan:
-    """Cancel a queued plan at once, or ask a running one to stop at its next progress report."""
+    """Cancel a queued plan at once, or ask a running one to stop at its next progress report (a
+    running plan whose worker died is cancelled by ``recover_plans``)."""
     if plan.status == Plan.Status.QUEUED:
         Plan.objects.filter(pk=plan.pk, status=Plan.Status.QUEUED).update(
             status=Plan.Status.CANCELLED, cancel_requested=True, finished=timezone.now(), error="Cancelled on request."
@@ -213,3 +299,66 @@ def cancel(plan: Plan) -> Plan:
     elif plan.status == Plan.Status.RUNNING:
         Plan.objects.filter(pk=plan.pk).update(cancel_requested=True)
     return Plan.objects.get(pk=plan.pk)
+
+
+#: A queued plan whose task was sent this long ago and never started is sent again (a broker that
+#: restarted without persistence loses its queue; the task is idempotent, so a duplicate is harmless).
+RESEND_QUEUED_AFTER = timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class Recovery:
+    resent: list[str]
+    failed: list[str]
+    cancelled: list[str]
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"resent": self.resent, "failed": self.failed, "cancelled": self.cancelled}
+
+
+def recover_plans(now: datetime | None = None) -> Recovery:
+    """Take over plans whose run died (task ``planner.recover_plans``, beat): a running plan whose
+    lease expired is sent again through the outbox (the next run claims it), failed after
+    ``MAX_ATTEMPTS`` runs, or marked cancelled if cancellation was asked; a queued plan whose task
+    was sent ``RESEND_QUEUED_AFTER`` ago and never started is sent again. Idempotent: a plan with
+    an unsent message, or one recorded since its run last renewed the lease, is left to that message."""
+    now = now or timezone.now()
+    resent, failed, cancelled = [], [], []
+    expired = Plan.objects.filter(_expired(now)).only("pk", "attempts", "cancel_requested", "lease_expires", "started")
+    for plan in expired:
+        pk = str(plan.pk)
+        if plan.cancel_requested:
+            if Plan.objects.filter(_expired(now), pk=pk).update(
+                status=Plan.Status.CANCELLED, finished=now, lease_expires=None, error="Cancelled on request."
+            ):
+                cancelled.append(pk)
+        elif plan.attempts >= MAX_ATTEMPTS:
+            error = (
+                f"The worker running this plan stopped {plan.attempts} times (killed, or out of memory); "
+                "it is not run again. Try fewer nodes or SKUs."
+            )
+            if Plan.objects.filter(_expired(now), pk=pk).update(
+                status=Plan.Status.FAILED, finished=now, lease_expires=None, error=error
+            ):
+                failed.append(pk)
+        # A message recorded after the run last claimed or renewed its lease is a takeover not yet run.
+        elif _resend(pk, since=plan.lease_expires - lease_length() if plan.lease_expires else plan.started):
+            resent.append(pk)
+    stale = Plan.objects.filter(status=Plan.Status.QUEUED, created__lt=now - RESEND_QUEUED_AFTER).only("pk")
+    for plan in stale:
+        if _resend(str(plan.pk), since=now - RESEND_QUEUED_AFTER):
+            resent.append(str(plan.pk))
+    return Recovery(resent=resent, failed=failed, cancelled=cancelled)
+
+
+def _resend(plan_id: str, since: datetime) -> bool:
+    """Send the plan's task again unless a message for it is unsent or was created after ``since``."""
+    pending = OutboxMessage.objects.filter(task=RUN_PLAN_TASK, task_id=plan_id).filter(
+        Q(sent_at__isnull=True) | Q(created__gte=since)
+    )
+    if pending.exists():
+        return False
+    with transaction.atomic():
+        message = outbox.record(RUN_PLAN_TASK, args=[plan_id], task_id=plan_id)
+    outbox.send(message)
+    return True

@@ -40,8 +40,8 @@ def spend_for(raw_month: str | None, today: date, pricing_kind: str = "on-demand
     return spend_for_month(*month_or_error(raw_month, today), pricing_kind=pricing_kind)
 
 
-def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand") -> SpendResult:
-    """Spend of every cluster in ``year``-``month``.
+def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand", through: date | None = None) -> SpendResult:
+    """Spend of every cluster in ``year``-``month`` (``through``: only its days up to that one, month to date).
 
     The rate each day is the cluster's own provider's quote in force for its SKU; when that
     provider has none, the cheapest quote in force for the SKU from any provider (said in the
@@ -79,7 +79,7 @@ def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand") -> S
         return found
 
     utilisation = cluster_utilisation(date(year, month, 1), date(year + month // 12, month % 12 + 1, 1))
-    result = monthly_spend(segments, year, month, rate, utilisation=utilisation)
+    result = monthly_spend(segments, year, month, rate, utilisation=utilisation, through=through)
     if utilisation:
         result.assumptions.append(
             "Utilisation (for idle cost) = share of the month's endpoint polls that saw at least one running "

@@ -21,10 +21,28 @@ from fleet.tasks import RETRY_ON_TRANSIENT
     **RETRY_ON_TRANSIENT,
 )
 def run_plan(self, plan_id: str) -> str:
-    """Run a queued plan (task id = plan id; a redelivered task finds it claimed and returns)."""
+    """Run a queued plan (task id = plan id; a redelivered task finds it claimed under a live lease,
+    or finished, and returns; one whose lease expired is taken over)."""
     from planner.plans import execute_plan
 
     return execute_plan(plan_id).status
+
+
+# No retries: beat sends it every 30 s, and each run looks at every plan afresh.
+@shared_task(
+    name="planner.recover_plans",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=60,
+    time_limit=75,
+    max_retries=0,
+)
+def recover_plans_task(self) -> dict[str, list[str]]:
+    """Send again the plans whose worker died (lease expired) or whose task the broker lost."""
+    from planner.plans import recover_plans
+
+    return recover_plans().as_dict()
 
 
 # Retried on a database blip only (RETRY_ON_TRANSIENT). Idempotent: a run's fits share one window end

@@ -23,4 +23,5 @@ urlpatterns = [
     path("rent-vs-api/decide/", costs.record_decision, name="record-decision"),
     path("spend/", costs.spend, name="spend"),
     path("decisions/", costs.decisions, name="decisions"),
+    path("decisions/<int:pk>/history/", costs.decision_history, name="decision-history"),
 ]

@@ -14,6 +14,9 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+# Every response and log record of the session is searched for the tests' API keys (secret_scan.py).
+from secret_scan import _no_secret_leaked, _secret_scan_session  # noqa: F401
+
 KIMI_K3_GROUPS = [
     {
         "kind": "linear",
@@ -59,6 +62,14 @@ def _check_services() -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     if os.environ.get("FLEETCAP_REQUIRE_SERVICES", "") in {"1", "true", "yes", "on"}:
         _check_services()
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """API throttles and login lockouts count in the cache: each test starts from zero."""
+    from django.core.cache import cache
+
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)
@@ -189,3 +200,32 @@ def deployment(cluster, kimi_k3):
     d.set_api_key("sk-secret-do-not-leak-0123456789")
     d.save()
     return d
+
+
+class BrokerDown:
+    """The app's producer pool pointed at a Redis port nobody listens on (connection refused);
+    ``restore()`` brings the configured broker back."""
+
+    def __init__(self):
+        from fleet.project.celery import app
+
+        self.app, self.monkeypatch = app, pytest.MonkeyPatch()
+        monkeypatch = self.monkeypatch
+        # broker_write_url: what publishing uses (CELERY_BROKER_URL in the environment would win over broker_url).
+        monkeypatch.setitem(app.conf, "broker_write_url", "redis://127.0.0.1:9/0")
+        self.reset_pools()
+
+    def reset_pools(self) -> None:
+        self.app._pool = None
+        self.app.amqp._producer_pool = None
+
+    def restore(self) -> None:
+        self.monkeypatch.undo()
+        self.reset_pools()
+
+
+@pytest.fixture
+def broker_down():
+    down = BrokerDown()
+    yield down
+    down.restore()

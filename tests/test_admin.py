@@ -19,6 +19,7 @@ from planner.models import Decision
         "fleet/clusterstate",
         "fleet/endpointpoll",
         "fleet/workerheartbeat",
+        "fleet/outboxmessage",
         "fleet/modelspec",
         "fleet/workload",
         "planner/decision",

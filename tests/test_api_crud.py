@@ -87,6 +87,7 @@ def test_deployment_crud(platform_api, cluster, kimi_k3):
         "dp": 4,
         "ep": 32,
         "engine": "sglang",
+        "max_model_len": 131072,  # at the model's 1M tokens one sequence does not fit 32 H100s
         "base_url": "http://127.0.0.1:30000",
         "served_model_id": "moonshotai/Kimi-K3",
     }

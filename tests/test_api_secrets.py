@@ -36,6 +36,9 @@ def test_key_written_through_the_api_is_not_echoed(platform_api, cluster, kimi_k
         "cluster": cluster.slug,
         "model": kimi_k3.slug,
         "tp": 8,
+        "dp": 4,
+        "ep": 32,
+        "max_model_len": 131072,  # a layout that fits (32 H100s, 128k context)
         "api_key": "sk-new-key-xyz",
     }
     r = platform_api.post("/api/v1/deployments/", body, format="json")
@@ -70,6 +73,7 @@ def test_admin_blank_key_keeps_and_clear_removes(client, make_user, deployment):
         "dp": 4,
         "ep": 32,
         "engine": "sglang",
+        "max_model_len": 131072,
         "base_url": deployment.base_url,
         "served_model_id": deployment.served_model_id,
         "kv_cache_dtype": "bf16",

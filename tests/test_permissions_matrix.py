@@ -95,7 +95,11 @@ def api_routes() -> list[Route]:
         Route("api", "post", "/api/v1/decisions/", DECIDERS, ("planner.add_decision",)),
         *(Route("api", method, decision, NOBODY) for method in ("put", "patch", "delete")),
         Route("api", "post", "/api/v1/plans/", PLANNERS, ("planner.add_plan",)),
-        Route("api", "post", "/api/v1/plans/{plan}/cancel/", PLANNERS, ("planner.change_plan",)),
+        # The world's plan was started by nobody in the world: only cancel_any_plan (admin) may cancel it;
+        # its requester may too (tests/test_plans_api.py).
+        Route(
+            "api", "post", "/api/v1/plans/{plan}/cancel/", ADMINS, ("planner.change_plan", "planner.cancel_any_plan")
+        ),
         *(Route("api", method, plan, NOBODY) for method in ("put", "patch", "delete")),
         # Calibrating from a startup log: whoever may change a deployment; stored calibrations are never edited.
         Route("api", "post", "/api/v1/calibrations/", INVENTORY, ("fleet.change_deployment",)),
@@ -118,7 +122,7 @@ PAGE_ROUTES = [
     Route("page", "post", "/models/{model}/edit/", INVENTORY, ("fleet.change_modelspec",)),
     Route("page", "post", "/models/import/", INVENTORY, ("fleet.add_modelspec",)),
     Route("page", "post", "/plans/start/", PLANNERS, ("planner.add_plan",)),
-    Route("page", "post", "/plans/{plan}/cancel/", PLANNERS, ("planner.change_plan",)),
+    Route("page", "post", "/plans/{plan}/cancel/", ADMINS, ("planner.change_plan", "planner.cancel_any_plan")),
     Route("page", "post", "/rent-vs-api/decide/", DECIDERS, ("planner.add_decision",)),
 ]
 
@@ -128,9 +132,14 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     **{f"fleet.{m}": (INVENTORY,) * 3 for m in fleet_permissions.INVENTORY},
     **{f"fleet.{m}": (PRICING,) * 3 for m in fleet_permissions.PRICING},
     # System-written records: read-only in the admin; the admin role may delete (all permissions).
-    **{f"fleet.{m}": (NOBODY, NOBODY, ADMINS) for m in ("clusterstate", "endpointpoll", "workerheartbeat")},
+    **{
+        f"fleet.{m}": (NOBODY, NOBODY, ADMINS)
+        for m in ("clusterstate", "endpointpoll", "workerheartbeat", "outboxmessage")
+    },
     "planner.plan": (NOBODY, NOBODY, ADMINS),
     "planner.decision": (NOBODY, NOBODY, NOBODY),  # append-only
+    # The audit trail (django-auditlog's admin): read-only for everybody; listed for superusers only.
+    "auditlog.logentry": (NOBODY, NOBODY, NOBODY),
     # Users and groups: no role holds auth's permissions, so a role cannot grant itself more.
     "auth.user": (SUPERUSER,) * 3,
     "auth.group": (SUPERUSER,) * 3,
@@ -141,8 +150,10 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
 ADMIN_KEYS = {"hardwaresku": "{sku_pk}", "modelspec": "{model_pk}", "workload": "{workload_pk}",
               "cluster": "{cluster_pk}", "deployment": "{deployment_pk}", "gpuquote": "{quote}",
               "apiprice": "{api_price_pk}", "clusterstate": "{state}", "endpointpoll": "{poll}",
-              "workerheartbeat": "{heartbeat}", "plan": "{plan}", "decision": "{decision}", "user": "{user}",
-              "group": "{group}", "tokenproxy": "{user}", **{m: f"{{{m}}}" for m in BEAT_MODELS}}  # fmt: skip
+              "workerheartbeat": "{heartbeat}",
+              "outboxmessage": "{outbox}", "plan": "{plan}", "decision": "{decision}", "user": "{user}",
+              "group": "{group}", "tokenproxy": "{user}", "logentry": "{logentry}",
+              **{m: f"{{{m}}}" for m in BEAT_MODELS}}  # fmt: skip
 
 
 def admin_routes() -> list[Route]:
@@ -176,6 +187,7 @@ class World:
 
 
 def _records() -> dict[str, Any]:
+    from auditlog.models import LogEntry
     from django_celery_beat.models import (
         ClockedSchedule,
         CrontabSchedule,
@@ -193,6 +205,7 @@ def _records() -> dict[str, Any]:
         GpuQuote,
         HardwareSku,
         ModelSpec,
+        OutboxMessage,
         WorkerHeartbeat,
         Workload,
     )
@@ -224,6 +237,7 @@ def _records() -> dict[str, Any]:
     calibration = Calibration.objects.create(deployment=deployment, measured_on=date(2026, 1, 1))
     poll = EndpointPoll.objects.create(deployment=deployment, polled_at=timezone.now(), status="up")
     heartbeat = WorkerHeartbeat.objects.create(worker="w1", last_seen=timezone.now())
+    outbox_message = OutboxMessage.objects.create(task="fleet.poll_one", args=[1])
     someone = User.objects.create_user(username="someone")
     beat = {
         "intervalschedule": IntervalSchedule.objects.create(every=10, period="seconds"),
@@ -240,7 +254,9 @@ def _records() -> dict[str, Any]:
         "api_price": api_price.slug, "api_price_pk": api_price.pk, "plan": plan.pk, "decision": decision.pk,
         "calibration": calibration.pk,
         "state": ClusterState.objects.get(cluster=cluster).pk, "poll": poll.pk, "heartbeat": heartbeat.pk,
+        "outbox": outbox_message.pk,
         "user": someone.pk, "group": Group.objects.get(name="viewer").pk,
+        "logentry": LogEntry.objects.get_for_object(deployment).get().pk,
         **{name: obj.pk for name, obj in beat.items()},
     }  # fmt: skip
 
@@ -393,7 +409,7 @@ OFFERED = [
     ("/models/", "Add a model", INVENTORY),
     ("/models/{model}/", "/edit/", INVENTORY),
     ("/plans/", "/plans/start/", PLANNERS),
-    ("/plans/{plan}/", "/cancel/", PLANNERS),
+    ("/plans/{plan}/", "/cancel/", ADMINS),
     ("/decisions/", "Compare and decide", DECIDERS),
 ]
 

@@ -118,11 +118,16 @@ def test_the_api_key_is_sent_and_never_stored_or_shown(platform_api, cluster, ll
 
 
 @pytest.mark.django_db
-def test_registration_refuses_addresses_the_poller_may_not_reach(platform_api, cluster, llama):
+def test_registration_refuses_addresses_the_poller_may_not_reach(platform_api, cluster, llama, settings):
     body = {"slug": "x", "cluster": cluster.slug, "model": llama.slug, "tp": 4}
-    for url in ("http://169.254.169.254", "http://[fd00:ec2::254]/", "http://100.64.0.1:8000", "file:///etc/passwd"):
+    # The default is loopback only: a private address is refused until the operator lists its network.
+    for url in ("http://169.254.169.254", "http://[fd00:ec2::254]/", "http://100.64.0.1:8000", "file:///etc/passwd",
+                "http://10.1.2.3:8000"):  # fmt: skip
         r = platform_api.post("/api/v1/deployments/", {**body, "base_url": url}, format="json")
         assert r.status_code == 400 and "base_url" in r.json(), (url, r.json())
+    settings.POLL_ALLOWED_NETWORKS = ["127.0.0.0/8", "10.0.0.0/8", "fc00::/7"]
+    r = platform_api.post("/api/v1/deployments/", {**body, "base_url": "http://[fd00:ec2::254]/"}, format="json")
+    assert r.status_code == 400 and "always refused" in r.json()["base_url"][0], r.json()
     ok = platform_api.post("/api/v1/deployments/", {**body, "base_url": "http://10.1.2.3:8000"}, format="json")
     assert ok.status_code == 201, ok.json()
 

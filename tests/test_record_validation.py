@@ -127,7 +127,7 @@ def test_layer_group_errors_name_the_item_and_key(platform_api, groups, needle):
 
 @pytest.mark.django_db
 def test_deployment_layout_must_fit_the_cluster(platform_api, cluster, kimi_k3):
-    base = {"slug": "d", "cluster": cluster.slug, "model": kimi_k3.slug, "engine": "vllm"}
+    base = {"slug": "d", "cluster": cluster.slug, "model": kimi_k3.slug, "engine": "vllm", "max_model_len": 131072}
     # 32 GPUs in the cluster: 2 replicas x tp 8 x dp 4 = 64 do not fit.
     errors = _errors(platform_api, "/api/v1/deployments/", {**base, "replicas": 2, "tp": 8, "dp": 4})
     assert "replicas" in errors and "64 GPUs" in errors["replicas"][0]
@@ -135,8 +135,11 @@ def test_deployment_layout_must_fit_the_cluster(platform_api, cluster, kimi_k3):
     assert "ep" in _errors(platform_api, "/api/v1/deployments/", {**base, "tp": 8, "ep": 3})
     # tp must divide the model's 96 attention heads.
     assert "tp" in _errors(platform_api, "/api/v1/deployments/", {**base, "tp": 5})
-    # ep must divide 896 routed experts: 32 GPUs, ep 32 is fine; tp 1 x dp 32 with ep 32 too.
-    ok = platform_api.post("/api/v1/deployments/", {**base, "tp": 1, "dp": 32, "ep": 32}, format="json")
+    # ep must divide 896 routed experts: 32 GPUs, ep 32 is fine (tp 1 x dp 32 with ep 32 divides too,
+    # but then every GPU holds the whole attention and does not fit: refused with the deficit).
+    tp1 = _errors(platform_api, "/api/v1/deployments/", {**base, "tp": 1, "dp": 32, "ep": 32})
+    assert tp1["tp"][0].startswith("This layout does not fit") and "GiB" in tp1["tp"][0]
+    ok = platform_api.post("/api/v1/deployments/", {**base, "tp": 8, "dp": 4, "ep": 32}, format="json")
     assert ok.status_code == 201, ok.json()
 
 

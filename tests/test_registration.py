@@ -16,6 +16,12 @@ def engine_refuses(self, *args, **kwargs):
     raise EngineInputError({"tp": ["The engine refuses this tp."], "context_tokens": ["Too long for the engine."]})
 
 
+@pytest.fixture(autouse=True)
+def serving_network(settings):
+    """The operator lists the serving network (the default is loopback only)."""
+    settings.POLL_ALLOWED_NETWORKS = ["127.0.0.0/8", "10.0.0.0/8"]
+
+
 @pytest.fixture
 def form_data(cluster, llama70b) -> dict:
     return {

@@ -1,5 +1,5 @@
 """Celery tasks as configured: names apart from the functions they call, retries only on transient
-database errors, poll-now queued (and a clear 503 when the broker is down), per-worker heartbeats."""
+database errors, poll-now queued through the outbox (stored when the broker is down), per-worker heartbeats."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from django.db import OperationalError
 from django.utils import timezone
 
-from fleet.models import EndpointPoll, WorkerHeartbeat
+from fleet.models import EndpointPoll, OutboxMessage, WorkerHeartbeat
+from fleet.outbox import sweep
 from fleet.project.celery import app
 from fleet.tasks import TRANSIENT_ERRORS, poll_batch_task, poll_cycle_task, poll_one_task, prune_polls_task
 from planner.tasks import run_plan
@@ -66,37 +67,38 @@ def test_poll_one_does_not_retry_a_bug(deployment, monkeypatch, eager):
     assert calls == [deployment.pk]
 
 
-@pytest.fixture
-def broker_down(monkeypatch):
-    """The app's producer pool pointed at a Redis port nobody listens on (connection refused)."""
-
-    def reset_pools():
-        app._pool = None
-        app.amqp._producer_pool = None
-
-    # broker_write_url: what publishing uses (CELERY_BROKER_URL in the environment would win over broker_url).
-    monkeypatch.setitem(app.conf, "broker_write_url", "redis://127.0.0.1:9/0")
-    reset_pools()
-    yield
-    monkeypatch.undo()
-    reset_pools()
-
-
 @pytest.mark.django_db
-def test_poll_now_answers_503_when_the_broker_is_down_and_nothing_is_half_done(platform_api, deployment, broker_down):
+def test_poll_now_with_the_broker_down_is_stored_answered_202_and_sent_when_it_is_back(
+    platform_api, deployment, broker_down, monkeypatch, settings
+):
+    """Before the outbox this answered 503 and the poll was never made; now it waits in the outbox."""
     r = platform_api.post(f"/api/v1/deployments/{deployment.slug}/poll/")
-    assert r.status_code == 503, r.content
-    assert "task queue is unreachable" in r.json()["detail"] and r["Retry-After"]
+    assert r.status_code == 202, r.content
+    body = r.json()
+    assert body["status"] == "queued" and body["dispatch"] == "broker_unreachable"
+    assert "broker unreachable" in body["detail"]
     deployment.refresh_from_db()
     assert deployment.poll_lease_until is None and not EndpointPoll.objects.exists()
+    message = OutboxMessage.objects.get()
+    assert message.task == "fleet.poll_one" and message.args == [deployment.pk] and message.sent_at is None
+    assert message.attempts == 1 and "OperationalError" in message.last_error
+    broker_down.restore()  # the broker is back: the sweeper sends it
+    sent = []
+    monkeypatch.setattr(app, "send_task", lambda name, **kw: sent.append((name, kw["args"])))
+    settings.OUTBOX_GRACE_S = 0
+    assert sweep().as_dict() == {"sent": 1, "unsent": 0, "deleted": 0}
+    assert sent == [("fleet.poll_one", [deployment.pk])]
+    assert OutboxMessage.objects.get().sent_at is not None
 
 
 @pytest.mark.django_db
 def test_poll_now_queues_one_task_and_answers_where_the_poll_will_be(platform_api, deployment, monkeypatch):
     sent = []
-    monkeypatch.setattr(poll_one_task, "apply_async", lambda args, **kw: sent.append(args))
+    monkeypatch.setattr(app, "send_task", lambda name, **kw: sent.append((name, kw["args"])))
     r = platform_api.post(f"/api/v1/deployments/{deployment.slug}/poll/")
-    assert r.status_code == 202 and r.json()["status"] == "queued" and sent == [[deployment.pk]]
+    assert r.status_code == 202 and r.json()["status"] == "queued" and r.json()["dispatch"] == "sent"
+    assert sent == [("fleet.poll_one", [deployment.pk])]
+    assert OutboxMessage.objects.get().sent_at is not None
     assert r["Location"].startswith("http://testserver/api/v1/deployments/k3-prod/polls/?since=")
     assert platform_api.get(r["Location"]).status_code == 200
 
@@ -106,7 +108,7 @@ def test_poll_now_while_a_poll_runs_queues_nothing_more(platform_api, deployment
     from fleet.poll_store import acquire_lease
 
     sent = []
-    monkeypatch.setattr(poll_one_task, "apply_async", lambda args, **kw: sent.append(args))
+    monkeypatch.setattr(app, "send_task", lambda name, **kw: sent.append(kw["args"]))
     assert acquire_lease(deployment.pk, timezone.now())
     r = platform_api.post(f"/api/v1/deployments/{deployment.slug}/poll/")
     assert r.status_code == 202 and r.json()["status"] == "running" and sent == []

@@ -141,19 +141,27 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
             attrs["api_key"] = api_key
         return attrs
 
-    def _save_with_key(self, instance: Deployment, api_key: str | None) -> Deployment:
-        if api_key is not None:
-            instance.set_api_key(api_key.strip())
-            instance.save(update_fields=["api_key_encrypted", "updated"])
-        return instance
+    def to_representation(self, instance: Deployment) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if "base_url" in data:
+            # Never the user info or query string a row stored before they were refused may carry.
+            data["base_url"] = instance.shown_base_url
+        return data
 
+    # The key is set before the one save, so the audit trail has one entry per request.
     def create(self, validated_data: dict[str, Any]) -> Deployment:
         api_key = validated_data.pop("api_key", None)
-        return self._save_with_key(super().create(validated_data), api_key)
+        deployment = Deployment(**validated_data)
+        if api_key is not None:
+            deployment.set_api_key(api_key.strip())
+        deployment.save()
+        return deployment
 
     def update(self, instance: Deployment, validated_data: dict[str, Any]) -> Deployment:
         api_key = validated_data.pop("api_key", None)
-        return self._save_with_key(super().update(instance, validated_data), api_key)
+        if api_key is not None:
+            instance.set_api_key(api_key.strip())
+        return super().update(instance, validated_data)
 
 
 class GpuQuoteSerializer(ModelCleanMixin, serializers.ModelSerializer):
@@ -178,6 +186,13 @@ class GpuQuoteSerializer(ModelCleanMixin, serializers.ModelSerializer):
 
 class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:apiprice-detail", lookup_field="slug")
+    model = serializers.SlugRelatedField(
+        slug_field="slug",
+        queryset=ModelSpec.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="Slug of the model spec this price is for (rent vs API says so when it compares different models).",
+    )
 
     class Meta:
         model = ApiPrice
@@ -186,6 +201,7 @@ class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "slug",
             "provider",
             "model_name",
+            "model",
             *ApiPrice.PRICES,
             "context_window",
             "quoted_on",

@@ -1,5 +1,6 @@
 """Declarative API viewsets for the inventory, models, workloads and prices: queryset,
-serializer, filterset. Permissions are Django's model permissions (settings' default classes)."""
+serializer, filterset; each record's audit trail at ``<record>/history/`` (``HistoryMixin``).
+Permissions are Django's model permissions (settings' default classes)."""
 
 import logging
 from urllib.parse import urlencode
@@ -8,7 +9,6 @@ from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
-from kombu.exceptions import ChannelError, OperationalError
 from rest_framework import serializers as drf_serializers
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
@@ -16,20 +16,19 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from fleet import filters, registration
+from fleet import filters, outbox, registration
 from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.poll_store import lease_is_free
-from fleet.tasks import poll_one_task
 
 from . import serializers
+from .history import HistoryMixin
 from .permissions import require
 from .routing import SLUG_IN_URL
 
 log = logging.getLogger(__name__)
 
-#: What publishing a task raises when the broker cannot be reached (Redis down: OperationalError
-#: after the publish retries; the filesystem broker's folder missing or unwritable: ChannelError).
-BROKER_ERRORS = (OperationalError, ChannelError)
+#: The poll-now task, sent through the outbox (fleet/outbox.py) by name.
+POLL_ONE_TASK = "fleet.poll_one"
 
 POLL_QUEUED = inline_serializer(
     "PollQueued",
@@ -37,13 +36,18 @@ POLL_QUEUED = inline_serializer(
         "status": drf_serializers.ChoiceField(
             choices=["queued", "running"], help_text="running: a poll was already in flight; it is the answer."
         ),
+        "dispatch": drf_serializers.ChoiceField(
+            choices=outbox.DISPATCH,
+            help_text="broker_unreachable: the poll is stored and sent when the broker is back; none: nothing queued.",
+        ),
+        "detail": drf_serializers.CharField(),
         "requested_at": drf_serializers.DateTimeField(),
         "polls": drf_serializers.URLField(help_text="The deployment's polls since the request: the new one appears."),
     },
 )
 
 
-class HardwareSkuViewSet(viewsets.ModelViewSet):
+class HardwareSkuViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = HardwareSku.objects.all()
     serializer_class = serializers.HardwareSkuSerializer
     filterset_class = filters.HardwareSkuFilter
@@ -52,7 +56,7 @@ class HardwareSkuViewSet(viewsets.ModelViewSet):
     ordering_fields = ["name", "hbm_gb", "hbm_bandwidth_tbps", "bf16_tflops"]
 
 
-class ClusterViewSet(viewsets.ModelViewSet):
+class ClusterViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = Cluster.objects.select_related("sku")
     serializer_class = serializers.ClusterSerializer
     filterset_class = filters.ClusterFilter
@@ -61,7 +65,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
     ordering_fields = ["name", "nodes", "team", "provider"]
 
 
-class DeploymentViewSet(viewsets.ModelViewSet):
+class DeploymentViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = Deployment.objects.select_related("cluster__sku", "model", "workload")
     serializer_class = serializers.DeploymentSerializer
     filterset_class = filters.DeploymentFilter
@@ -74,7 +78,6 @@ class DeploymentViewSet(viewsets.ModelViewSet):
         responses={
             202: POLL_QUEUED,
             400: OpenApiResponse(description="The deployment has no endpoint."),
-            503: OpenApiResponse(description="The task queue is unreachable; nothing was queued."),
         },
     )
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, require("fleet.poll_deployment")])
@@ -82,25 +85,32 @@ class DeploymentViewSet(viewsets.ModelViewSet):
         """Queue a poll of the endpoint now (202). A worker runs it (``fleet.poll_one``) within a few
         seconds (up to three poll timeouts on a hanging endpoint); the poll then appears at the
         ``polls`` URL of the answer (also its ``Location``). When a poll is already in flight nothing
-        more is queued: that poll is the answer. 503 when the task queue cannot be reached."""
+        more is queued: that poll is the answer. The task goes through the outbox: when the broker
+        cannot be reached the answer is still 202, with ``dispatch: broker_unreachable``, and the
+        poll is sent once the broker is back."""
         deployment = self.get_object()
         if not deployment.base_url:
             return Response({"base_url": ["This deployment has no endpoint to poll."]}, status=400)
         requested_at = timezone.now()
         running = not Deployment.objects.filter(pk=deployment.pk).filter(lease_is_free(requested_at)).exists()
+        dispatch, detail = "none", "A poll of this deployment is already in flight; it is the answer."
         if not running:
-            try:
-                poll_one_task.apply_async(args=[deployment.pk])
-            except BROKER_ERRORS as exc:
-                log.error("poll-now of %s not queued: broker unreachable (%s)", deployment.slug, type(exc).__name__)
-                return Response(
-                    {"detail": "The task queue is unreachable, so no poll was queued. Try again shortly."},
-                    status=status.HTTP_503_SERVICE_UNAVAILABLE,
-                    headers={"Retry-After": "10"},
-                )
+            sent = outbox.send(outbox.record(POLL_ONE_TASK, args=[deployment.pk]))
+            dispatch = "sent" if sent else "broker_unreachable"
+            detail = (
+                "Queued: a worker polls the endpoint within seconds."
+                if sent
+                else "Queued, broker unreachable: the poll is stored and sent to a worker when the broker is back."
+            )
         polls = reverse("api:deployment-polls", kwargs={"slug": deployment.slug})
         url = request.build_absolute_uri(f"{polls}?{urlencode({'since': requested_at.isoformat()})}")
-        body = {"status": "running" if running else "queued", "requested_at": requested_at, "polls": url}
+        body = {
+            "status": "running" if running else "queued",
+            "dispatch": dispatch,
+            "detail": detail,
+            "requested_at": requested_at,
+            "polls": url,
+        }
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
     @extend_schema(
@@ -124,14 +134,14 @@ class DeploymentViewSet(viewsets.ModelViewSet):
         return self.get_paginated_response(serializers.EndpointPollSerializer(page, many=True).data)
 
 
-class GpuQuoteViewSet(viewsets.ModelViewSet):
+class GpuQuoteViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = GpuQuote.objects.select_related("sku")
     serializer_class = serializers.GpuQuoteSerializer
     filterset_class = filters.GpuQuoteFilter
     ordering_fields = ["quoted_on", "usd_per_gpu_hour"]
 
 
-class ApiPriceViewSet(viewsets.ModelViewSet):
+class ApiPriceViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = ApiPrice.objects.all()
     serializer_class = serializers.ApiPriceSerializer
     filterset_class = filters.ApiPriceFilter
@@ -140,7 +150,7 @@ class ApiPriceViewSet(viewsets.ModelViewSet):
     ordering_fields = ["quoted_on", "output_usd_per_mtok"]
 
 
-class ModelSpecViewSet(viewsets.ModelViewSet):
+class ModelSpecViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = ModelSpec.objects.all()
     serializer_class = serializers.ModelSpecSerializer
     filterset_class = filters.ModelSpecFilter
@@ -178,7 +188,7 @@ class ModelSpecViewSet(viewsets.ModelViewSet):
         return Response(data, status=status.HTTP_201_CREATED, headers={"Location": data["url"]})
 
 
-class WorkloadViewSet(viewsets.ModelViewSet):
+class WorkloadViewSet(HistoryMixin, viewsets.ModelViewSet):
     queryset = Workload.objects.all()
     serializer_class = serializers.WorkloadSerializer
     filterset_class = filters.WorkloadFilter

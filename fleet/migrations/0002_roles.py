@@ -5,7 +5,8 @@ The table is ``fleet.permissions.GRANTS``; planner's grants are planner's 0002_r
 
 from django.db import migrations
 
-from fleet.permissions import GRANTS, create_permissions_now, grant
+from fleet.permissions import GRANTS_0002 as GRANTS  # the table as this migration applied it
+from fleet.permissions import create_permissions_now, grant
 
 
 def grant_roles(apps, schema_editor):

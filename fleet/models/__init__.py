@@ -2,7 +2,7 @@
 
 from .history import ClusterState
 from .inventory import Cluster, Deployment, HardwareSku
-from .ops import WorkerHeartbeat
+from .ops import OutboxMessage, WorkerHeartbeat
 from .polls import DailyPollCount, EndpointPoll, EndpointPollHourly
 from .pricing import ApiPrice, GpuQuote
 from .specs import ModelSpec
@@ -19,6 +19,7 @@ __all__ = [
     "GpuQuote",
     "HardwareSku",
     "ModelSpec",
+    "OutboxMessage",
     "WorkerHeartbeat",
     "Workload",
 ]

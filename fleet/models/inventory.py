@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from fleet import crypto
+from fleet.polling import display_url
 from fleet.validators import hours_per_day, non_negative, positive, utilisation
 from planner.engine import (
     ACCELERATOR_RECORD_FIELDS,
@@ -115,19 +116,51 @@ class Cluster(TimeStamped):
         return reverse("api:cluster-detail", kwargs={"slug": self.slug})
 
     def clean(self) -> None:
+        """Default the GPUs per node to the SKU's; refuse a size that leaves a deployment on this
+        cluster without the GPUs its layout needs (listing them)."""
         if self.gpus_per_node is None and self.sku_id:
             self.gpus_per_node = self.sku.gpus_per_node
+        if self.pk is None or not self.nodes or not self.gpus_per_node:
+            return
+        total = self.total_gpus
+        short = [d for d in self.deployments.all() if d.gpus > total]
+        if short:
+            needs = ", ".join(f"{d.slug} needs {d.gpus}" for d in short)
+            raise ValidationError(
+                {
+                    "nodes": (
+                        f"With {total} GPUs this cluster would leave {len(short)} deployment(s) without the GPUs "
+                        f"their layout needs: {needs}. Shrink or move them first."
+                    )
+                }
+            )
 
-    def save(self, *args, effective_from: date | None = None, **kwargs) -> None:
+    def save(self, *args, effective_from: date | None = None, record_state: bool = True, **kwargs) -> None:
         """Save, and record the figures that cost money in the dated history when they change.
 
         ``effective_from`` (default: today, UTC) is when a change takes effect, so a cluster
-        registered late or resized last week can be dated correctly.
+        registered late or resized last week can be dated correctly. A change of an existing
+        cluster dated in the future is only scheduled: its state is recorded for that date and the
+        row keeps today's figures until ``apply_due_changes`` (task ``fleet.apply_cluster_changes``,
+        hourly) applies it on the day. ``record_state=False``: the row is brought in line with a
+        state already recorded.
         """
         if self.gpus_per_node is None and self.sku_id:
             self.gpus_per_node = self.sku.gpus_per_node
+        today = timezone.now().date()
+        if self.pk is not None and effective_from is not None and effective_from > today:
+            with transaction.atomic():
+                ClusterState.record(self, effective_from)
+                current = self.states.filter(effective_from__lte=today).order_by("-effective_from").first()
+                if current is not None:
+                    for name in TRACKED_FIELDS:
+                        setattr(self, name, getattr(current, name))
+                super().save(*args, **kwargs)
+            return
         with transaction.atomic():
             super().save(*args, **kwargs)
+            if not record_state:
+                return
             latest = self.states.order_by("-effective_from").first()
             if (
                 latest is None
@@ -140,6 +173,27 @@ class Cluster(TimeStamped):
     def total_gpus(self) -> int:
         """GPUs in the cluster: nodes x GPUs per node."""
         return self.nodes * (self.gpus_per_node or self.sku.gpus_per_node)
+
+    def scheduled_changes(self, today: date | None = None) -> list[ClusterState]:
+        """States dated after ``today`` (default: today, UTC): changes recorded, not yet in force."""
+        today = today or timezone.now().date()
+        return list(self.states.filter(effective_from__gt=today).select_related("sku").order_by("effective_from"))
+
+    @classmethod
+    def apply_due_changes(cls, today: date | None = None) -> list[str]:
+        """Bring every cluster's row in line with its state in force ``today`` (scheduled changes
+        whose day has come); the slugs changed. Idempotent."""
+        today = today or timezone.now().date()
+        changed = []
+        for cluster in cls.objects.select_related("sku").filter(states__effective_from__lte=today).distinct():
+            state = cluster.states.filter(effective_from__lte=today).order_by("-effective_from").first()
+            if state is None or all(getattr(state, n) == getattr(cluster, n) for n in TRACKED_FIELDS):
+                continue
+            for name in TRACKED_FIELDS:
+                setattr(cluster, name, getattr(state, name))
+            cluster.save(record_state=False)
+            changed.append(cluster.slug)
+        return changed
 
 
 class Deployment(TimeStamped):
@@ -161,6 +215,16 @@ class Deployment(TimeStamped):
     )
     #: What registering one names: where it runs, what it serves and how, and its endpoint.
     REGISTERED = ("slug", "cluster", "model", "workload", *SERVING, "base_url", "served_model_id")
+    #: Written by the poller (``fleet.poll_store``): the live state and the poll lease. Not part of the
+    #: audit trail (fleet/audit.py): they change on every poll.
+    LIVE_FIELDS = (
+        "last_status",
+        "last_status_changed",
+        "last_polled",
+        "last_metrics",
+        "poll_lease_until",
+        "poll_lease_owner",
+    )
 
     class Engine(models.TextChoices):
         VLLM = "vllm", "vLLM"
@@ -205,7 +269,7 @@ class Deployment(TimeStamped):
     kv_cache_dtype = models.CharField(max_length=10, choices=[(d, d) for d in KV_CACHE_DTYPES], default="bf16")
     max_model_len = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     gpu_memory_utilization = models.FloatField(default=0.9, validators=[utilisation])
-    api_key_encrypted = models.TextField(blank=True, editable=False)
+    api_key_encrypted = models.TextField(blank=True, default="", editable=False)
     poll_interval_s = models.PositiveIntegerField(default=15, validators=[MinValueValidator(5)])
     enabled = models.BooleanField(default=True)
     # Live state, written by the poller (fleet.polling): the last status and when it changed,
@@ -242,6 +306,12 @@ class Deployment(TimeStamped):
     @property
     def has_api_key(self) -> bool:
         return bool(self.api_key_encrypted)
+
+    @property
+    def shown_base_url(self) -> str:
+        """``base_url`` as safe to show: without user info, query string or fragment (a row stored
+        before registration refused them may carry a key there)."""
+        return display_url(self.base_url) if self.base_url else ""
 
     @property
     def layout(self) -> Layout:
@@ -298,6 +368,21 @@ class Deployment(TimeStamped):
             gpu_memory_utilization=self.gpu_memory_utilization,
             **options,
         )
+
+    @property
+    def calibration_ratio(self) -> float | None:
+        """Observed over predicted KV-cache tokens at the last poll that had both (``last_metrics``)."""
+        from .polls import cache_ratio
+
+        metrics = self.last_metrics or {}
+        return cache_ratio(metrics.get("observed_cache_tokens"), metrics.get("predicted_cache_tokens"))
+
+    @property
+    def calibration_flagged(self) -> bool:
+        """True when the last poll's ratio is outside ``polls.CALIBRATION_RANGE`` (pages flag it)."""
+        from .polls import ratio_ok
+
+        return ratio_ok(self.calibration_ratio) is False
 
     def throughput(self, usd_per_gpu_hour=None) -> ThroughputResult:
         """Speed of one replica for its workload's request shape (or 2,048 in / 256 out)."""

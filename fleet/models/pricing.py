@@ -14,6 +14,7 @@ from planner.engine import Quote
 
 from .base import SlugField, TimeStamped
 from .inventory import HardwareSku
+from .specs import ModelSpec
 
 
 class GpuQuoteQuerySet(models.QuerySet):
@@ -103,7 +104,15 @@ class ApiPrice(TimeStamped):
 
     slug = SlugField()
     provider = models.CharField(max_length=100)
-    model_name = models.CharField(max_length=100)
+    model_name = models.CharField(max_length=100, help_text="The provider's name for the model, as its API takes it.")
+    model = models.ForeignKey(
+        ModelSpec,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="api_prices",
+        help_text="The model spec this price is for: rent vs API compares it with the model the GPUs serve.",
+    )
     input_cache_hit_usd_per_mtok = models.DecimalField(
         "input, cache hit (USD / M tokens)", max_digits=10, decimal_places=4, validators=[non_negative]
     )

@@ -4,8 +4,17 @@ The Django side (models, Celery tasks, forms) calls these functions with plain v
 ``PollOutcome.to_dict()``; nothing here imports Django. See docs/polling.md.
 """
 
-from .client import PollOutcome, PollStatus, poll_endpoint, poll_endpoint_async
-from .guard import DEFAULT_ALLOWED_NETWORKS, FetchResult, UrlRefused, check_url, fetch, fetch_async, parse_networks
+from .client import PollOutcome, PollStatus, poll_endpoint, poll_endpoint_async, public_outcome
+from .guard import (
+    DEFAULT_ALLOWED_NETWORKS,
+    FetchResult,
+    UrlRefused,
+    check_url,
+    display_url,
+    fetch,
+    fetch_async,
+    parse_networks,
+)
 from .metrics import (
     DerivedMetrics,
     HistogramData,
@@ -29,10 +38,12 @@ __all__ = [
     "UrlRefused",
     "check_url",
     "derive",
+    "display_url",
     "fetch",
     "fetch_async",
     "parse_metrics",
     "parse_networks",
     "poll_endpoint",
     "poll_endpoint_async",
+    "public_outcome",
 ]

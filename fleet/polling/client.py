@@ -19,11 +19,11 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from .guard import FetchResult, IPNetwork, display_url, fetch_async, parse_networks, redact, run_sync
+from .guard import FetchResult, IPNetwork, display_url, fetch_async, parse_networks, parse_ports, redact, run_sync
 from .metrics import DerivedMetrics, MetricsParseError, MetricsSnapshot, SeriesHeads, derive, parse_metrics
 
 logger = logging.getLogger("fleet.polling")
@@ -204,6 +204,7 @@ async def poll_endpoint_async(
     timeout_s: float = 5.0,
     max_bytes: int = 8 * 1024 * 1024,
     allowed_networks: Iterable[str | IPNetwork] | None = None,
+    allowed_ports: Iterable[int | str] | None = None,
     prev_snapshot: MetricsSnapshot | None = None,
     verify: bool | str = True,
     clock: Callable[[], float] = time.time,
@@ -215,14 +216,16 @@ async def poll_endpoint_async(
     engine detected from ``/v1/models`` (``owned_by``) chooses the routes when it differs.
     ``api_key`` is sent as ``Authorization: Bearer`` when set and appears nowhere in the outcome.
     ``timeout_s`` (seconds) is the deadline of each of the (at most three) requests, ``max_bytes``
-    the cap on each body in bytes, ``allowed_networks`` the guard's networks (None: loopback and
-    private ranges), ``prev_snapshot`` the last poll's snapshot (for rates), ``verify`` TLS
-    verification (True, False or a CA bundle path), ``clock`` the Unix-time source in seconds,
+    the cap on each body in bytes, ``allowed_networks`` the guard's networks (None: loopback only),
+    ``allowed_ports`` its TCP ports (None or empty: any), ``prev_snapshot`` the last poll's snapshot
+    (for rates), ``verify`` TLS verification (True, False or a CA bundle path), ``clock`` the Unix-time
+    source in seconds,
     ``series_heads`` the metric series heads parsed by other polls of the cycle (None: none).
-    Raises ValueError only for a malformed ``allowed_networks``.
+    Raises ValueError only for a malformed ``allowed_networks`` or ``allowed_ports``.
     """
     polled_at = clock()
     allowed_networks = parse_networks(allowed_networks)  # once for the poll's requests; may raise ValueError
+    ports = parse_ports(allowed_ports)
     url, warnings = normalise_base_url(base_url)
     shown_url = display_url(url)
     engine = (engine or "openai").lower()
@@ -247,6 +250,7 @@ async def poll_endpoint_async(
             timeout_s=timeout_s,
             max_bytes=max_bytes,
             allowed_networks=allowed_networks,
+            allowed_ports=ports,
             verify=verify,
         )
         outcome.latencies_s[route] = round(result.elapsed_s, 6)
@@ -320,6 +324,39 @@ async def poll_endpoint_async(
                 if outcome.derived.counter_reset:
                     warnings.append("counters went back: the engine restarted since the last poll")
     return _finish(outcome, steps, secrets)
+
+
+#: What people are shown for each status (pages, API): one sentence per status, never the transport's
+#: words ("connection refused", "malformed reply", a parser's message), which would let anyone who may
+#: register an endpoint and poll it tell open ports from closed ones on hosts the poller reaches.
+#: The detailed reason goes to the worker's log (``fleet.poll_store``).
+PUBLIC_REASONS = {
+    PollStatus.LOADING: "not ready: starting, loading the model, or not listening (details in the worker log)",
+    PollStatus.DOWN: "no usable answer in time, or the engine reports a failure (details in the worker log)",
+    PollStatus.UNAUTHORIZED: "the endpoint refused the request: the API key is missing or wrong",
+    PollStatus.MISCONFIGURED: "the base URL or the served model id does not match what the endpoint serves "
+    "(details in the worker log)",
+    PollStatus.ERROR: "the endpoint's reply could not be used, or the address is not one the poller may reach "
+    "(details in the worker log)",
+}
+
+
+def public_outcome(outcome: PollOutcome) -> PollOutcome:
+    """``outcome`` as shown to people: the reason is :data:`PUBLIC_REASONS`' for its status, and only
+    the poller's own warnings are kept (the others are demoted steps' reasons, in transport words).
+
+    An outcome of no request at all (``http_status`` empty: a stored key that cannot be decrypted)
+    keeps its reason, which is ours. ``up`` keeps its reason (the served model id, nothing else)."""
+    if not outcome.http_status or outcome.status == PollStatus.UP:
+        reason = outcome.reason
+    else:
+        reason = PUBLIC_REASONS[outcome.status]
+    warnings = [w for w in outcome.warnings if w.startswith(OWN_WARNING_PREFIXES)]
+    return replace(outcome, reason=reason, warnings=warnings)
+
+
+#: Warnings worded by the poller itself, not by the endpoint's transport (kept in public outcomes).
+OWN_WARNING_PREFIXES = ("the base URL ended in /v1", "counters went back", "registered as ")
 
 
 def _finish(outcome: PollOutcome, steps: list[_Step], secrets: list[str]) -> PollOutcome:

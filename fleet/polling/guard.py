@@ -35,7 +35,16 @@ from .guard_networks import (
     parse_networks,
 )
 from .guard_transport import READ_CHUNK, GuardedConnector, ResolveFailed, guarded_session, ssl_context
-from .guard_urls import UrlRefused, check_addresses, check_url, ip_literal, parse_url, resolve
+from .guard_urls import (
+    UrlRefused,
+    check_addresses,
+    check_port,
+    check_url,
+    ip_literal,
+    parse_ports,
+    parse_url,
+    resolve,
+)
 
 __all__ = [
     "ALWAYS_REFUSED",
@@ -54,6 +63,7 @@ __all__ = [
     "fetch",
     "fetch_async",
     "parse_networks",
+    "parse_ports",
     "redact",
     "resolve",
     "run_sync",
@@ -243,6 +253,7 @@ async def fetch_async(
     timeout_s: float = 5.0,
     max_bytes: int = 4 * 1024 * 1024,
     allowed_networks: Iterable[str | IPNetwork] | None = None,
+    allowed_ports: Iterable[int | str] | None = None,
     connect_timeout_s: float | None = None,
     read_timeout_s: float | None = None,
     verify: bool | str = True,
@@ -252,9 +263,11 @@ async def fetch_async(
     ``timeout_s`` is the overall deadline in seconds (resolution, connect, TLS, headers and body);
     ``connect_timeout_s`` and ``read_timeout_s`` (seconds, default: only the deadline) bound a single
     connect or a single wait for bytes. ``max_bytes`` caps the (decoded) body in bytes. ``verify`` is
-    True, False or a CA bundle path. Raises ValueError only for a malformed ``allowed_networks``.
+    True, False or a CA bundle path. ``allowed_ports``: the TCP ports the URL may name (None or empty:
+    any). Raises ValueError only for a malformed ``allowed_networks`` or ``allowed_ports``.
     """
     allowed = parse_networks(allowed_networks)  # at once: a malformed setting raises
+    ports = parse_ports(allowed_ports)
     start = time.monotonic()
     secrets = _secrets(headers)
 
@@ -271,6 +284,7 @@ async def fetch_async(
     safe_url = display_url(url, secrets)
     try:
         parsed = parse_url(url)
+        check_port(parsed, ports)
     except UrlRefused as exc:
         return result(None, b"", "refused", f"refused by the address guard: {exc.reason}")
     request_headers = {"Accept-Encoding": "identity", "User-Agent": "fleetcap-poller/1", "Connection": "close"}

@@ -12,15 +12,10 @@ from collections.abc import Iterable
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-#: Networks polled endpoints may live in unless the caller says otherwise: loopback and private.
-DEFAULT_ALLOWED_NETWORKS: tuple[str, ...] = (
-    "127.0.0.0/8",
-    "::1/128",
-    "10.0.0.0/8",
-    "172.16.0.0/12",
-    "192.168.0.0/16",
-    "fc00::/7",
-)
+#: Networks polled endpoints may live in unless the caller says otherwise: loopback only (a demo or a
+#: test endpoint on this machine). Production lists its serving networks (FLEETCAP_POLL_ALLOWED_NETWORKS):
+#: allowing whole private ranges would let anyone who registers an endpoint probe every internal host.
+DEFAULT_ALLOWED_NETWORKS: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
 
 #: Refused whatever ``allowed_networks`` says, with the reason shown to the person registering.
 ALWAYS_REFUSED: tuple[tuple[IPNetwork, str], ...] = tuple(

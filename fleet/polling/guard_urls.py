@@ -45,9 +45,37 @@ def parse_url(url: str) -> URL:
         raise UrlRefused("the URL has no host")
     if parsed.raw_user is not None or parsed.raw_password is not None:
         raise UrlRefused("credentials in the URL are refused: set the endpoint's API key instead")
+    if parsed.raw_query_string or parsed.raw_fragment or "?" in url or "#" in url:
+        # No engine needs one (the poller appends its routes to the base URL), and a key put there
+        # would be stored and shown in plain text: keys go in the write-only API key.
+        raise UrlRefused("a query string or fragment in the URL is refused: set the endpoint's API key instead")
     if ip_literal(parsed.host or "") is None and not _HOST_NAME.fullmatch(parsed.raw_host):
         raise UrlRefused("not a valid URL: the host is not a host name or an IP address")
     return parsed
+
+
+def parse_ports(ports: Iterable[int | str] | None) -> frozenset[int]:
+    """Allowed TCP ports from ints or strings (``"8000, 30000"`` too); empty or None: any port.
+
+    Raises ValueError on an entry that is not a port number (a bad setting fails at start-up)."""
+    if ports is None:
+        return frozenset()
+    if isinstance(ports, str):
+        ports = [part for part in ports.replace(",", " ").split() if part]
+    parsed = frozenset(int(port) for port in ports)
+    if any(not 0 < port < 65536 for port in parsed):
+        raise ValueError(f"not a TCP port number: {sorted(parsed)}")
+    return parsed
+
+
+def check_port(parsed: URL, allowed_ports: frozenset[int]) -> None:
+    """Raise :class:`UrlRefused` when the URL's port (its scheme's default when none) is not allowed.
+
+    The URL's port is the port every connect goes to: redirects are never followed."""
+    port = parsed.port
+    if allowed_ports and port not in allowed_ports:
+        shown = ", ".join(str(p) for p in sorted(allowed_ports))
+        raise UrlRefused(f"port {port} is not one the poller may reach ({shown})")
 
 
 def ip_literal(host: str) -> IPAddress | None:
@@ -106,18 +134,22 @@ def check_url(
     url: str,
     allowed_networks: Iterable[str | IPNetwork] | None = None,
     *,
+    allowed_ports: Iterable[int | str] | None = None,
     resolve_host: bool = True,
     timeout_s: float = 5.0,
 ) -> None:
     """Registration-time check of an endpoint's base URL; raises :class:`UrlRefused` with a reason.
 
-    Applies the scheme, host and credential rules, then (``resolve_host``) resolves the host and
+    Applies the scheme, host, credential, query and port rules (``allowed_ports``: None or empty, any
+    port), then (``resolve_host``) resolves the host and
     checks every address it resolves to; an unresolvable host is refused too. Polling repeats the
     address check at every connect, so passing here is necessary, not sufficient.
     ``timeout_s`` bounds the name resolution, in seconds.
     """
     allowed = parse_networks(allowed_networks)
+    ports = parse_ports(allowed_ports)
     parsed = parse_url(url)
+    check_port(parsed, ports)
     literal = ip_literal(parsed.host or "")
     if literal is not None:
         check_addresses(str(literal), [literal], allowed)

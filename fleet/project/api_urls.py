@@ -2,7 +2,7 @@
 
 from django.contrib.auth.decorators import login_required
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
@@ -41,8 +41,9 @@ router.register("calibrations", CalibrationViewSet, basename="calibration")
 
 urlpatterns = [
     # The schema needs a login like the rest of the API; the Swagger UI page sends people to log in.
+    # The split view serves its script from ?script (no inline script under the CSP).
     path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
-    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
+    path("docs/", login_required(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="docs"),
     path("sizing/", SizingView.as_view(), name="sizing"),
     path("estimate/", EstimateView.as_view(), name="estimate"),
     path("breakeven/", BreakevenView.as_view(), name="breakeven"),

@@ -16,12 +16,18 @@ Every setting a deployment may change is read from the environment:
   (``manage.py init_local`` creates them).
 * ``FLEETCAP_REQUIRE_SERVICES``: tests fail (instead of falling back) when the configured
   PostgreSQL or Redis is unreachable.
+* Production security (the block "Production security" below; docs/operations.md, "Security"):
+  ``FLEETCAP_HTTPS`` (HSTS, secure cookies, SSL redirect, the proxy's ``X-Forwarded-Proto``),
+  ``FLEETCAP_HSTS_SECONDS``, ``FLEETCAP_CACHE_URL`` (Redis, shared by every web worker: throttle
+  counters), ``FLEETCAP_API_THROTTLE_USER`` / ``_ANON``, ``FLEETCAP_LOGIN_FAILURE_LIMIT``,
+  ``FLEETCAP_LOGIN_COOLOFF_MINUTES``; ``FLEETCAP_POLL_ALLOWED_NETWORKS`` / ``_PORTS`` (poller egress).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -119,6 +125,9 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "django_celery_beat",
+    "auditlog",
+    "csp",
+    "axes",
     "fleet.apps.FleetConfig",
     "planner.apps.PlannerConfig",
 ]
@@ -130,9 +139,14 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The audit trail's user, source and address (fleet/audit.py); after authentication.
+    "fleet.audit.AuditMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes requires: it turns a locked-out login into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "fleet.project.urls"
@@ -202,6 +216,11 @@ STORAGES = {
 # Serve static files from the app folders too, so tests and `make run` need no collectstatic.
 WHITENOISE_USE_FINDERS = True
 
+# The audit trail (fleet/audit.py, django-auditlog): changes stored as JSON values (a Decimal
+# 2.49 and 2.4900 compare equal, so an unchanged save writes nothing), related records by name.
+AUDITLOG_STORE_JSON_CHANGES = True
+AUDITLOG_USE_FK_STRING_REPRESENTATION = True
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
@@ -234,6 +253,8 @@ SPECTACULAR_SETTINGS = {
         "WeightFormatEnum": "fleet.models.specs.WEIGHT_FORMAT_CHOICES",
         "ServingEngineEnum": "fleet.models.inventory.Deployment.Engine",
         "EngineProfileEnum": "planner.engine.ENGINES",
+        "DispatchEnum": "fleet.outbox.DISPATCH",
+        "PlanStatusEnum": "planner.models.plans.Plan.Status",
     },
 }
 
@@ -261,7 +282,10 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "poll-cycle": {"task": "fleet.poll_cycle", "schedule": 5.0, "options": {"expires": 30}},
+    "send-outbox": {"task": "fleet.send_outbox", "schedule": 10.0, "options": {"expires": 60}},
+    "recover-plans": {"task": "planner.recover_plans", "schedule": 30.0, "options": {"expires": 120}},
     "prune-polls": {"task": "fleet.prune_polls", "schedule": 3600.0},
+    "apply-cluster-changes": {"task": "fleet.apply_cluster_changes", "schedule": 3600.0},
     "fit-speed-corrections": {"task": "planner.fit_speed_corrections", "schedule": 3600.0},
 }
 #: Each worker's main process records a beat this often (seconds); three missed beats = silent.
@@ -270,13 +294,33 @@ WORKER_HEARTBEAT_S = float(os.environ.get("FLEETCAP_WORKER_HEARTBEAT_S", "30"))
 #: connect attempts and publish retries together, so a request never hangs on a dead broker.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+#: Redis redelivers a message a worker took but never acknowledged (the worker was killed) after this
+#: many seconds. Longer than the longest task (planner.fit_speed_corrections: 960 s hard limit) and
+#: than any countdown (retries wait at most 60 s), or a task still running would be delivered again;
+#: plans do not wait for it (their lease expires in PLAN_LEASE_S; docs/reliability.md).
+CELERY_VISIBILITY_TIMEOUT_S = envint("FLEETCAP_CELERY_VISIBILITY_TIMEOUT_S", 3600)
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_S}
+#: The outbox (fleet/outbox.py): a message unsent this many seconds after it was recorded is the
+#: sweeper's (the request that recorded it publishes at once); sent messages are kept this long (hours).
+OUTBOX_GRACE_S = float(os.environ.get("FLEETCAP_OUTBOX_GRACE_S", "10"))
+OUTBOX_RETENTION_HOURS = float(os.environ.get("FLEETCAP_OUTBOX_RETENTION_HOURS", "24"))
+#: A plan's run holds its lease this long without renewing it (renewed every third of it while the
+#: search runs); once expired, planner.recover_plans sends the plan again (planner/plans.py).
+PLAN_LEASE_S = float(os.environ.get("FLEETCAP_PLAN_LEASE_S", "60"))
 
 # Endpoint polling (fleet/polling, docs/polling.md). Every outbound request goes through the
 # guard: only these networks (CIDR, comma separated) may be reached; link-local and cloud
 # metadata addresses are always refused.
-POLL_ALLOWED_NETWORKS = envlist(
-    "FLEETCAP_POLL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
-)
+#: Default: loopback only (`make run`'s demo endpoint); production lists its serving networks.
+POLL_ALLOWED_NETWORKS = envlist("FLEETCAP_POLL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
+#: TCP ports the poller may connect to (comma separated); empty (the default): any port in the
+#: allowed networks. Production lists its engines' ports (e.g. ``8000,30000,443``).
+POLL_ALLOWED_PORTS = [int(port) for port in envlist("FLEETCAP_POLL_ALLOWED_PORTS", "") if port.isdigit()]
+if len(POLL_ALLOWED_PORTS) != len(envlist("FLEETCAP_POLL_ALLOWED_PORTS", "")) or not all(
+    0 < port < 65536 for port in POLL_ALLOWED_PORTS
+):
+    raise ImproperlyConfigured("FLEETCAP_POLL_ALLOWED_PORTS: comma-separated TCP port numbers (1-65535)")
 POLL_TIMEOUT_S = float(os.environ.get("FLEETCAP_POLL_TIMEOUT_S", "5"))
 POLL_MAX_BYTES = envint("FLEETCAP_POLL_MAX_BYTES", 8 * 1024 * 1024)
 POLL_VERIFY_TLS = env_tls_verify("FLEETCAP_POLL_VERIFY_TLS")
@@ -306,3 +350,76 @@ if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True
     X_FRAME_OPTIONS = "DENY"
     SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# --------------------------------------------------------------------------------------------
+# Production security (issue 14; docs/operations.md, "Security"). One block: HTTPS, the
+# Content-Security-Policy, login lockout, API throttles and the cache they count in.
+# --------------------------------------------------------------------------------------------
+#: Served over HTTPS (behind a TLS-terminating proxy that sets X-Forwarded-Proto): HSTS, secure
+#: cookies, a redirect of plain HTTP, and the proxy's header trusted for request.is_secure().
+HTTPS = envbool("FLEETCAP_HTTPS", False)
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+if HTTPS:
+    # Only behind a proxy that always sets (overwrites) this header: otherwise a client could.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = envint("FLEETCAP_HSTS_SECONDS", 31_536_000)  # a year, in seconds
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("FLEETCAP_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = envbool("FLEETCAP_HSTS_PRELOAD", True)
+#: /healthz answers the load balancer over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+
+#: django-csp 4: no inline scripts or styles anywhere (templates load static files only; htmx's
+#: inline indicator styles are off via the htmx-config meta tag in base.html); Chart.js draws on
+#: canvases (no style elements), Swagger UI's images are data: URIs.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+#: django-axes: a login form locks a username from one IP address after this many failures, for
+#: this long (then one more failure locks it again); the API's tokens are not logins.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("FLEETCAP_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("FLEETCAP_LOGIN_COOLOFF_MINUTES") or 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+#: Not in the admin (whose every page is in tests/test_permissions_matrix.py): unlock with
+#: ``manage.py axes_reset_username USERNAME`` (docs/operations.md).
+AXES_ENABLE_ADMIN = False
+# The address is REMOTE_ADDR (X-Forwarded-For can be forged): behind a proxy every client shares
+# the proxy's, so a username is locked for everyone coming through it (docs/operations.md).
+
+#: The cache API throttles count in. One per process (locmem) unless FLEETCAP_CACHE_URL names a
+#: Redis every web worker shares (production: gunicorn's workers would each count alone).
+CACHE_URL = os.environ.get("FLEETCAP_CACHE_URL", "")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "fleetcap"}}
+
+#: API throttles: per user (token or session), and per IP address for anonymous requests; the
+#: answer past the rate is 429 with Retry-After (seconds). Rates are "N/s", "N/min", "N/hour", "N/day".
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["fleet.api.throttling.UserThrottle", "fleet.api.throttling.AnonThrottle"]
+#: Client addresses for anonymous throttling: REMOTE_ADDR, or behind the HTTPS proxy the address it
+#: appended to X-Forwarded-For (DRF would otherwise trust the whole header, which clients can forge).
+REST_FRAMEWORK["NUM_PROXIES"] = 1 if HTTPS else 0
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
+    "user": os.environ.get("FLEETCAP_API_THROTTLE_USER") or "600/min",
+    "anon": os.environ.get("FLEETCAP_API_THROTTLE_ANON") or "60/min",
+}

@@ -16,6 +16,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from fleet.api.history import HistoryMixin
 from fleet.api.permissions import ModelPermissions, require
 from planner.calibrations import CalibrationRequest, calibrate
 from planner.engine import MAX_LOG_BYTES
@@ -106,9 +107,10 @@ class CalibrationSerializer(serializers.ModelSerializer):
     list=extend_schema(parameters=[OpenApiParameter("deployment", str, description="Only this deployment's (slug).")])
 )
 class CalibrationViewSet(
-    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    HistoryMixin, mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
-    """Calibrations are written by the service and never changed (PUT, PATCH and DELETE: 405)."""
+    """Calibrations are written by the service and never changed (PUT, PATCH and DELETE: 405);
+    ``history``: who recorded it, when."""
 
     queryset = Calibration.objects.select_related("deployment", "model", "sku", "created_by")
     serializer_class = CalibrationSerializer

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fleet.api.history import HistoryMixin
 from fleet.api.permissions import require
 from planner.breakeven import BreakevenRequest, compare
 from planner.decisions import NOTE_MAX_CHARS, record_decision
@@ -138,9 +139,10 @@ class DecisionCreateSerializer(serializers.Serializer):
 
 
 class DecisionViewSet(
-    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    HistoryMixin, mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
-    """Append-only: create, list, read. Updating or deleting a decision is refused (405)."""
+    """Append-only: create, list, read, and its audit trail (``history``: who recorded it, when).
+    Updating or deleting a decision is refused (405)."""
 
     queryset = Decision.objects.select_related("workload", "superseded_by")
     serializer_class = DecisionSerializer

@@ -7,14 +7,16 @@ from typing import Any
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from fleet import outbox
 from fleet.api.permissions import require
 from planner.engine import MODES
 from planner.models import Plan
-from planner.plans import PLAN_KV_CACHE_DTYPES, PlanRequest, cancel, create_plan, enqueue
+from planner.plans import PLAN_KV_CACHE_DTYPES, PlanRequest, cancel, may_cancel, submit_plan
 
 
 class PlanRequestSerializer(serializers.Serializer):
@@ -73,6 +75,21 @@ class PlanSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class PlanSubmittedSerializer(PlanSerializer):
+    """The answer to ``POST /api/v1/plans/``: the plan, and whether its task reached the broker."""
+
+    dispatch = serializers.ChoiceField(
+        choices=outbox.DISPATCH,
+        read_only=True,
+        help_text="broker_unreachable: the plan is stored and sent to a worker when the broker is back.",
+    )
+    detail = serializers.CharField(read_only=True)
+
+    class Meta(PlanSerializer.Meta):
+        fields = (*PlanSerializer.Meta.fields, "dispatch", "detail")
+        read_only_fields = fields
+
+
 class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Searches run on Celery workers; the list and detail show progress and, when done, the result."""
 
@@ -81,20 +98,26 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
     filterset_fields = ["status"]
     ordering_fields = ["created"]
 
-    @extend_schema(request=PlanRequestSerializer, responses={202: PlanSerializer})
+    @extend_schema(request=PlanRequestSerializer, responses={202: PlanSubmittedSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Record the plan and its task together (202 whether or not the broker is up: ``dispatch``
+        says which; an unsent task is sent by the outbox sweeper, so nothing is lost)."""
         incoming = PlanRequestSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
-        plan = create_plan(incoming.to_request(), request.user)
-        enqueue(plan)
-        body = PlanSerializer(plan, context=self.get_serializer_context()).data
+        submission = submit_plan(incoming.to_request(), request.user)
+        plan = submission.plan
+        plan.dispatch, plan.detail = submission.dispatch, submission.detail
+        body = PlanSubmittedSerializer(plan, context=self.get_serializer_context()).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
     @extend_schema(request=None, responses={200: PlanSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, require("planner.change_plan")])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        """Cancel a queued plan, or ask a running one to stop; a finished plan is left as it is (409)."""
+        """Cancel a queued plan, or ask a running one to stop; a finished plan is left as it is (409).
+        Only the plan's requester, or a holder of ``planner.cancel_any_plan`` (admin), may (403)."""
         plan = self.get_object()
+        if not may_cancel(plan, request.user):
+            raise PermissionDenied("Only the person who started this plan, or an admin, may cancel it.")
         if plan.is_finished:
             return Response({"detail": f"The plan is already {plan.status}."}, status=status.HTTP_409_CONFLICT)
         plan = cancel(plan)

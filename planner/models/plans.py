@@ -12,8 +12,10 @@ from fleet.models import ModelSpec, Workload
 
 
 class Plan(models.Model):
-    """One search request and its outcome. The id doubles as the Celery task id, so a task
-    delivered twice (``acks_late``) finds the plan already claimed or finished and does nothing."""
+    """One search request and its outcome. The id doubles as the Celery task id. A run holds a
+    lease (``lease_token`` until ``lease_expires``), so a task delivered twice (``acks_late``)
+    finds the plan claimed or finished and does nothing, a plan whose worker died is taken over
+    once its lease expires, and only the run holding the lease writes the result."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -40,9 +42,16 @@ class Plan(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
+    # The lease of the worker running the plan (planner.plans.claim): renewed while the search
+    # reports progress; once it expires the plan is taken over (planner.plans.recover_plans).
+    lease_expires = models.DateTimeField(null=True, blank=True, db_index=True)
+    lease_token = models.CharField(max_length=32, blank=True, help_text="Which run holds the lease.")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Runs started (1 unless a worker died).")
 
     class Meta:
         ordering = ["-created"]
+        # change_plan lets a user cancel the plans they started; this lets them cancel anyone's.
+        permissions = [("cancel_any_plan", "Can cancel plans started by others")]
 
     def __str__(self) -> str:
         return f"Plan {self.id} ({self.model} / {self.workload}: {self.status})"

@@ -7,12 +7,14 @@ from decimal import Decimal
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS
 from fleet.forms import add_service_errors
 from fleet.views.access import perms_required
+from fleet.views.history import history_page
 from planner.breakeven import compare, cost_curve
 from planner.decisions import record_decision as record_decision_service
 from planner.forms import DecisionForm, RentVsApiForm, SpendForm
@@ -89,3 +91,9 @@ def decisions(request: HttpRequest) -> HttpResponse:
     rows = Decision.objects.select_related("workload", "superseded_by")[:200]
     items = [{"d": d, "inputs": json.dumps(d.inputs, indent=1, default=str)} for d in rows]
     return render(request, "planner/decisions.html", {"items": items, "zero": Decimal(0)})
+
+
+@perms_required("planner.view_decision")
+def decision_history(request: HttpRequest, pk: int) -> HttpResponse:
+    """A decision's audit trail: it is append-only, so its creation (who recorded it, when)."""
+    return history_page(request, get_object_or_404(Decision, pk=pk), back=reverse("decisions"))

@@ -9,12 +9,14 @@ from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, WorkerHeartbeat
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
+from fleet.views.history import history_section
 from planner.calibrations import calibrate
 from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
 from planner.forms import CalibrationForm
@@ -64,11 +66,14 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
 def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     cluster = get_object_or_404(Cluster.objects.select_related("sku"), slug=slug)
     deployments = cluster.deployments.select_related("cluster__sku", "model")
-    return render(
-        request,
-        "fleet/cluster.html",
-        {"cluster": cluster, "rows": headroom(deployments), "states": cluster.states.select_related("sku")},
-    )
+    context = {
+        "cluster": cluster,
+        "rows": headroom(deployments),
+        "states": cluster.states.select_related("sku"),
+        "scheduled": cluster.scheduled_changes(),
+        "today": timezone.now().date(),
+    }
+    return render(request, "fleet/cluster.html", context | history_section(cluster, "cluster"))
 
 
 @perms_required("fleet.view_deployment", "fleet.view_endpointpoll")
@@ -93,6 +98,7 @@ def _deployment_page(
         }
     context |= _poll_series(deployment)
     context |= _calibrations(request, deployment, form)
+    context |= history_section(deployment, "deployment")
     return render(request, "fleet/deployment.html", context, status=status)
 
 

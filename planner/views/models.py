@@ -14,6 +14,7 @@ from fleet.filters import ModelSpecFilter
 from fleet.forms import ModelImportForm, ModelSpecForm
 from fleet.models import HardwareSku, ModelSpec
 from fleet.views.access import add_or_change_required, perms_required, record_form_page
+from fleet.views.history import history_section
 from planner.engine import (
     WEIGHT_FORMATS,
     kv_bytes_per_token,
@@ -69,6 +70,7 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "kv_bf16": kv_bytes_per_token(arch, "bf16"),
         "kv_fp8": kv_bytes_per_token(arch, "fp8"),
         "state": state_bytes_per_sequence(arch),
+        **history_section(model, "model"),
     }
     return render(request, "planner/model.html", context)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
@@ -11,7 +12,7 @@ from fleet.forms import add_service_errors
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from planner.forms import PlanForm
 from planner.models import Plan
-from planner.plans import cancel, create_plan, enqueue
+from planner.plans import cancel, may_cancel, submit_plan
 
 
 @perms_required("planner.view_plan")
@@ -28,12 +29,13 @@ def plan_start(request: HttpRequest) -> HttpResponse:
     form = PlanForm(request.POST)
     if form.is_valid():
         try:
-            plan = create_plan(form.to_request(), request.user)
+            submission = submit_plan(form.to_request(), request.user)
         except InputError as exc:
             add_service_errors(form, exc)
         else:
-            enqueue(plan)
-            return redirect("plan", pk=plan.pk)
+            if not submission.sent:
+                messages.warning(request, submission.detail)
+            return redirect("plan", pk=submission.plan.pk)
     return plan_list(request, form=form, status=400)
 
 
@@ -48,7 +50,8 @@ def _rows(plan: Plan) -> dict:
 @perms_required("planner.view_plan")
 def plan_detail(request: HtmxHttpRequest, pk: str) -> HttpResponse:
     plan = get_object_or_404(Plan.objects.select_related("model", "workload").prefetch_related("skus"), pk=pk)
-    context = {"plan": plan, **_rows(plan)}
+    can_cancel = request.user.has_perm("planner.change_plan") and may_cancel(plan, request.user)
+    context = {"plan": plan, "can_cancel": can_cancel, **_rows(plan)}
     if is_partial(request):
         return render(request, "planner/_plan_status.html", context)
     return render(request, "planner/plan.html", context)
@@ -56,7 +59,10 @@ def plan_detail(request: HtmxHttpRequest, pk: str) -> HttpResponse:
 
 @perms_required("planner.change_plan")
 def plan_cancel(request: HttpRequest, pk: str) -> HttpResponse:
+    """Cancel a plan: its requester, or a holder of ``planner.cancel_any_plan`` (403 otherwise)."""
     plan = get_object_or_404(Plan, pk=pk)
+    if not may_cancel(plan, request.user):
+        raise PermissionDenied("Only the person who started this plan, or an admin, may cancel it.")
     if request.method == "POST" and not plan.is_finished:
         cancel(plan)
         messages.info(request, "Cancellation requested.")

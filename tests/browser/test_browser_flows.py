@@ -109,7 +109,7 @@ def test_start_a_plan_and_watch_the_progress_bar_reach_100(open_page, live_serve
         page.select_option("select[name=workload]", "agent")
         page.click("button:has-text('Start the search')")
         page.wait_for_url(f"{live_server.url}/plans/*/")
-        page.wait_for_function("document.querySelector('#plan-progress').value === 100", timeout=90_000)
+        page.wait_for_function("() => document.querySelector('#plan-progress').value === 100", timeout=90_000)
         assert page.inner_text("#plan-state") == "done"
         assert page.locator("#plan-ranking tbody tr").count() > 0
         assert page.locator("canvas[data-chart=pareto]").count() == 1

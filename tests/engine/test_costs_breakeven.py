@@ -39,6 +39,8 @@ API_FIELDS = {
     "download_usd",
     "assumptions",
     "verdict",
+    "fits",
+    "memory_deficit_bytes_per_gpu",
     "api_wins_at_every_volume",
     "idle_cost_usd",
 }

@@ -216,3 +216,21 @@ def test_subtotals_always_add_up(history, odd_rate):
     for c in r.clusters:
         assert 1 <= c.active_days <= 31
         assert c.gpu_hours <= c.gpus * 24 * c.active_days
+
+
+def test_month_to_date_counts_the_days_through_the_given_one():
+    """``through``: the docstring's 8 GPUs 1-15 July and 16 from 16 July, through 20 July:
+    8 x 24 x 15 + 16 x 24 x 5 = 4,800 GPU-hours; b (from 20 July) has its one day; d 20 days at 24 h."""
+    r = monthly_spend(FLEET, 2026, 7, RATES, through=date(2026, 7, 20))
+    rows = by_name(r)
+    assert rows["a"].gpu_hours == 4800
+    assert rows["a"].cost_usd == D("12000.00")
+    assert rows["b"].active_days == 1 and rows["b"].gpu_hours == 8 * 24
+    assert rows["d"].gpu_hours == 8 * 24 * 20
+    assert any("through 2026-07-20" in note for note in r.assumptions)
+
+
+def test_month_to_date_before_the_month_bills_nothing_and_the_last_day_bills_it_all():
+    assert monthly_spend(FLEET, 2026, 7, RATES, through=date(2026, 6, 30)).clusters == []
+    whole = monthly_spend(FLEET, 2026, 7, RATES)
+    assert monthly_spend(FLEET, 2026, 7, RATES, through=date(2026, 7, 31)).total_cost_usd == whole.total_cost_usd

@@ -64,12 +64,19 @@ def test_credentials_in_url_refused_and_not_echoed():
     assert result.error == "refused" and SECRET not in repr(result)
 
 
-@pytest.mark.parametrize(
-    "url",
-    ["http://127.0.0.1:8000", "http://10.1.2.3:8000/", "https://192.168.1.5", "http://172.16.0.9", "http://[::1]:8000"],
-)
-def test_default_networks_allow_loopback_and_private(url):
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000", "http://127.8.9.10/", "http://[::1]:8000"])
+def test_default_networks_allow_loopback(url):
     check_url(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://10.1.2.3:8000/", "https://192.168.1.5", "http://172.16.0.9", "http://[fd12::1]/"]
+)
+def test_default_networks_refuse_private_ranges_until_listed(url):
+    """Loopback only by default: an operator lists the serving networks (FLEETCAP_POLL_ALLOWED_NETWORKS)."""
+    with pytest.raises(UrlRefused, match="outside the allowed networks"):
+        check_url(url)
+    check_url(url, ["10.0.0.0/8", "192.168.0.0/16", "172.16.0.0/12", "fc00::/7"])
 
 
 @pytest.mark.parametrize(
@@ -78,7 +85,7 @@ def test_default_networks_allow_loopback_and_private(url):
         ("169.254.169.254", "link-local"),  # AWS, GCP, Azure metadata
         ("169.254.0.1", "link-local"),
         ("fe80::1", "link-local"),
-        ("fd00:ec2::254", "AWS"),  # inside fc00::/7, which is allowed by default
+        ("fd00:ec2::254", "AWS"),  # inside fc00::/7, which an operator may allow
         ("100.64.0.1", "carrier-grade NAT"),
         ("100.100.100.200", "carrier-grade NAT"),  # Alibaba metadata
         ("0.0.0.0", "this network"),
@@ -104,7 +111,8 @@ def test_public_address_refused_by_default():
 
 
 def test_default_networks_constant_can_be_passed_as_is():
-    assert address_refusal("10.0.0.1", DEFAULT_ALLOWED_NETWORKS) is None
+    assert address_refusal("127.0.0.1", DEFAULT_ALLOWED_NETWORKS) is None
+    assert address_refusal("10.0.0.1", DEFAULT_ALLOWED_NETWORKS)
     assert address_refusal("8.8.8.8", DEFAULT_ALLOWED_NETWORKS)
 
 
@@ -181,7 +189,7 @@ def test_one_refused_address_among_several_refuses_the_host(monkeypatch):
 
     monkeypatch.setattr(socket, "getaddrinfo", mixed)
     with pytest.raises(UrlRefused, match=r"169\.254\.169\.254"):
-        check_url("http://mixed.test/")
+        check_url("http://mixed.test/", ["10.0.0.0/8"])
 
 
 def test_every_socket_is_checked_even_when_resolution_is_bypassed(server, monkeypatch):
@@ -453,3 +461,33 @@ def test_the_sync_wrapper_works_inside_a_running_event_loop(server):
         return fetch(f"{server.url}/v1/models", timeout_s=2)
 
     assert asyncio.run(inside()).ok
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:8000/?api_key=sk-abcdef0123456789xyz", "http://127.0.0.1:8000?token=x",
+     "http://127.0.0.1:8000/#key=x", "http://127.0.0.1:8000/?"],
+)  # fmt: skip
+def test_a_query_string_or_fragment_is_refused_and_never_echoed(url):
+    with pytest.raises(UrlRefused, match="query string or fragment") as info:
+        check_url(url)
+    assert "sk-abcdef0123456789xyz" not in str(info.value)
+    result = fetch(url, timeout_s=0.5)
+    assert result.error == "refused" and "sk-abcdef0123456789xyz" not in repr(result)
+
+
+def test_only_the_allowed_ports_are_reached(server):
+    """The URL's port (its scheme's default when none) must be listed; empty or None: any port."""
+    other = server.port + 1 if server.port < 65535 else 1
+    with pytest.raises(UrlRefused, match=f"port {server.port} is not one the poller may reach"):
+        check_url(server.url, allowed_ports=[other])
+    with pytest.raises(UrlRefused, match="port 80 is not"):
+        check_url("http://127.0.0.1/", allowed_ports="8000, 30000")
+    check_url("https://127.0.0.1/", allowed_ports=[443])
+    check_url(server.url, allowed_ports=[server.port])
+    check_url(server.url, allowed_ports=[])
+    refused = fetch(f"{server.url}/v1/models", allowed_ports=[other], timeout_s=1)
+    assert refused.error == "refused" and server.requests == []  # no connection was made
+    assert fetch(f"{server.url}/v1/models", allowed_ports=[server.port], timeout_s=1).ok
+    with pytest.raises(ValueError, match="port"):
+        fetch(f"{server.url}/v1/models", allowed_ports=[70000])

@@ -10,12 +10,13 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from fleet.audit import AuditedCommandMixin
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
 
 DEMO_MODEL_ID = "meta-llama/Llama-3.1-70B-Instruct"
 
 
-class Command(BaseCommand):
+class Command(AuditedCommandMixin, BaseCommand):
     help = "Create the demo workload, cluster and deployment (pointed at the fake endpoint of make run)."
 
     def add_arguments(self, parser):

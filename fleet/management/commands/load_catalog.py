@@ -4,10 +4,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from fleet.audit import AuditedCommandMixin
 from fleet.catalog_loader import CATALOG_DIR, CatalogError, load_catalog
 
 
-class Command(BaseCommand):
+class Command(AuditedCommandMixin, BaseCommand):
     help = "Load the reference catalogue (SKUs, models, GPU quotes, API prices). Idempotent."
 
     def add_arguments(self, parser):

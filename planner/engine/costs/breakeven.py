@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
+from ..units import GIB
 from .economics import DOWNLOAD_NOTE, month_note, weights_download
 from .formulas import (
     IDLE_BILLS_NOTE,
@@ -34,7 +35,8 @@ from .money import (
 )
 
 Cheaper = Literal["rent", "api"]
-"""Which side of the rent-or-API comparison costs less."""
+"""Which side of the rent-or-API comparison costs less (None when the rented layout cannot serve
+the model at all: there is nothing to recommend renting)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +52,7 @@ class BreakevenResult:
     monthly_api_usd: Decimal
     breakeven_output_tokens_per_month: int
     breakeven_output_tokens_per_month_mix: int | None
-    cheaper: Cheaper
+    cheaper: Cheaper | None
     capacity_output_tokens_per_month: int | None
     cost_per_mtok_output_rent: Decimal | None
     download_minutes: Decimal | None
@@ -59,6 +61,8 @@ class BreakevenResult:
     api_wins_at_every_volume: bool | None
     idle_cost_usd: Decimal | None
     assumptions: list[str] = field(default_factory=list)
+    fits: bool = True
+    memory_deficit_bytes_per_gpu: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: Decimals as strings (USD 2 decimals, per-Mtok 4), token counts as ints."""
@@ -77,6 +81,8 @@ class BreakevenResult:
             "api_wins_at_every_volume": self.api_wins_at_every_volume,
             "idle_cost_usd": dec_str(self.idle_cost_usd),
             "assumptions": list(self.assumptions),
+            "fits": self.fits,
+            "memory_deficit_bytes_per_gpu": self.memory_deficit_bytes_per_gpu,
         }
 
 
@@ -97,6 +103,7 @@ def breakeven(
     utilisation: Number | None = None,
     weights_bytes: int | None = None,
     download_gbytes_per_s: Number | None = None,
+    memory_deficit_bytes_per_gpu: int | None = None,
 ) -> BreakevenResult:
     """Compare renting ``gpus`` for a month with paying the hosted API for the workload.
 
@@ -110,6 +117,9 @@ def breakeven(
     - cost per Mtok output of renting = rent / capacity (or / the workload's output when capacity
       is unknown); idle cost = rent x (1 - utilisation) (``None`` without a utilisation)
     - download (when ``weights_bytes`` is given): bytes / bandwidth, billed for every GPU
+    - a layout that does not fit (``memory_deficit_bytes_per_gpu`` > 0, from the sizing engine's
+      ``deficit_bytes``) serves nothing: capacity 0, no cost per Mtok, ``cheaper`` None and a
+      verdict that names the deficit; the rent and the API cost are still shown
 
     Raises ``EngineInputError`` with one entry per bad field.
     """
@@ -126,6 +136,7 @@ def breakeven(
     tps = f.decimal("output_tokens_per_s", output_tokens_per_s, optional=True)
     u = f.fraction("utilisation", utilisation, optional=True)
     wb = f.integer("weights_bytes", weights_bytes, optional=True)
+    deficit = f.integer("memory_deficit_bytes_per_gpu", memory_deficit_bytes_per_gpu, optional=True)
     bw = f.decimal("download_gbytes_per_s", download_gbytes_per_s, above=True, optional=True)
     if capacity_output_tokens_per_month is not None and output_tokens_per_s is not None:
         f.add("output_tokens_per_s", "Give either capacity_output_tokens_per_month or output_tokens_per_s, not both.")
@@ -162,7 +173,14 @@ def breakeven(
             f"fixed: rent / (output price + ratio x blended input price) = {millions(be_mix)} output tokens a month."
         )
 
-    if cap is not None:
+    short = bool(deficit and deficit > 0)
+    if short:
+        capacity = 0
+        notes.append(
+            f"The layout does not fit: each GPU is {deficit / GIB:,.1f} GiB ({deficit:,} bytes) short of what the "
+            "weights, runtime and one sequence's cache need, so it serves nothing and has no capacity."
+        )
+    elif cap is not None:
         capacity = cap
         notes.append("Capacity is taken as given, already at the utilisation the cluster will sustain.")
     elif tps is not None:
@@ -177,17 +195,21 @@ def breakeven(
         notes.append("Cluster capacity unknown: cannot say whether renting can ever win.")
 
     threshold = be_mix if be_mix is not None else be_out
-    api_wins = None if capacity is None else threshold > capacity
-    cheaper: Cheaper = "rent" if rent < api else "api"
+    api_wins = None if capacity is None or short else threshold > capacity
+    cheaper: Cheaper | None = "rent" if rent < api else "api"
     if api_wins:
         cheaper = "api"
-    if capacity is not None and o > capacity:
+    if short:
+        cheaper = None
+    if capacity is not None and o > capacity and not short:
         notes.append(
             f"The workload's {millions(o)} output tokens a month exceed the cluster's capacity of "
             f"{millions(capacity)}: serving it needs more GPUs than costed here."
         )
 
-    if capacity:
+    if short:
+        per_mtok = None
+    elif capacity:
         per_mtok = rent / capacity * MTOK
         notes.append("Cost per Mtok output of renting = rent / capacity.")
     elif capacity is None and o:
@@ -218,10 +240,24 @@ def breakeven(
         cost_per_mtok_output_rent=fine(per_mtok),
         download_minutes=minutes,
         download_usd=dl_usd,
-        verdict=_verdict(rent, api, threshold, be_mix is not None, capacity, o, cheaper, api_wins),
+        verdict=(
+            _no_fit_verdict(deficit, rent, api)
+            if short
+            else _verdict(rent, api, threshold, be_mix is not None, capacity, o, cheaper, api_wins)
+        ),
         api_wins_at_every_volume=api_wins,
         idle_cost_usd=usd(idle),
         assumptions=notes,
+        fits=not short,
+        memory_deficit_bytes_per_gpu=deficit if short else None,
+    )
+
+
+def _no_fit_verdict(deficit: int, rent: Decimal, api: Decimal) -> str:
+    return (
+        f"This layout does not fit: each GPU is {deficit / GIB:,.1f} GiB short, so it cannot serve the model and "
+        f"renting it is no option (it would cost {usd_text(rent)} a month for nothing; the API costs {usd_text(api)}). "
+        "Pick more GPUs, a larger GPU or a smaller weight format."
     )
 
 

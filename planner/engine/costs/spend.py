@@ -239,13 +239,18 @@ def monthly_spend(
     month: int,
     rates: RateLookup,
     utilisation: Mapping[str, Number] | None = None,
+    through: date | None = None,
 ) -> SpendResult:
     """GPU-hours and cost of every cluster active in ``year``-``month``, with subtotals by team and
     provider and totals. ``rates`` maps a SKU to USD per GPU-hour, or is a callable
     ``(state, day) -> Decimal | None`` (see ``quotes.rate_from_quotes``) looked up per day.
     ``utilisation`` maps a cluster slug to the fraction of its paid hours doing useful work.
 
-    8 GPUs from 1 July and 16 from 16 July, 24 h a day: 8 x 24 x 15 + 16 x 24 x 16 = 9,024 GPU-hours.
+    ``through`` (a day of the month) counts the month only up to and including that day, each day whole
+    (month to date: the same rules, fewer days).
+
+    8 GPUs from 1 July and 16 from 16 July, 24 h a day: 8 x 24 x 15 + 16 x 24 x 16 = 9,024 GPU-hours
+    (``through=date(y, 7, 20)``: 8 x 24 x 15 + 16 x 24 x 5 = 4,800).
     Raises ``EngineInputError`` for bad states, a bad month, a missing or negative rate.
     """
     f = Fields()
@@ -263,8 +268,11 @@ def monthly_spend(
 
     days_in_month = calendar.monthrange(y, m)[1]
     days = [date(y, m, 1) + timedelta(days=k) for k in range(days_in_month)]
-    notes = [
-        f"{calendar.month_name[m]} {y}: {days_in_month} calendar days.",
+    notes = [f"{calendar.month_name[m]} {y}: {days_in_month} calendar days."]
+    if through is not None:
+        days = [day for day in days if day <= through]
+        notes.append(f"Month to date: {len(days)} day(s), through {through.isoformat()}, each counted whole.")
+    notes += [
         "Day granularity: a state applies from the whole calendar day of its effective date; only active states bill.",
         "Each cluster's cost is rounded to the cent; subtotals and totals add the rounded costs.",
     ]

@@ -1,0 +1,132 @@
+"""Rent vs API never compares two models silently, and a layout that does not fit has no capacity
+and no rent recommendation, only its deficit (issue 15, "Honest comparisons")."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from fleet.models import ApiPrice, Cluster, Deployment, HardwareSku, ModelSpec, Workload
+from planner.engine import GIB
+
+URL = "/api/v1/breakeven/"
+
+
+@pytest.fixture
+def catalog(db):
+    call_command("load_catalog", stdout=StringIO())
+
+
+def _deployment(slug: str, model: str, sku: str, gpus: int, **extra) -> Deployment:
+    cluster = Cluster.objects.create(
+        slug=f"c-{slug}", name=slug, sku=HardwareSku.objects.get(slug=sku), nodes=1, provider="p", team="t"
+    )
+    return Deployment.objects.create(
+        slug=slug, cluster=cluster, model=ModelSpec.objects.get(slug=model), tp=gpus, **extra
+    )
+
+
+VOLUME = {"monthly_input_tokens": 2_000_000_000, "monthly_output_tokens": 200_000_000, "on": "2026-08-01"}
+
+
+@pytest.mark.django_db
+def test_the_catalogue_api_price_names_the_model_it_prices(catalog, viewer_api):
+    assert ApiPrice.objects.get(slug="kimi-k3-api").model.slug == "kimi-k3"
+    r = viewer_api.get("/api/v1/api-prices/kimi-k3-api/").json()
+    assert r["model"] == "kimi-k3"
+    assert viewer_api.get("/api/v1/api-prices/?model=kimi-k3").json()["count"] == 1
+    assert viewer_api.get("/api/v1/api-prices/?model=llama-3.1-70b").json()["count"] == 0
+
+
+@pytest.mark.django_db
+def test_a_llama_deployment_against_the_kimi_k3_api_says_it_compares_different_models(catalog, viewer_api):
+    """Issue 15: the page priced the demo Llama-70B against the Kimi K3 API without a word."""
+    _deployment("llama", "llama-3.1-70b", "h100-sxm-80gb", 4, replicas=2, kv_cache_dtype="fp8")
+    r = viewer_api.post(URL, {"deployment": "llama", "api_price": "kimi-k3-api", **VOLUME}, format="json").json()
+    models = r["models"]
+    assert models["rented"] == "llama-3.1-70b" and models["api"] == "kimi-k3" and models["same"] is False
+    assert "Different models" in models["note"] and "tier 2" in models["note"]
+    assert r["assumptions"][0] == models["note"]
+
+
+@pytest.mark.django_db
+def test_the_same_model_on_both_sides_has_no_caveat(catalog, viewer_api):
+    _deployment("k3", "kimi-k3", "b200-192gb", 8)
+    r = viewer_api.post(URL, {"deployment": "k3", "api_price": "kimi-k3-api", **VOLUME}, format="json").json()
+    assert r["models"] == {"rented": "kimi-k3", "api": "kimi-k3", "api_model_name": "kimi-k3", "same": True, "note": ""}
+
+
+@pytest.mark.django_db
+def test_an_api_price_without_a_model_spec_and_inline_prices_cannot_be_checked(catalog, viewer_api):
+    ApiPrice.objects.filter(slug="kimi-k3-api").update(model=None)
+    body = {"gpus": 8, "sku": "h100-sxm-80gb", "model": "llama-3.1-70b", **VOLUME}
+    r = viewer_api.post(URL, {**body, "api_price": "kimi-k3-api"}, format="json").json()
+    assert r["models"]["same"] is None and "names no model spec" in r["models"]["note"]
+    inline = {"input_cache_hit_usd_per_mtok": "0.3", "input_cache_miss_usd_per_mtok": "3", "output_usd_per_mtok": "15"}
+    r = viewer_api.post(URL, {**body, **inline}, format="json").json()
+    assert r["models"]["same"] is None and "Inline API prices name no model" in r["models"]["note"]
+
+
+@pytest.mark.django_db
+def test_kimi_k3_on_one_h200_has_no_capacity_and_no_rent_recommendation(catalog, viewer_api):
+    """Issue 15: Kimi K3 on one H200 reported "158.5M tokens/month" and "Renting costs less"."""
+    d = _deployment("k3-one", "kimi-k3", "h200-141gb", 1)
+    sizing = d.sizing()
+    assert not sizing.fits and sizing.deficit_bytes > 1000 * GIB  # ~1.5 TB of weights on a 141 GB GPU
+    r = viewer_api.post(URL, {"deployment": "k3-one", "api_price": "kimi-k3-api", **VOLUME}, format="json").json()
+    assert r["fits"] is False and r["memory_deficit_bytes_per_gpu"] == sizing.deficit_bytes
+    assert r["memory_deficit_gib_per_gpu"] == pytest.approx(sizing.deficit_bytes / GIB)
+    assert r["capacity_output_tokens_per_month"] == 0 and r["cheaper"] is None
+    assert r["cost_per_mtok_output_rent"] is None and r["unit_economics"] is None
+    assert r["verdict"].startswith("This layout does not fit") and "renting it is no option" in r["verdict"]
+    assert r["monthly_rent_usd"] == "1800.00"  # the rent is still shown: one GPU always on at 2.50
+
+
+@pytest.mark.django_db
+def test_an_unregistered_layout_that_does_not_fit_gets_the_same_answer(catalog, viewer_api):
+    body = {"gpus": 2, "sku": "h200-141gb", "model": "kimi-k3", "tp": 2, "api_price": "kimi-k3-api", **VOLUME}
+    r = viewer_api.post(URL, body, format="json").json()
+    assert r["fits"] is False and r["cheaper"] is None and r["capacity_output_tokens_per_month"] == 0
+    assert r["memory_deficit_bytes_per_gpu"] > 0
+    # The same layout on 16 B200s fits and is compared as usual.
+    body |= {"gpus": 16, "sku": "b200-192gb", "tp": 16}
+    r = viewer_api.post(URL, body, format="json").json()
+    assert r["fits"] is True and r["memory_deficit_bytes_per_gpu"] is None and r["cheaper"] in ("rent", "api")
+    assert r["capacity_output_tokens_per_month"] > 0
+
+
+def _workload() -> Workload:
+    return Workload.objects.create(
+        slug="chat", name="Chat", team="t", requests_per_day=100_000, mean_prompt_tokens=2_000,
+        mean_output_tokens=300, p95_context_tokens=8_000, prefix_cache_hit_rate=0.5, peak_concurrency=64,
+        ttft_slo_ms=2000, tpot_slo_ms=50,
+    )  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_the_page_preselects_an_api_price_of_the_deployments_model_or_says_they_differ(catalog, client, make_user):
+    client.force_login(make_user("v", "viewer"))
+    workload = _workload()
+    _deployment("llama", "llama-3.1-70b", "h100-sxm-80gb", 4, replicas=2, kv_cache_dtype="fp8", workload=workload)
+    page = client.get("/rent-vs-api/").content.decode()
+    assert 'id="models-compared"' in page and "Different models" in page
+    ApiPrice.objects.create(
+        slug="llama-api", provider="Host", model_name="llama-3.1-70b-instruct",
+        model=ModelSpec.objects.get(slug="llama-3.1-70b"), input_cache_hit_usd_per_mtok="0.1",
+        input_cache_miss_usd_per_mtok="0.6", output_usd_per_mtok="0.8", quoted_on="2026-07-01",
+    )  # fmt: skip
+    page = client.get("/rent-vs-api/").content.decode()
+    assert 'id="models-compared"' not in page and 'value="llama-api" selected' in page
+
+
+@pytest.mark.django_db
+def test_the_page_shows_the_deficit_and_no_recommendation_for_a_layout_that_does_not_fit(catalog, client, make_user):
+    client.force_login(make_user("v", "viewer"))
+    _deployment("k3-one", "kimi-k3", "h200-141gb", 1)
+    _workload()
+    page = client.get("/rent-vs-api/?deployment=k3-one&api_price=kimi-k3-api&workload=chat").content.decode()
+    assert 'id="does-not-fit"' in page and "GiB short" in page
+    assert "none (does not fit)" in page and "no recommendation" in page
+    assert "Renting is cheaper" not in page and "Renting costs less" not in page
