@@ -12,7 +12,7 @@ or Ctrl-C):
 
 1. creates a fresh PostgreSQL database ``fleetcap_bench_load`` (dropped first if left over) and a
    temporary ``FLEETCAP_VAR_DIR`` with a throwaway secret key; Redis db ``--redis-db`` (default 11) is
-   the Celery broker, flushed before and after;
+   the Celery broker and the next db (12) the cache API throttles count in, both flushed before and after;
 2. ``bench/load/prepare.py``: migrate, ``load_catalog``, ``ensure_demo_users``, ``ensure_demo_fleet`` (as
    ``make run``), a fleet of ``--clusters`` / ``--deployments`` / ``--polls`` (bench/pages_data.py; only the
    demo deployment is polled, against a local fake vLLM), ``collectstatic``, and ``--users`` logins spread
@@ -73,9 +73,11 @@ def admin_sql(sql: str) -> None:
 
 
 def flush_redis(db: int) -> None:
+    """Empty the broker's db and the cache's (the next one)."""
     import redis
 
-    redis.Redis(host="127.0.0.1", port=6379, db=db, socket_timeout=5).flushdb()
+    for n in (db, db + 1):
+        redis.Redis(host="127.0.0.1", port=6379, db=n, socket_timeout=5).flushdb()
 
 
 def tree_cpu_s(root: int) -> float:
@@ -259,6 +261,8 @@ def main() -> int:
         **os.environ,
         "DATABASE_URL": f"{SERVER_URL}/{DB_NAME}",
         "CELERY_BROKER_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
+        # Throttle counters shared by the web processes, as in production (docs/operations.md, "Security").
+        "FLEETCAP_CACHE_URL": f"redis://127.0.0.1:6379/{args.redis_db + 1}",
         "FLEETCAP_VAR_DIR": str(work / "var"),
         "FLEETCAP_SECRET_KEY": secrets.token_urlsafe(50),
         "FLEETCAP_DEBUG": "0",
