@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DEMO_PORT ?= 8100
 
-.PHONY: install init run test lint format browser-deps migrate bench clean
+.PHONY: install init run test lint format browser-deps migrate bench bench-load clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ format: install
 bench: install
 	$(PY) bench/bench_sizing.py
 	$(PY) bench/bench_search.py
+
+# Load test: gunicorn + PostgreSQL + Redis + worker + beat on loopback, locust (docs/benchmarks.md "Load").
+bench-load: init
+	$(PY) bench/bench_load.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis test-artifacts

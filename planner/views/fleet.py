@@ -14,7 +14,7 @@ from django.utils import timezone
 from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
-from fleet.models import Cluster, Deployment, HardwareSku, WorkerHeartbeat
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, WorkerHeartbeat
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from fleet.views.history import history_section
 from planner.calibrations import calibrate
@@ -30,9 +30,11 @@ CLUSTERS_PER_PAGE = 25
 @perms_required("fleet.view_cluster", "fleet.view_deployment")
 def fleet(request: HtmxHttpRequest) -> HttpResponse:
     """Full page, or only the table when HTMX refreshes it (every few seconds)."""
-    deployments = Deployment.objects.select_related("model").defer(
-        "created", "updated", "api_key_encrypted", "poll_lease_until", "model__source", "model__assumptions"
-    )
+    # Each model once per page (a prefetch shares one instance among its deployments), not once per
+    # deployment as a join would: a model row is wide (layer groups, formats) and a page shows ~125 rows.
+    models = Prefetch("model", ModelSpec.objects.defer("source", "assumptions"))
+    deployments = Deployment.objects.defer("created", "updated", "api_key_encrypted", "poll_lease_until")
+    deployments = deployments.prefetch_related(models)
     clusters = ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku")).qs
     page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
     shown = list(page.object_list.prefetch_related(Prefetch("deployments", deployments.order_by("slug"))))

@@ -1,0 +1,38 @@
+"""gunicorn settings for fleetcap's web process (``gunicorn -c gunicorn.conf.py fleet.project.wsgi``).
+
+gunicorn reads ``./gunicorn.conf.py`` by default, so from the repository root (and in the image) plain
+``gunicorn fleet.project.wsgi`` uses it; command-line options override it (``make run``'s ``runstack``
+passes its own ``--workers``). Each value comes from the environment; docs/operations.md ("Production")
+says why these defaults, docs/benchmarks.md ("Load") shows the measurements behind them.
+
+* ``FLEETCAP_BIND`` (``0.0.0.0:8000``)
+* ``FLEETCAP_WEB_WORKER_CLASS`` (``gthread``): threads share a process, so a request waiting on
+  PostgreSQL or a slow client does not hold a whole process; pages are CPU-bound Python otherwise.
+* ``FLEETCAP_WEB_WORKERS`` (number of cores): processes; the GIL lets one thread run Python at a time
+  in each, so more processes than cores buys nothing for CPU-bound pages.
+* ``FLEETCAP_WEB_THREADS`` (4): threads per process; each thread holds its own database connection
+  (``CONN_MAX_AGE`` 60 s), so PostgreSQL needs ``workers x threads`` connections per machine.
+* ``FLEETCAP_WEB_TIMEOUT_S`` (30): a request running longer restarts its worker (nothing a page or
+  the API does should take more than a second; long work is a Celery task).
+* ``FLEETCAP_ACCESS_LOG`` (``-``: stdout; empty: none).
+"""
+
+from __future__ import annotations
+
+import os
+
+bind = os.environ.get("FLEETCAP_BIND", "0.0.0.0:8000")
+worker_class = os.environ.get("FLEETCAP_WEB_WORKER_CLASS", "gthread")
+workers = int(os.environ.get("FLEETCAP_WEB_WORKERS") or os.cpu_count() or 2)
+threads = int(os.environ.get("FLEETCAP_WEB_THREADS", "4"))
+timeout = int(os.environ.get("FLEETCAP_WEB_TIMEOUT_S", "30"))
+graceful_timeout = 30
+keepalive = 5
+# Recycle each worker after about 2,000 requests (jittered so they do not restart together): a
+# bounded guard against slow memory growth, at the cost of one process start per 2,000 requests.
+max_requests = 2000
+max_requests_jitter = 200
+# Heartbeat files on tmpfs: a container's overlay filesystem can stall fsync and trip the timeout.
+worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None  # noqa: S108 (gunicorn's own advice)
+accesslog = os.environ.get("FLEETCAP_ACCESS_LOG", "-") or None
+errorlog = "-"
