@@ -403,10 +403,11 @@ OPTIONS = st.builds(
     kv_cache_dtype=st.sampled_from(KV_CACHE_DTYPES),
     weight_format=st.sampled_from((None, *WEIGHT_FORMATS)),
     options=st.one_of(st.just(ThroughputOptions()), OPTIONS),
+    spread=st.sampled_from((0.0, 0.2, 0.5, 0.999999, 1.0, -0.1, NAN)),
 )
 def test_estimate_extremes(
     model_record, accelerator_record, layout, prompt, output, context, batch, hit, ttft, tpot, price, kv_cache_dtype,
-    weight_format, options,
+    weight_format, options, spread,
 ):  # fmt: skip
     m, acc = build_model(model_record), build_accelerator(accelerator_record)
     if m is None:
@@ -428,7 +429,7 @@ def test_estimate_extremes(
     }
     result = outcome(estimate, m, acc, layout, **kwargs)
     if result is not None:
-        outcome(sensitivity, m, acc, layout, spread=0.2, **kwargs)
+        outcome(sensitivity, m, acc, layout, spread=spread, **kwargs)
 
 
 @SETTINGS
@@ -772,6 +773,13 @@ DEFECTS = {
     "breakeven tokens Decimal 1e999999": (
         lambda: breakeven(**{**_BE, "monthly_output_tokens": Decimal("1e999999")}),
         "monthly_output_tokens",
+    ),
+    # EngineInputError on memory_bandwidth_efficiency / step_overhead_s, fields the caller never gave: the band
+    # moved a factor past the options' own limits (now clamped to them, as the upper end already was)
+    "sensitivity spread 0.999999": (lambda: sensitivity(SMALL_MOE, H100, spread=0.999999), None),
+    "sensitivity overhead at its limit": (
+        lambda: sensitivity(SMALL_MOE, H100, options=ThroughputOptions(step_overhead_s=60.0)),
+        None,
     ),
     # OverflowError: gb_to_bytes(1e308) / gb_to_bytes(inf) of the tier-2 runtime, and round(1e300 x 1e9) of an
     # Accelerator built directly (single_gpu_fit and min_gpus_for_weights did not check its memory)
