@@ -579,7 +579,8 @@ JUNK = st.recursive(
         st.sampled_from(("64", "bf16", "float32", "NaN", "", "full_attention", "sliding_attention")),
     ),
     lambda children: st.one_of(
-        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=6), children, max_size=4)
+        st.lists(children, min_size=1, max_size=4),
+        st.dictionaries(st.text(max_size=6), children, min_size=1, max_size=4),
     ),
     max_leaves=12,
 )
