@@ -27,8 +27,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import EngineInputError, is_int, is_number
+from .errors import EngineInputError, is_int
 from .formats import DTYPE_BYTES, WEIGHT_FORMATS
+from .limits import (
+    MAX_CONTEXT_TOKENS,
+    MAX_DIMENSION,
+    MAX_EXPERTS,
+    MAX_GPUS,
+    MAX_HBM_GB,
+    MAX_LAYERS,
+    MAX_PARAMS,
+    MAX_RATE,
+    MIN_HBM_GB,
+    MIN_RATE,
+    float_error,
+    int_error,
+)
 from .units import GB
 
 LAYER_KINDS: tuple[str, ...] = ("full", "sliding", "mla", "linear")
@@ -124,6 +138,8 @@ def parse_layer_groups(raw: Any) -> tuple[LayerGroup, ...]:
                 errors.setdefault(f"{path}.{key}", []).append(f"Required for a {kind!r} layer group.")
             elif isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 errors.setdefault(f"{path}.{key}", []).append("Must be a positive whole number.")
+            elif value > (high := MAX_LAYERS if key == "count" else MAX_DIMENSION):
+                errors.setdefault(f"{path}.{key}", []).append(f"Must be at most {high:,}.")
             else:
                 values[key] = value
         for key in OPTIONAL_DTYPES[kind]:
@@ -148,6 +164,8 @@ def parse_layer_groups(raw: Any) -> tuple[LayerGroup, ...]:
             errors.setdefault(f"{path}.conv_kernel", []).append("Must be at least 1.")
         if not any(k.startswith(path) for k in errors):
             groups.append(LayerGroup(**values))
+    if not errors and sum(g.count for g in groups) > MAX_LAYERS:
+        errors["layer_groups"] = [f"A model has at most {MAX_LAYERS:,} layers (counts of all groups together)."]
     if errors:
         raise EngineInputError(errors)
     return tuple(groups)
@@ -286,22 +304,109 @@ MODEL_OPTIONAL_FIELDS: tuple[str, ...] = (
 def model_errors(model: ModelArch) -> dict[str, list[str]]:
     """Field errors of a model's own figures (empty when the engine can size it).
 
-    ``total_params`` a whole number, zero or more; ``expert_params`` between 0 and ``total_params``;
-    a non-empty ``layer_groups``; ``max_context_tokens`` not negative. Layout-dependent rules are
-    ``layout_errors``'.
+    ``total_params`` and ``active_params`` whole numbers from 0 to ``MAX_PARAMS``; ``expert_params``
+    between 0 and ``total_params``; expert counts up to ``MAX_EXPERTS`` with no more active than routed
+    experts; sizes up to ``MAX_DIMENSION``; ``max_context_tokens`` from 0 (not stated) to
+    ``MAX_CONTEXT_TOKENS``; a non-empty ``layer_groups`` of at most ``MAX_LAYERS`` layers with every
+    dimension within ``MAX_DIMENSION`` (``planner/engine/limits.py``). Layout-dependent rules are ``layout_errors``'.
     """
     errors: dict[str, list[str]] = {}
-    if not is_int(model.total_params) or model.total_params < 0:
-        errors["total_params"] = ["Must be a whole number, zero or more."]
-    elif model.expert_params is not None:
-        if model.expert_params < 0:
-            errors["expert_params"] = ["Must not be negative."]
+    for key, high in (("total_params", MAX_PARAMS), ("active_params", MAX_PARAMS)):
+        message = int_error(getattr(model, key), 0, high)
+        if message:
+            errors[key] = [message]
+    if "total_params" not in errors and model.expert_params is not None:
+        if not is_int(model.expert_params) or model.expert_params < 0:
+            errors["expert_params"] = ["Must be a whole number, zero or more."]
         elif model.expert_params > model.total_params:
             errors["expert_params"] = ["Cannot exceed the total parameter count."]
+    for key, high in (
+        ("n_routed_experts", MAX_EXPERTS),
+        ("n_active_experts", MAX_EXPERTS),
+        ("n_shared_experts", MAX_EXPERTS),
+        ("hidden_size", MAX_DIMENSION),
+        ("vocab_size", MAX_DIMENSION),
+        ("max_context_tokens", MAX_CONTEXT_TOKENS),
+    ):
+        message = int_error(getattr(model, key), 0, high)
+        if message:
+            errors[key] = [message]
+    experts_ok = not errors.keys() & {"n_routed_experts", "n_active_experts"}
+    if experts_ok and 0 < model.n_routed_experts < model.n_active_experts:
+        errors["n_active_experts"] = [f"Cannot exceed the {model.n_routed_experts} routed experts."]
+    if model.attention_heads is not None:
+        message = int_error(model.attention_heads, 1, MAX_DIMENSION)
+        if message:
+            errors["attention_heads"] = [message]
     if not model.layer_groups:
         errors["layer_groups"] = ["Give a non-empty list of layer groups."]
-    if model.max_context_tokens < 0:
-        errors["max_context_tokens"] = ["Must not be negative."]
+    else:
+        errors.update(group_errors(model.layer_groups))
+    return errors
+
+
+def group_errors(groups: tuple[LayerGroup, ...]) -> dict[str, list[str]]:
+    """Limits of layer groups built directly (``parse_layer_groups`` checks the same of JSON)."""
+    errors: dict[str, list[str]] = {}
+    total = 0
+    for i, g in enumerate(groups):
+        if not isinstance(g, LayerGroup) or g.kind not in LAYER_KINDS:
+            errors[f"layer_groups.{i}"] = ["Must be a layer group of a known kind."]
+            continue
+        for key in ("count", *REQUIRED_KEYS[g.kind]):
+            message = int_error(getattr(g, key), 1, MAX_LAYERS if key == "count" else MAX_DIMENSION)
+            if message:
+                errors[f"layer_groups.{i}.{key}"] = [message]
+        for key in OPTIONAL_DTYPES[g.kind]:
+            value = getattr(g, key)
+            if value is not None and value not in DTYPE_BYTES:
+                errors[f"layer_groups.{i}.{key}"] = [f"Unknown dtype {value!r}; use one of {', '.join(DTYPE_BYTES)}."]
+        total += g.count if is_int(g.count) else 0
+    if not errors and total > MAX_LAYERS:
+        errors["layer_groups"] = [f"A model has at most {MAX_LAYERS:,} layers (counts of all groups together)."]
+    return errors
+
+
+#: Figures of an accelerator: (low, high, 0 allowed) for the floats, (low, high) for the counts.
+ACCELERATOR_FLOATS: dict[str, tuple[float, float, bool]] = {
+    "hbm_gb": (MIN_HBM_GB, MAX_HBM_GB, False),
+    "hbm_bandwidth_tbps": (MIN_RATE, MAX_RATE, True),
+    "bf16_tflops": (MIN_RATE, MAX_RATE, True),
+    "fp8_tflops": (MIN_RATE, MAX_RATE, True),
+    "fp4_tflops": (MIN_RATE, MAX_RATE, True),
+    "interconnect_gbps": (MIN_RATE, MAX_RATE, True),
+}
+ACCELERATOR_COUNTS: dict[str, tuple[int, int]] = {
+    "gpus_per_node": (1, MAX_GPUS),
+    "scaleup_domain_gpus": (1, MAX_GPUS),
+    "hbm_bytes_reported": (1, round(MAX_HBM_GB * GB)),
+}
+
+
+def accelerator_errors(values: Mapping[str, Any] | Accelerator, *, speed: bool = False) -> dict[str, list[str]]:
+    """Field errors of an accelerator's figures (a record, or an ``Accelerator``); ``None`` is "not stated".
+
+    With ``speed``, the figures a speed estimate divides by (HBM bandwidth, bf16 TFLOPS) must be stated."""
+    if isinstance(values, Accelerator):
+        values = {key: getattr(values, key) for key in ACCELERATOR_RECORD_FIELDS}
+    errors: dict[str, list[str]] = {}
+    if speed:
+        for key, what in (("hbm_bandwidth_tbps", "HBM bandwidth (TB/s)"), ("bf16_tflops", "dense bf16 TFLOPS")):
+            if not values.get(key):
+                errors[key] = [f"A speed estimate needs the accelerator's {what}."]
+    for key, (low, high, zero) in ACCELERATOR_FLOATS.items():
+        value = values.get(key)
+        if value is None and key != "hbm_gb":
+            continue
+        message = float_error(value, high, low, zero=zero)
+        if message:
+            errors[key] = [message]
+    for key, (low, high) in ACCELERATOR_COUNTS.items():
+        value = values.get(key)
+        if value is not None:
+            message = int_error(value, low, high)
+            if message:
+                errors[key] = [message]
     return errors
 
 
@@ -354,20 +459,9 @@ class Accelerator:
         name = record.get("name")
         if not isinstance(name, str) or not name:
             errors["name"] = ["This field is required."]
+        errors.update(accelerator_errors(record))
         hbm = record.get("hbm_gb")
-        if not is_number(hbm) or hbm <= 0:
-            errors["hbm_gb"] = ["The accelerator's memory must be a positive number of GB."]
-        for key in ("hbm_bandwidth_tbps", "bf16_tflops", "interconnect_gbps", "fp8_tflops", "fp4_tflops"):
-            value = record.get(key)
-            if value is None:
-                continue
-            if not is_number(value) or value < 0:
-                errors[key] = ["Must be a finite number, zero or more."]
         per_node = record.get("gpus_per_node")
-        for key in ("gpus_per_node", "scaleup_domain_gpus", "hbm_bytes_reported"):
-            value = record.get(key)
-            if value is not None and (not is_int(value) or value < 1):
-                errors[key] = ["Must be a positive whole number."]
         if errors:
             raise EngineInputError(errors)
         return cls(
@@ -450,12 +544,17 @@ def layout_errors(
         value = getattr(layout, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             errors.setdefault(name, []).append("Must be a positive whole number.")
+        elif value > MAX_GPUS:
+            errors.setdefault(name, []).append(f"Must be at most {MAX_GPUS:,}.")
     etp, redundant = layout.etp, layout.redundant_experts
-    if etp is not None and (isinstance(etp, bool) or not isinstance(etp, int) or etp < 1):
-        errors.setdefault("etp", []).append("Must be a positive whole number.")
-    if isinstance(redundant, bool) or not isinstance(redundant, int) or redundant < 0:
-        errors.setdefault("redundant_experts", []).append("Must be a whole number, zero or more.")
+    if etp is not None and (isinstance(etp, bool) or not isinstance(etp, int) or not 1 <= etp <= MAX_GPUS):
+        errors.setdefault("etp", []).append(f"Must be a whole number from 1 to {MAX_GPUS:,}.")
+    if isinstance(redundant, bool) or not isinstance(redundant, int) or not 0 <= redundant <= MAX_EXPERTS:
+        errors.setdefault("redundant_experts", []).append(f"Must be a whole number from 0 to {MAX_EXPERTS:,}.")
     if errors:
+        return errors
+    if layout.gpus > MAX_GPUS:
+        errors["tp"] = [f"A replica has at most {MAX_GPUS:,} GPUs (tp x pp x dp = {layout.gpus:,})."]
         return errors
     stage = layout.tp * layout.dp
     if etp is not None and layout.ep * etp != stage:

@@ -38,6 +38,52 @@ MILLS = Decimal("0.0001")
 
 Number = int | float | Decimal | str
 
+# --- input limits (docs/sizing.md, "Input limits") --------------------------------------------
+# Money is exact ``Decimal`` under the default context (28 significant digits): a figure rounded
+# to the cent must stay below 1e26, and a quotient must not overflow. These limits, far beyond any
+# real cluster or price, keep every derived figure inside that: rent <= 1e6 GPUs x 24 h x 31 days
+# x 10,000 USD = 7.4e15 USD, a breakeven volume <= rent / 1e-6 USD per Mtok x 1e6 < 1e28 tokens.
+#: The most GPUs a cluster, a quote or a comparison may have.
+MAX_GPUS: int = 1_000_000
+#: The highest price per unit (USD per GPU-hour, per million tokens, per GB-month).
+MAX_PRICE_USD: int = 10_000
+#: The most tokens a month (input, output, capacity) and bytes of weights.
+MAX_TOKENS: int = 10**18
+#: The fastest decode rate of a whole cluster, tokens per second.
+MAX_TOKENS_PER_S: int = 10**12
+#: The fastest download, GB/s; and the most months of storage (a century).
+MAX_GBYTES_PER_S: int = 10**6
+MAX_MONTHS: int = 1200
+#: The smallest non-zero price or rate: below it a quotient by it (breakeven, per-dollar figures)
+#: would leave what ``Decimal`` holds exactly. Zero stays allowed where the field allows it.
+MIN_NONZERO = Decimal("0.000001")
+#: Upper bound and smallest non-zero value per field (the last part of a dotted field name;
+#: ``rates.<sku>`` is a rate per GPU-hour). Fields not listed have no limit beyond their own checks.
+FIELD_LIMITS: dict[str, tuple[int, Decimal | None]] = {
+    "gpus": (MAX_GPUS, None),
+    "usd_per_gpu_hour": (MAX_PRICE_USD, MIN_NONZERO),
+    "input_cache_hit_usd_per_mtok": (MAX_PRICE_USD, MIN_NONZERO),
+    "input_cache_miss_usd_per_mtok": (MAX_PRICE_USD, MIN_NONZERO),
+    "output_usd_per_mtok": (MAX_PRICE_USD, MIN_NONZERO),
+    "usd_per_gb_month": (MAX_PRICE_USD, MIN_NONZERO),
+    "monthly_input_tokens": (MAX_TOKENS, None),
+    "monthly_output_tokens": (MAX_TOKENS, None),
+    "input_tokens": (MAX_TOKENS, None),
+    "output_tokens": (MAX_TOKENS, None),
+    "capacity_output_tokens_per_month": (MAX_TOKENS, None),
+    "weights_bytes": (MAX_TOKENS, None),
+    "output_tokens_per_s": (MAX_TOKENS_PER_S, MIN_NONZERO),
+    "download_gbytes_per_s": (MAX_GBYTES_PER_S, MIN_NONZERO),
+    "months": (MAX_MONTHS, None),
+    "rent_usd": (10**16, None),
+}
+
+
+def field_limits(field: str) -> tuple[int | None, Decimal | None]:
+    """``(maximum, smallest non-zero)`` of a field (``FIELD_LIMITS``), ``(None, None)`` if it has none."""
+    key = "usd_per_gpu_hour" if field.startswith("rates.") else field.rsplit(".", 1)[-1]
+    return FIELD_LIMITS.get(key, (None, None))
+
 
 def quantize(value: Decimal | None, exp: Decimal = CENT) -> Decimal | None:
     """Round half-up to ``exp`` (``CENT`` by default); ``None`` stays ``None``."""
@@ -152,8 +198,14 @@ class Fields:
             if not above and d < minimum:
                 self.add(field, "Must not be negative." if minimum == 0 else f"Must be at least {minimum}.")
                 return None
+        limit, smallest = field_limits(field)
+        if maximum is None:
+            maximum = limit
         if maximum is not None and d > maximum:
-            self.add(field, f"Must be at most {maximum}.")
+            self.add(field, f"Must be at most {maximum:,}.")
+            return None
+        if smallest is not None and d and abs(d) < smallest:
+            self.add(field, f"Must be at least {smallest}." if above else f"Must be 0 or at least {smallest}.")
             return None
         return d
 
@@ -174,23 +226,25 @@ class Fields:
         if isinstance(value, bool):
             self.add(field, "Must be a whole number.")
             return None
+        if maximum is None:
+            maximum = field_limits(field)[0]
         if isinstance(value, int):
-            n = value
+            n: int | Decimal = value
         else:
-            d = self.decimal(field, value, minimum=None)
+            d = self.decimal(field, value, minimum=None, maximum=maximum)
             if d is None:
                 return None
             if d != d.to_integral_value():
                 self.add(field, "Must be a whole number.")
                 return None
-            n = int(d)
+            n = d  # compared before int(): a huge exponent would make a huge int
         if minimum is not None and n < minimum:
             self.add(field, "Must not be negative." if minimum == 0 else f"Must be at least {minimum}.")
             return None
         if maximum is not None and n > maximum:
-            self.add(field, f"Must be at most {maximum}.")
+            self.add(field, f"Must be at most {maximum:,}.")
             return None
-        return n
+        return int(n)
 
     def fraction(self, field: str, value: Any, *, optional: bool = False) -> Decimal | None:
         """A fraction between 0 and 1 inclusive (cache hit rate, utilisation)."""

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import EngineInputError, is_int
 from ..formats import WEIGHT_FORMATS
+from ..limits import MAX_CONTEXT_TOKENS, MAX_PARAMS
 from ..spec import ModelArch
 from .layers import Layer, count_groups, gdn_layers, gqa_layers, kda_layers, mamba2_layers, mla_layers, routed_experts
 from .params import ParamCounts, count_params
@@ -83,9 +84,6 @@ ARCHITECTURE_TYPES: dict[str, str] = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "GptOssForCausalLM": "gpt_oss",
 }
-
-#: The most parameters a model may have (1e15): beyond any real model, within the records' columns.
-MAX_PARAMS: int = 10**15
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +187,7 @@ def model_record_from_config(
     layers: list[Layer] = builders[family]()
     hidden = r.integer("hidden_size")
     vocab = r.integer("vocab_size")
-    context = r.integer("max_position_embeddings")
+    context = r.integer("max_position_embeddings", maximum=MAX_CONTEXT_TOKENS)
     experts, top_k = routed_experts(r)
     counts = count_params(r, model_type, layers, notes)  # run anyway: it names its own missing keys
     errors.update(r.errors)
@@ -208,6 +206,8 @@ def model_record_from_config(
         errors["total_params"] = [f"Must exceed the {counts.experts:,} parameters the config puts in routed experts."]
     if active > total:
         errors["active_params"] = ["Cannot exceed the total parameter count."]
+    if total > MAX_PARAMS:
+        errors["total_params"] = [f"The config's dimensions give {total:,} parameters; the most is {MAX_PARAMS:,}."]
     if errors:
         raise EngineInputError(errors)
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..limits import MAX_EXPERTS
 from ..spec import LayerGroup
 from .reader import MAX_LAYERS, ConfigReader
 
@@ -171,7 +172,7 @@ def first_key(r: ConfigReader, keys: Sequence[str]) -> str | None:
 def routed_experts(r: ConfigReader) -> tuple[int, int]:
     """``(routed experts, experts per token)``; ``(0, 0)`` for a dense model."""
     key = first_key(r, EXPERT_KEYS)
-    experts = r.integer(key, minimum=0, maximum=1_000_000) if key else 0
+    experts = r.integer(key, minimum=0, maximum=MAX_EXPERTS) if key else 0
     if not experts:
         return 0, 0
     top_key = first_key(r, TOP_K_KEYS) or TOP_K_KEYS[0]

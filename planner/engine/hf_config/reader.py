@@ -14,12 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import is_int
+from ..limits import MAX_DIMENSION, MAX_LAYERS
 
-#: The largest whole number a dimension may take (a PostgreSQL ``integer``: the records' columns).
-MAX_DIMENSION: int = 2**31 - 1
-#: The most layers a config may declare: every real model has fewer than a thousand, and each layer
-#: is walked once, so a hostile count cannot make the import loop for long.
-MAX_LAYERS: int = 10_000
+# The largest dimension (a PostgreSQL ``integer``: the records' columns) and the most layers a config
+# may declare (each layer is walked once, so a hostile count cannot make the import loop for long):
+# the engine's own limits (``planner/engine/limits.py``), so an imported record always sizes.
 
 
 class ConfigReader:

@@ -18,11 +18,12 @@ from typing import Any
 
 from ..errors import EngineInputError
 from ..formats import DTYPE_BYTES
+from ..limits import MAX_GPUS, MAX_NODES, int_error
 from ..sizing.admission import usable_bytes
 from ..sizing.capacity import size
 from ..sizing.memo import check_model, model_constants
 from ..sizing.weights import per_gpu_shares
-from ..spec import Accelerator, Layout, ModelArch
+from ..spec import Accelerator, Layout, ModelArch, accelerator_errors
 from ..throughput.decode import DecodeModel
 from ..throughput.estimate import aggregated_latency, parse_usd, queue_wait_s
 from ..throughput.options import ThroughputOptions
@@ -70,6 +71,12 @@ def coerce_offers(offers: Iterable[SkuOffer | tuple[Accelerator, Any]]) -> list[
             raise EngineInputError.single("offers", "Each offer must be a SkuOffer or (Accelerator, USD per GPU-hour).")
     if not out:
         raise EngineInputError.single("offers", "Give at least one SKU with its price per GPU-hour.")
+    errors: dict[str, list[str]] = {}
+    for n, offer in enumerate(out):
+        for key, messages in accelerator_errors(offer.accelerator, speed=True).items():
+            errors[f"offers.{n}.{key}"] = messages
+    if errors:
+        raise EngineInputError(errors)
     return out
 
 
@@ -94,13 +101,19 @@ def check_search_inputs(
         errors["modes"] = [f"Use one or both of {', '.join(MODES)}."]
     if not kv_dtypes or any(k not in DTYPE_BYTES for k in kv_dtypes):
         errors["kv_cache_dtypes"] = [f"Use KV dtypes among {', '.join(DTYPE_BYTES)}."]
-    for name, value, low in (("max_nodes", max_nodes, 1), ("max_gpus", max_gpus, 1), ("top_n", top_n, 1)):
+    for name, value, high in (
+        ("max_nodes", max_nodes, MAX_NODES),
+        ("max_gpus", max_gpus, MAX_GPUS),
+        ("top_n", top_n, 1000),
+    ):
         if name == "max_gpus" and value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            errors[name] = ["Must be a positive whole number."]
-    if isinstance(examples, bool) or not isinstance(examples, int) or examples < 0:
-        errors["examples_per_reason"] = ["Must be a whole number, zero or more."]
+        message = int_error(value, 1, high)
+        if message:
+            errors[name] = [message]
+    message = int_error(examples, 0, 1000)
+    if message:
+        errors["examples_per_reason"] = [message]
     if errors:
         raise EngineInputError(errors)
 

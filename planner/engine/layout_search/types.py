@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from ..limits import MAX_BATCH, MAX_CONTEXT_TOKENS, MAX_REQUESTS_PER_DAY, MAX_SLO_MS, int_error
 from ..spec import Accelerator, Layout
 from ..throughput.options import ThroughputOptions
 from ..units import SECONDS_PER_DAY
@@ -52,10 +53,17 @@ class Workload:
         rpd = self.requests_per_day
         if isinstance(rpd, bool) or not isinstance(rpd, int | float) or not math.isfinite(rpd) or rpd <= 0:
             errors["requests_per_day"] = ["Must be a positive number of requests."]
-        for name in ("mean_prompt_tokens", "mean_output_tokens", "p95_context_tokens", "peak_concurrency"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                errors[name] = ["Must be a positive whole number."]
+        elif rpd > MAX_REQUESTS_PER_DAY:
+            errors["requests_per_day"] = [f"Must be at most {MAX_REQUESTS_PER_DAY:,.0f} requests a day."]
+        for name, high in (
+            ("mean_prompt_tokens", MAX_CONTEXT_TOKENS),
+            ("mean_output_tokens", MAX_CONTEXT_TOKENS),
+            ("p95_context_tokens", MAX_CONTEXT_TOKENS),
+            ("peak_concurrency", MAX_BATCH),
+        ):
+            message = int_error(getattr(self, name), 1, high)
+            if message:
+                errors[name] = [message]
         hit = self.prefix_cache_hit_rate
         if isinstance(hit, bool) or not isinstance(hit, int | float) or not 0 <= hit < 1:
             errors["prefix_cache_hit_rate"] = ["Must be a fraction from 0 up to (not including) 1."]
@@ -63,6 +71,8 @@ class Workload:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 errors[name] = ["Must be a positive number of milliseconds."]
+            elif value > MAX_SLO_MS:
+                errors[name] = [f"Must be at most {MAX_SLO_MS:,.0f} milliseconds."]
         return errors
 
     @property

@@ -24,6 +24,18 @@ from typing import Any
 
 from ..errors import EngineInputError, is_int, is_number
 from ..formats import DTYPE_BYTES, RAW_BITS, WEIGHT_FORMATS
+from ..limits import (
+    MAX_CONTEXT_TOKENS,
+    MAX_GIB,
+    MAX_GPUS,
+    MAX_HBM_GB,
+    MAX_RATIO,
+    MAX_STATE_SLOTS,
+    MIN_HBM_GB,
+    MIN_RATIO,
+    float_error,
+    int_error,
+)
 from ..profiles import ENGINES, EngineAllocation, allocate
 from ..spec import Accelerator, Layout, ModelArch
 from ..units import GB, GIB, ceil_div, gib_to_bytes
@@ -80,8 +92,8 @@ class EngineOptions:
         ):
             errors["engine_version"] = ["Give a release such as 0.11.0."]
         if self.max_model_len is not None:
-            if not is_int(self.max_model_len) or self.max_model_len < 1:
-                errors["max_model_len"] = ["Must be a positive whole number of tokens."]
+            if not is_int(self.max_model_len) or not 1 <= self.max_model_len <= MAX_CONTEXT_TOKENS:
+                errors["max_model_len"] = [f"Must be a whole number of tokens from 1 to {MAX_CONTEXT_TOKENS:,}."]
             elif limit and self.max_model_len > limit:
                 errors["max_model_len"] = [f"The model's maximum context is {limit} tokens."]
         if self.block_size_tokens is not None and (
@@ -89,8 +101,8 @@ class EngineOptions:
         ):
             errors["block_size_tokens"] = ["Must be a whole number of tokens from 1 to 65536."]
         gib = self.available_kv_cache_gib
-        if gib is not None and (not is_number(gib) or gib < 0 or gib > 1 << 20):
-            errors["available_kv_cache_gib"] = ["Must be a finite number of GiB, zero or more."]
+        if gib is not None and (not is_number(gib) or not 0 <= gib <= MAX_GIB):
+            errors["available_kv_cache_gib"] = [f"Must be a finite number of GiB from 0 to {MAX_GIB:,g}."]
         if not isinstance(self.prefix_caching, bool):
             errors["prefix_caching"] = ["Must be true or false."]
         return errors
@@ -127,26 +139,31 @@ def check_inputs(
         errors["gpu_memory_utilization"] = ["Must be a fraction above 0 and at most 1."]
     if pool not in POOLS:
         errors["pool"] = [f"Unknown pool {pool!r}; use one of {', '.join(POOLS)}."]
-    if not is_number(state_pool_ratio) or state_pool_ratio <= 0:
-        errors["state_pool_ratio"] = ["Must be a positive number (state pool : KV pool)."]
+    if not is_number(state_pool_ratio) or not MIN_RATIO <= state_pool_ratio <= MAX_RATIO:
+        errors["state_pool_ratio"] = [f"Must be a number from {MIN_RATIO:g} to {MAX_RATIO:g} (state pool : KV pool)."]
     if not isinstance(include_scale_overhead, bool):
         errors["include_scale_overhead"] = ["Must be true or false."]
-    if not is_int(state_slots_per_sequence) or state_slots_per_sequence < 1:
-        errors["state_slots_per_sequence"] = ["Must be a positive whole number."]
+    message = int_error(state_slots_per_sequence, 1, MAX_STATE_SLOTS)
+    if message:
+        errors["state_slots_per_sequence"] = [message]
     if kv_cache_dtype not in DTYPE_BYTES:
         errors["kv_cache_dtype"] = [f"Unknown KV cache dtype {kv_cache_dtype!r}; use one of {', '.join(DTYPE_BYTES)}."]
     if weight_format is not None and weight_format not in RAW_BITS:
         errors["weight_format"] = [f"Unknown weight format {weight_format!r}; use one of {', '.join(WEIGHT_FORMATS)}."]
     if runtime_reserve_gib is not None or batch_tokens is not None:
         errors.update(runtime_errors(runtime_reserve_gib, batch_tokens))
-    if not is_number(accelerator.hbm_gb) or accelerator.hbm_gb <= 0:
-        errors["hbm_gb"] = ["The accelerator's memory must be a positive number of GB."]
+    hbm_error = float_error(accelerator.hbm_gb, MAX_HBM_GB, MIN_HBM_GB, what="of GB")
+    if hbm_error:
+        errors["hbm_gb"] = [hbm_error]
+    reported = accelerator.hbm_bytes_reported
+    if reported is not None and int_error(reported, 1, round(MAX_HBM_GB * GB)):
+        errors["hbm_bytes_reported"] = [int_error(reported, 1, round(MAX_HBM_GB * GB))]
     if engine is not GENERIC:
         errors.update(engine.errors(c.model.max_context_tokens))
 
     gpus_default = False
-    if gpus is not None and (not is_int(gpus) or gpus < 1):
-        errors["gpus"] = ["Must be a positive whole number."]
+    if gpus is not None and (not is_int(gpus) or not 1 <= gpus <= MAX_GPUS):
+        errors["gpus"] = [f"Must be a whole number from 1 to {MAX_GPUS:,}."]
         layout = layout or _ONE
     elif layout is None:
         gpus_default = gpus is not None
@@ -163,8 +180,8 @@ def check_inputs(
     for context in contexts:
         if context is None:
             context_default = True
-        elif not is_int(context) or context < 1:
-            errors["context_tokens"] = ["Must be a positive whole number of tokens."]
+        elif not is_int(context) or not 1 <= context <= MAX_CONTEXT_TOKENS:
+            errors["context_tokens"] = [f"Must be a whole number of tokens from 1 to {MAX_CONTEXT_TOKENS:,}."]
         elif limit and context > limit:
             errors["context_tokens"] = [f"The model's maximum context is {limit} tokens."]
     if errors:

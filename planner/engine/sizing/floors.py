@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import EngineInputError
+from ..limits import MAX_CONTEXT_TOKENS, MAX_HBM_GB, MIN_HBM_GB, float_error, int_error
 from ..spec import Accelerator, ModelArch
 from ..units import GB, ceil_div, gb_to_bytes
 from .kv_cache import kv_geometry
@@ -30,9 +31,10 @@ TIER2_DEFAULT_CONTEXT_TOKENS: int = 8192
 
 def min_gpus_for_weights(weights_bytes: int, accelerator: Accelerator) -> int:
     """Fewest GPUs of ``accelerator`` whose nominal HBM holds ``weights_bytes`` (weights only)."""
+    message = float_error(accelerator.hbm_gb, MAX_HBM_GB, MIN_HBM_GB, what="of GB")
+    if message:
+        raise EngineInputError.single("hbm_gb", message)
     hbm = accelerator.hbm_bytes
-    if hbm <= 0:
-        raise EngineInputError.single("hbm_gb", "The accelerator's memory must be positive.")
     return max(1, ceil_div(weights_bytes, hbm)) if weights_bytes > 0 else 0
 
 
@@ -93,12 +95,16 @@ def single_gpu_fit(
             context = min(context, model.max_context_tokens)
     else:
         context = context_tokens
-        if isinstance(context, bool) or not isinstance(context, int) or context < 1:
-            errors["context_tokens"] = ["Must be a positive whole number of tokens."]
+        if int_error(context, 1, MAX_CONTEXT_TOKENS):
+            errors["context_tokens"] = [int_error(context, 1, MAX_CONTEXT_TOKENS, "of tokens")]
         elif model.max_context_tokens and context > model.max_context_tokens:
             errors["context_tokens"] = [f"The model's maximum context is {model.max_context_tokens} tokens."]
-    if isinstance(runtime_gb, bool) or not isinstance(runtime_gb, int | float) or not runtime_gb >= 0:
-        errors["runtime_gb"] = ["Must be a number of GB, zero or more."]
+    message = float_error(runtime_gb, MAX_HBM_GB, what="of GB")
+    if message:
+        errors["runtime_gb"] = [message]
+    message = float_error(accelerator.hbm_gb, MAX_HBM_GB, MIN_HBM_GB, what="of GB")
+    if message:
+        errors["hbm_gb"] = [message]
     if errors:
         raise EngineInputError(errors)
     other_fmt, expert_fmt = resolve_formats(model, weight_format)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import EngineInputError
+from ..limits import MAX_CONTEXT_TOKENS, MAX_GIB, float_error, int_error
 from ..spec import Accelerator, Layout, ModelArch
 from ..units import GIB, MIB, gib_to_bytes
 
@@ -110,12 +111,13 @@ def runtime_errors(
     ):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0 or value == float("inf"):
-            errors[name] = ["Must be a finite number of GiB, zero or more."]
-    if batch_tokens is not None and (
-        isinstance(batch_tokens, bool) or not isinstance(batch_tokens, int) or batch_tokens < 1
-    ):
-        errors["batch_tokens"] = ["Must be a positive whole number of tokens."]
+        message = float_error(value, MAX_GIB, what="of GiB")
+        if message:
+            errors[name] = [message]
+    if batch_tokens is not None:
+        message = int_error(batch_tokens, 1, MAX_CONTEXT_TOKENS, "of tokens")
+        if message:
+            errors["batch_tokens"] = [message]
     return errors
 
 

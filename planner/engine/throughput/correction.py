@@ -116,6 +116,21 @@ def _usable(value: float | None) -> bool:
     return value is not None and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
+#: The furthest a poll may be from the model, either way (a factor of a million): beyond it the poll
+#: is not a speed but a unit error or a stalled engine, and it would make the factor overflow.
+MAX_LOG_RATIO: float = math.log(1e6)
+
+
+def _log_ratio(observed: float, predicted: float) -> float | None:
+    """``log(observed / predicted)`` of two positive finite figures, ``None`` beyond ``MAX_LOG_RATIO``.
+
+    The log of the quotient, or where the quotient of a tiny and a huge float under- or overflows, the
+    difference of their logs."""
+    q = observed / predicted
+    r = math.log(q) if 0 < q < math.inf else math.log(observed) - math.log(predicted)
+    return r if abs(r) <= MAX_LOG_RATIO else None
+
+
 def _fit(log_ratios: list[float]) -> tuple[float, float | None]:
     """``(factor, residual)``: exp of the median log ratio, RMS of the log ratios about it."""
     if not log_ratios:
@@ -160,7 +175,8 @@ def fit_correction(
             key = (max(1, round(s.batch)), s.context_tokens)
             p = cache.get(key) or cache.setdefault(key, predict(*key))
         usable.append((s, p))
-    decode_logs = [math.log(s.tpot_s / p.tpot_s) for s, p in usable if _usable(s.tpot_s) and _usable(p.tpot_s)]
+    decode_logs = [_log_ratio(s.tpot_s, p.tpot_s) for s, p in usable if _usable(s.tpot_s) and _usable(p.tpot_s)]
+    decode_logs = [r for r in decode_logs if r is not None]
     counts = {"Decode": len(decode_logs)}
     decode_logs = decode_logs if len(decode_logs) >= min_samples else []
     decode_factor, decode_residual = _fit(decode_logs)
@@ -168,9 +184,10 @@ def fit_correction(
     for s, p in usable:
         if not (_usable(s.ttft_s) and _usable(p.prefill_s)):
             continue
-        observed = s.ttft_s - decode_factor * p.ttft_decode_s
-        if observed > 0:
-            prefill_logs.append(math.log(observed / p.prefill_s))
+        observed = s.ttft_s - decode_factor * p.ttft_decode_s if _usable(p.ttft_decode_s) else s.ttft_s
+        ratio = _log_ratio(observed, p.prefill_s) if _usable(observed) else None
+        if ratio is not None:
+            prefill_logs.append(ratio)
     counts["Prefill"] = len(prefill_logs)
     prefill_logs = prefill_logs if len(prefill_logs) >= min_samples else []
     prefill_factor, prefill_residual = _fit(prefill_logs)

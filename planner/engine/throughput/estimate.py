@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ..errors import EngineInputError
+from ..costs.money import MAX_PRICE_USD, MIN_NONZERO
+from ..errors import EngineInputError, is_number
+from ..limits import MAX_BATCH, MAX_CONTEXT_TOKENS, MAX_SLO_MS, int_error
 from ..sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, size
-from ..spec import Accelerator, Layout, ModelArch
+from ..spec import Accelerator, Layout, ModelArch, accelerator_errors
 from ..units import SECONDS_PER_HOUR, TOKENS_PER_MTOK
 from .decode import DecodeModel, DecodeStep, check_layout, check_step, decode_step
 from .options import DEFAULT_OPTIONS, ThroughputOptions
@@ -39,7 +41,8 @@ from .prefill import PrefillEstimate, PrefillModel, PrefillParts, prefill
 
 
 def parse_usd(value: Any, field: str = "usd_per_gpu_hour") -> Decimal:
-    """A non-negative, finite USD amount as ``Decimal`` (floats via their shortest repr)."""
+    """A USD amount from 0 to ``MAX_PRICE_USD`` as ``Decimal`` (floats via their shortest repr); a non-zero
+    amount below ``MIN_NONZERO`` is refused, as the cost modules do (its per-dollar figures would overflow)."""
     if isinstance(value, bool):
         raise EngineInputError.single(field, "Must be a number of USD.")
     try:
@@ -48,6 +51,10 @@ def parse_usd(value: Any, field: str = "usd_per_gpu_hour") -> Decimal:
         raise EngineInputError.single(field, "Must be a number of USD.") from None
     if not amount.is_finite() or amount < 0:
         raise EngineInputError.single(field, "Must be a finite number of USD, zero or more.")
+    if amount > MAX_PRICE_USD:
+        raise EngineInputError.single(field, f"Must be at most {MAX_PRICE_USD:,} USD.")
+    if amount and amount < MIN_NONZERO:
+        raise EngineInputError.single(field, f"Must be 0 or at least {MIN_NONZERO} USD.")
     return amount
 
 
@@ -208,18 +215,21 @@ def estimate(
     (``Decimal``, ``float``, ``int`` or ``str``) adds the per-dollar figures. Raises ``EngineInputError``.
     """
     layout = layout or Layout()
-    errors = options.errors()
+    errors = {**options.errors(), **accelerator_errors(accelerator, speed=True)}
     for name, value in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            errors[name] = ["Must be a positive whole number of tokens."]
+        message = int_error(value, 1, MAX_CONTEXT_TOKENS, "of tokens")
+        if message:
+            errors[name] = [message]
     hit = prefix_cache_hit_rate
     if isinstance(hit, bool) or not isinstance(hit, int | float) or not 0 <= hit < 1:
         errors["prefix_cache_hit_rate"] = ["Must be a fraction from 0 up to (not including) 1."]
     for name, value in (("ttft_slo_ms", ttft_slo_ms), ("tpot_slo_ms", tpot_slo_ms)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not value > 0):
-            errors[name] = ["Must be a positive number of milliseconds."]
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
-        errors["batch"] = ["Must be a positive whole number of sequences."]
+        if value is not None and (not is_number(value) or not 0 < value <= MAX_SLO_MS):
+            errors[name] = [f"Must be a positive number of milliseconds, at most {MAX_SLO_MS:,g}."]
+    if batch is not None:
+        message = int_error(batch, 1, MAX_BATCH, "of sequences")
+        if message:
+            errors["batch"] = [message]
     if errors:
         raise EngineInputError(errors)
     price = None if usd_per_gpu_hour is None else parse_usd(usd_per_gpu_hour)

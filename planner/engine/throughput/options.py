@@ -54,6 +54,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import EngineInputError
+from ..limits import (
+    MAX_BATCH,
+    MAX_CONTEXT_TOKENS,
+    MAX_GPUS,
+    MAX_RATE,
+    MAX_STEP_SECONDS,
+    MIN_EFFICIENCY,
+    MIN_RATE,
+    int_error,
+)
 from ..spec import Accelerator
 from ..units import GB
 
@@ -115,10 +125,10 @@ class ThroughputOptions:
         errors: dict[str, list[str]] = {}
         for name in ("memory_bandwidth_efficiency", "compute_efficiency", "link_efficiency"):
             value = getattr(self, name)
-            if not _number(value) or not 0 < value <= 1:
-                errors[name] = ["Must be a fraction above 0 and at most 1."]
-        if not _number(self.network_gbps) or self.network_gbps <= 0:
-            errors["network_gbps"] = ["Must be a positive number of GB/s."]
+            if not _number(value) or not MIN_EFFICIENCY <= value <= 1:
+                errors[name] = [f"Must be a fraction from {MIN_EFFICIENCY:g} to 1."]
+        if not _number(self.network_gbps) or not MIN_RATE <= self.network_gbps <= MAX_RATE:
+            errors["network_gbps"] = [f"Must be a number of GB/s from {MIN_RATE:g} to {MAX_RATE:,g}."]
         for name in (
             "link_latency_s",
             "network_latency_s",
@@ -127,15 +137,20 @@ class ThroughputOptions:
             "eager_kernel_launch_s",
         ):
             value = getattr(self, name)
-            if not _number(value) or value < 0:
-                errors[name] = ["Must be a number of seconds, zero or more."]
+            if not _number(value) or not 0 <= value <= MAX_STEP_SECONDS:
+                errors[name] = [f"Must be a number of seconds from 0 to {MAX_STEP_SECONDS:g}."]
         for name in ("cuda_graphs", "overlap"):
             if not isinstance(getattr(self, name), bool):
                 errors[name] = ["Must be true or false."]
-        for name in ("scaleup_domain_gpus", "prefill_chunk_tokens", "cuda_graph_max_batch", "gemm_tile_tokens"):
+        for name, high in (
+            ("scaleup_domain_gpus", MAX_GPUS),
+            ("prefill_chunk_tokens", MAX_CONTEXT_TOKENS),
+            ("cuda_graph_max_batch", MAX_BATCH),
+            ("gemm_tile_tokens", MAX_BATCH),
+        ):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                errors[name] = ["Must be a positive whole number."]
+            if value is not None and int_error(value, 1, high):
+                errors[name] = [int_error(value, 1, high)]
         if self.compute_format is not None and self.compute_format not in COMPUTE_FORMATS:
             errors["compute_format"] = [f"Unknown compute format; use one of {', '.join(COMPUTE_FORMATS)}."]
         return errors

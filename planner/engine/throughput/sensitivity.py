@@ -42,6 +42,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import EngineInputError
+from ..limits import MAX_STEP_SECONDS, MIN_EFFICIENCY
 from ..spec import Accelerator, Layout, ModelArch
 from .estimate import ThroughputResult, estimate
 from .options import DEFAULT_OPTIONS, ThroughputOptions
@@ -49,8 +50,13 @@ from .options import DEFAULT_OPTIONS, ThroughputOptions
 #: Default relative move of each factor: x0.8 and x1.2 (see the module docstring for why).
 DEFAULT_SPREAD: float = 0.2
 
-#: Name endings of the ``ThroughputOptions`` fields the band moves, and the upper bound of each kind.
-EFFICIENCY_SUFFIXES: dict[str, float] = {"_efficiency": 1.0, "_overhead_s": math.inf, "_launch_s": math.inf}
+#: Name endings of the ``ThroughputOptions`` fields the band moves, and the (lower, upper) bounds of each
+#: kind: the options' own limits (``planner/engine/limits.py``), so a moved factor is always a valid option.
+EFFICIENCY_SUFFIXES: dict[str, tuple[float, float]] = {
+    "_efficiency": (MIN_EFFICIENCY, 1.0),
+    "_overhead_s": (0.0, MAX_STEP_SECONDS),
+    "_launch_s": (0.0, MAX_STEP_SECONDS),
+}
 
 
 def efficiency_factors(options: ThroughputOptions = DEFAULT_OPTIONS) -> tuple[str, ...]:
@@ -64,8 +70,8 @@ def efficiency_factors(options: ThroughputOptions = DEFAULT_OPTIONS) -> tuple[st
     return tuple(names)
 
 
-def _upper_bound(name: str) -> float:
-    return next(bound for suffix, bound in EFFICIENCY_SUFFIXES.items() if name.endswith(suffix))
+def _bounds(name: str) -> tuple[float, float]:
+    return next(bounds for suffix, bounds in EFFICIENCY_SUFFIXES.items() if name.endswith(suffix))
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +193,9 @@ def sensitivity(
     slower: dict[str, float] = {}
     for name in efficiency_factors(base):
         value = float(getattr(base, name))
-        lo = value * (1 - spread)
-        hi = min(value * (1 + spread), _upper_bound(name))
+        low, high = _bounds(name)
+        lo = max(value * (1 - spread), low)
+        hi = min(value * (1 + spread), high)
         at_lo, at_hi = run(replace(base, **{name: lo})), run(replace(base, **{name: hi}))
         results += [at_lo, at_hi]
         pts = [(lo, at_lo), (value, central), (hi, at_hi)]
