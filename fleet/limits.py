@@ -2,7 +2,13 @@
 engine's integer, float and Decimal arithmetic represents every result (a 10**30 GPU count made
 ``decimal.InvalidOperation``; 1e308 GiB overflowed to infinity). The API's serializers and the
 pages' forms both use them, so the schema shows them as ``maximum`` and a value above is a 400
-naming the limit."""
+naming the limit. Where the engine enforces a limit of its own (``planner/engine/limits.py``,
+``planner/engine/costs/money.py``) these are the same or tighter, so an input the API accepts is
+one the engine computes."""
+
+from planner.engine.costs.money import MAX_PRICE_USD
+
+__all__ = ["MAX_PRICE_USD"]
 
 #: GPUs of one cluster or comparison.
 MAX_GPUS = 1 << 20
@@ -16,8 +22,8 @@ MAX_MONTHLY = 10**15
 MAX_GIB_PER_GPU = 4096
 #: Any other float a record holds (GB, TB/s, TFLOPS, Gb/s): a billion of its unit.
 MAX_FIGURE = 1e9
-#: Requests a day of one workload (ten billion): with MAX_TOKENS each and prices of 14 digits a
-#: month's API bill stays inside Decimal's 28 digits.
-MAX_REQUESTS_PER_DAY = 10**10
+#: Requests a day of one workload (a billion): with MAX_TOKENS each, 31 days make 5.2e17 tokens a
+#: month, inside the engine's 1e18, and the month's API bill stays inside Decimal's 28 digits.
+MAX_REQUESTS_PER_DAY = 10**9
 #: Sequences at once (a workload's peak, a batch).
 MAX_CONCURRENCY = 1 << 30

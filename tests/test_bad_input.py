@@ -262,7 +262,7 @@ WORKLOAD = {
     "slug": "w1",
     "name": "w",
     "team": "t",
-    "requests_per_day": 10**10,
+    "requests_per_day": 10**9,
     "mean_prompt_tokens": 1 << 24,
     "mean_output_tokens": 1 << 24,
     "p95_context_tokens": 1 << 24,
@@ -286,12 +286,15 @@ def test_the_largest_workload_still_compares_with_the_api(admin_api):
         "workload": "w1",
         "gpus": 8,
         "usd_per_gpu_hour": "2",
-        "input_cache_hit_usd_per_mtok": "9999999999.9999",
-        "input_cache_miss_usd_per_mtok": "9999999999.9999",
-        "output_usd_per_mtok": "9999999999.9999",
+        "input_cache_hit_usd_per_mtok": "10000",
+        "input_cache_miss_usd_per_mtok": "10000",
+        "output_usd_per_mtok": "10000",
     }
     r = admin_api.post("/api/v1/breakeven/", body, format="json")
     assert r.status_code == 200, r.content
+    # One cent above the engine's price limit is a 400 naming it, at the API's own check.
+    r = admin_api.post("/api/v1/breakeven/", {**body, "output_usd_per_mtok": "10000.01"}, format="json")
+    assert r.status_code == 400 and "10000" in r.json()["output_usd_per_mtok"][0].replace(",", "")
 
 
 @pytest.mark.parametrize("path, json_body", [("/api/v1/skus/", True), ("/clusters/x/", False)])

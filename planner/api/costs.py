@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from fleet.api.history import HistoryMixin
 from fleet.api.permissions import require
-from fleet.limits import MAX_DEGREE, MAX_GPUS, MAX_MONTHLY
+from fleet.limits import MAX_DEGREE, MAX_GPUS, MAX_MONTHLY, MAX_PRICE_USD
 from planner.breakeven import BreakevenRequest, compare
 from planner.decisions import NOTE_MAX_CHARS, record_decision
 from planner.engine import PRICING_KINDS
@@ -27,7 +27,14 @@ from planner.spend import spend_csv, spend_for
 
 
 def _money(**kwargs: Any) -> serializers.DecimalField:
-    return serializers.DecimalField(max_digits=14, decimal_places=4, min_value=Decimal(0), required=False, **kwargs)
+    return serializers.DecimalField(
+        max_digits=14,
+        decimal_places=4,
+        min_value=Decimal(0),
+        max_value=Decimal(MAX_PRICE_USD),
+        required=False,
+        **kwargs,
+    )
 
 
 def _count(**kwargs: Any) -> serializers.IntegerField:
