@@ -6,7 +6,7 @@ naming the limit. Where the engine enforces a limit of its own (``planner/engine
 ``planner/engine/costs/money.py``) these are the same or tighter, so an input the API accepts is
 one the engine computes."""
 
-from planner.engine.costs.money import MAX_PRICE_USD
+from planner.engine import MAX_PRICE_USD
 
 __all__ = ["MAX_PRICE_USD"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
@@ -102,6 +104,22 @@ class ModelSpec(TimeStamped, Sourced):
         return self.n_routed_experts > 0
 
     def to_engine(self) -> ModelArch:
-        """The engine's view of this record (raises EngineInputError for invalid layer groups)."""
+        """The engine's view of this record (raises EngineInputError for invalid layer groups).
+
+        The same figures give the same (frozen) ``ModelArch`` object, across requests too, so the
+        engine's per-model memo (``size()`` and its constants) carries over from one page view to
+        the next: the key is every figure itself, never a timestamp, so an edit is a new key."""
         # Only the figures the engine reads: a page that defers ``source`` must not load it here.
-        return ModelArch.from_record({name: getattr(self, name) for name in ("name", *self.FIGURES)})
+        record = {name: getattr(self, name) for name in ("name", *self.FIGURES)}
+        key = json.dumps(record, sort_keys=True, default=str)
+        hit = _ENGINE_MODELS.get(key)
+        if hit is None:
+            if len(_ENGINE_MODELS) >= MAX_ENGINE_MODELS:
+                _ENGINE_MODELS.clear()
+            hit = _ENGINE_MODELS[key] = ModelArch.from_record(record)
+        return hit
+
+
+#: Engine models by their figures (``ModelSpec.to_engine``); bounded like the engine's own memo.
+MAX_ENGINE_MODELS = 256
+_ENGINE_MODELS: dict[str, ModelArch] = {}

@@ -29,6 +29,7 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 """
 
 from planner.engine.costs import (
+    MAX_PRICE_USD,
     PRICING_KINDS,
     BreakevenResult,
     ClusterState,
@@ -96,6 +97,7 @@ __all__ = [
     "KIB",
     "KV_CACHE_DTYPES",
     "MAX_LOG_BYTES",
+    "MAX_PRICE_USD",
     "MIB",
     "MODEL_RECORD_FIELDS",
     "MODES",

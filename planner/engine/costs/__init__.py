@@ -44,10 +44,12 @@ from .formulas import (
     idle_cost_usd,
     rent_usd,
 )
+from .money import MAX_PRICE_USD
 from .quotes import PRICING_KINDS, Quote, quote_in_force, quotes_in_force, rate_from_quotes
 from .spend import STATUSES, ClusterSpend, ClusterState, SpendResult, SpendSubtotal, monthly_spend
 
 __all__ = [
+    "MAX_PRICE_USD",
     "PRICING_KINDS",
     "STATUSES",
     "BreakevenResult",

@@ -517,7 +517,47 @@ def size(
     Raises ``EngineInputError`` whose ``errors`` keys are the API field names (``tp``, ``pp``,
     ``dp``, ``ep``, ``gpus``, ``context_tokens``, ``gpu_memory_utilization``, ``weight_format``,
     ``kv_cache_dtype``, ``pool``, ``state_pool_ratio``, ``runtime_reserve_gib``, ...).
+
+    Memoised per model (``ModelArch`` is frozen; the memo is ``ModelConstants.result``, bounded) on
+    every other input with its type, so a page sizing the same deployments every few seconds pays
+    for each once; the result is shared: callers must not mutate it. Errors are not memoised.
     """
+    inputs = (
+        accelerator, gpus, layout, weight_format, include_scale_overhead, kv_cache_dtype, context_tokens,
+        gpu_memory_utilization, runtime_reserve_gib, pool, state_pool_ratio, batch_tokens,
+        state_slots_per_sequence, engine, engine_version, max_model_len, block_size_tokens,
+        available_kv_cache_gib, prefix_caching,
+    )  # fmt: skip
+    key = ("size", *((type(value), value) for value in inputs))
+    try:
+        hash(key)
+    except TypeError:  # an unhashable input (a caller's list): computed, and refused or answered, unmemoised
+        return _size(model, *inputs)
+    return model_constants(model).result(key, lambda: _size(model, *inputs))
+
+
+def _size(
+    model: ModelArch,
+    accelerator: Accelerator,
+    gpus: int | None,
+    layout: Layout | None,
+    weight_format: str | None,
+    include_scale_overhead: bool,
+    kv_cache_dtype: str,
+    context_tokens: int | None,
+    gpu_memory_utilization: float,
+    runtime_reserve_gib: float | None,
+    pool: str,
+    state_pool_ratio: float,
+    batch_tokens: int | None,
+    state_slots_per_sequence: int,
+    engine: str,
+    engine_version: str | None,
+    max_model_len: int | None,
+    block_size_tokens: int | None,
+    available_kv_cache_gib: float | None,
+    prefix_caching: bool,
+) -> SizingResult:
     p = _prepare(
         model,
         accelerator,

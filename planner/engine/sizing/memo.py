@@ -24,7 +24,7 @@ MAX_MODELS: int = 256
 class ModelConstants:
     """Memoised, per-model figures. Read-only for callers; filled lazily."""
 
-    __slots__ = ("_geometry", "_layouts", "_text", "_weights", "errors", "has_linear", "model")
+    __slots__ = ("_geometry", "_layouts", "_results", "_text", "_weights", "errors", "has_linear", "model")
 
     def __init__(self, model: ModelArch):
         self.model = model
@@ -34,6 +34,7 @@ class ModelConstants:
         self._geometry: dict[tuple[str, int, int], tuple[KvGeometry, int, int, tuple[str, ...]]] = {}
         self._layouts: dict[tuple[Any, ...], dict[str, list[str]]] = {}
         self._text: dict[Any, Any] = {}
+        self._results: dict[Any, Any] = {}
 
     def weights(
         self, weight_format: str | None, include_scale_overhead: bool
@@ -68,6 +69,17 @@ class ModelConstants:
             hit = self._layouts[key] = _layout_errors(self.model, layout)
         return hit
 
+    def result(self, key: Any, build: Any) -> Any:
+        """A memoised whole result (``size()``, ``estimate()``): ``build()`` once per ``key``; its
+        own bound (``MAX_RESULTS``), so a layout search sizing thousands of layouts once each does
+        not push out the assumption texts and allocations every call reuses."""
+        hit = self._results.get(key)
+        if hit is None:
+            if len(self._results) >= MAX_RESULTS:
+                self._results.clear()
+            hit = self._results[key] = build()
+        return hit
+
     def text(self, key: Any, build: Any) -> Any:
         """Memoised assumption text (and engine allocations): ``build()`` once per ``key``.
 
@@ -84,6 +96,8 @@ class ModelConstants:
 _MEMO: dict[int, ModelConstants] = {}
 #: Entries of one model's text memo before it is cleared (``ModelConstants.text``).
 MAX_TEXTS: int = 4096
+#: Whole results memoised per model (``ModelConstants.result``).
+MAX_RESULTS: int = 2048
 
 
 def model_constants(model: ModelArch) -> ModelConstants:

@@ -33,6 +33,7 @@ from ..costs.money import MAX_PRICE_USD, MIN_NONZERO
 from ..errors import EngineInputError, is_number
 from ..limits import MAX_BATCH, MAX_CONTEXT_TOKENS, MAX_SLO_MS, int_error
 from ..sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, size
+from ..sizing.memo import model_constants
 from ..spec import Accelerator, Layout, ModelArch, accelerator_errors
 from ..units import SECONDS_PER_HOUR, TOKENS_PER_MTOK
 from .decode import DecodeModel, DecodeStep, check_layout, check_step, decode_step
@@ -213,7 +214,41 @@ def estimate(
     context of a running sequence, ``prompt + output / 2``. ``batch`` defaults to the concurrency
     limit (at least 1, so a configuration that admits nothing still gets timed). ``usd_per_gpu_hour``
     (``Decimal``, ``float``, ``int`` or ``str``) adds the per-dollar figures. Raises ``EngineInputError``.
+
+    Memoised per model on every other input with its type, like ``size()`` (the result is frozen);
+    a deployment page times the same batches at every view.
     """
+    inputs = (
+        accelerator, layout, prompt_tokens, output_tokens, context_tokens, batch, prefix_cache_hit_rate,
+        ttft_slo_ms, tpot_slo_ms, usd_per_gpu_hour, kv_cache_dtype, weight_format, include_scale_overhead,
+        gpu_memory_utilization, options,
+    )  # fmt: skip
+    key = ("estimate", *((type(value), value) for value in inputs))
+    try:
+        hash(key)
+    except TypeError:  # an unhashable input: computed (and refused or answered) unmemoised
+        return _estimate(model, *inputs)
+    return model_constants(model).result(key, lambda: _estimate(model, *inputs))
+
+
+def _estimate(
+    model: ModelArch,
+    accelerator: Accelerator,
+    layout: Layout | None,
+    prompt_tokens: int,
+    output_tokens: int,
+    context_tokens: int | None,
+    batch: int | None,
+    prefix_cache_hit_rate: float,
+    ttft_slo_ms: float | None,
+    tpot_slo_ms: float | None,
+    usd_per_gpu_hour: Decimal | float | int | str | None,
+    kv_cache_dtype: str,
+    weight_format: str | None,
+    include_scale_overhead: bool,
+    gpu_memory_utilization: float,
+    options: ThroughputOptions,
+) -> ThroughputResult:
     layout = layout or Layout()
     errors = {**options.errors(), **accelerator_errors(accelerator, speed=True)}
     for name, value in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens)):
