@@ -203,13 +203,14 @@ class LeaseLost(Exception):
     """This run no longer holds the plan's lease (it expired and another run took the plan over)."""
 
 
-def execute_plan(plan_id: str, on_progress: Callable[[int, int], None] | None = None) -> Plan:
+def execute_plan(plan_id: str, on_progress: Callable[[int, int], None] | None = None) -> Plan | None:
     """Run a queued plan to completion under a lease, renewed as the search reports progress
     (idempotent: a plan finished, cancelled or leased by a live run is returned untouched; a run
-    that lost its lease stops and writes nothing, so the outcome is written exactly once)."""
+    that lost its lease stops and writes nothing, so the outcome is written exactly once). None
+    when no such plan exists (deleted after its task was sent)."""
     token = claim(plan_id)
     if token is None:
-        return Plan.objects.get(pk=plan_id)
+        return Plan.objects.filter(pk=plan_id).first()
     mine = Plan.objects.filter(pk=plan_id, lease_token=token, status=Plan.Status.RUNNING)
     plan = Plan.objects.select_related("model", "workload").get(pk=plan_id)
     options = plan.options

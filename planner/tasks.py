@@ -22,10 +22,11 @@ from fleet.tasks import RETRY_ON_TRANSIENT
 )
 def run_plan(self, plan_id: str) -> str:
     """Run a queued plan (task id = plan id; a redelivered task finds it claimed under a live lease,
-    or finished, and returns; one whose lease expired is taken over)."""
+    or finished, and returns; one whose lease expired is taken over; a deleted plan is "gone")."""
     from planner.plans import execute_plan
 
-    return execute_plan(plan_id).status
+    plan = execute_plan(plan_id)
+    return "gone" if plan is None else plan.status
 
 
 # No retries: beat sends it every 30 s, and each run looks at every plan afresh.

@@ -235,3 +235,14 @@ def test_only_the_requester_or_an_admin_may_cancel_a_plan(client_for, make_user,
     second = owner.post(URL, BODY, format="json").json()["id"]
     assert owner.post(f"{URL}{second}/cancel/").status_code == 200
     assert Group.objects.get(name="admin").permissions.filter(codename="cancel_any_plan").exists()
+
+
+@pytest.mark.django_db
+def test_a_task_for_a_plan_that_no_longer_exists_is_gone_not_an_error(db):
+    """A message outliving its plan (deleted, or left in a broker folder by another database) ended
+    in DoesNotExist in the worker log; it is acknowledged as gone."""
+    from planner.tasks import run_plan
+
+    missing = "00000000-0000-0000-0000-000000000000"
+    assert plan_service.execute_plan(missing) is None
+    assert run_plan.apply(args=[missing]).get() == "gone"
