@@ -26,9 +26,18 @@ _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
-def control_character_message(value: str) -> str | None:
+#: Fields that hold an engine's startup log as pasted from a terminal: ANSI colour and cursor
+#: sequences (``ESC [ 1 ; 36 m``) are what such logs carry (vLLM colours its process prefixes) and the
+#: log parser strips them (``planner.engine.startup_log``), so there, and only there, they are allowed.
+LOG_FIELDS = frozenset({"log"})
+ANSI_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
+
+
+def control_character_message(value: str, *, log: bool = False) -> str | None:
     """The message for the first refused control character (or lone surrogate) in ``value``, or
-    None when clean."""
+    None when clean; ``log``: ANSI escape sequences are not refused (``LOG_FIELDS``)."""
+    if log:
+        value = ANSI_SEQUENCE.sub("", value)
     found = CONTROL_CHARACTERS.search(value)
     if found is None:
         return None
@@ -41,7 +50,7 @@ def control_character_errors(data: Any, path: str = "") -> dict[str, list[str]]:
     included) holding a refused control character."""
     errors: dict[str, list[str]] = {}
     if isinstance(data, str):
-        message = control_character_message(data)
+        message = control_character_message(data, log=not LOG_FIELDS.isdisjoint(path.split(".")))
         if message:
             errors[path or "non_field_errors"] = [message]
     elif isinstance(data, dict):

@@ -44,10 +44,10 @@ class RefuseControlCharacters:
             sources.append(request.POST)
         for source in sources:
             for name in source:
-                values = {"_": source.getlist(name)}
+                values = {name: source.getlist(name)}
                 name_problem = inputs.control_character_message(name)
                 if name_problem:
                     errors["parameter name"] = ["A parameter name contains a control character."]
-                elif inputs.control_character_errors(values):
-                    errors[name] = [next(iter(inputs.control_character_errors(values).values()))[0]]
+                elif found := inputs.control_character_errors(values):
+                    errors[name] = [next(iter(found.values()))[0]]
         return errors

@@ -121,3 +121,23 @@ def test_a_logged_secret_never_reaches_the_page(client, make_user, next_deployme
     client.post(CALIBRATE, {"log": log})
     assert secret not in client.get(PAGE).content.decode()
     assert secret not in Calibration.objects.get().log_text
+
+
+def _coloured(log: str) -> str:
+    """The log as a terminal shows it: vLLM colours its process prefixes with ANSI sequences."""
+    return "\n".join(f"\x1b[1;36m(EngineCore_DP0 pid=1)\x1b[0;0m {line}" for line in log.splitlines())
+
+
+def test_a_log_pasted_with_its_terminal_colours_calibrates(client, make_user, next_deployment, platform_api):
+    """The control-character check refused ESC in a pasted log (a 400 page) although the log parser
+    strips colour codes; logs may carry ANSI sequences, and only logs, and still never a NUL."""
+    client.force_login(make_user("p2", "platform"))
+    response = client.post(CALIBRATE, {"log": _coloured(QWEN3_NEXT), "measured_on": "2025-10-23"})
+    assert response.status_code == 302, response.content[:500]
+    assert ">973,760<" in row(client.get(PAGE).content.decode(), "GPU KV cache size")
+    r = platform_api.post("/api/v1/calibrations/", {"deployment": "next", "log": _coloured(QWEN3_NEXT)}, format="json")
+    assert r.status_code == 201, r.content[:500]
+    nul = client.post(CALIBRATE, {"log": QWEN3_NEXT + "\x00", "measured_on": "2025-10-23"})
+    assert nul.status_code == 400
+    # Anywhere else an escape character is still refused.
+    assert client.post(CALIBRATE, {"log": QWEN3_NEXT, "measured_on": "2025-10-23\x1b[0m"}).status_code == 400
