@@ -102,7 +102,7 @@ def does_not_fit_message(deployment: Deployment, deficit_bytes: int) -> str:
     """What a person registering a layout that does not fit is told (the deficit in GiB and bytes)."""
     sku = deployment.cluster.sku
     return (
-        f"This layout does not fit: each of its {deployment.gpus_per_replica} {sku.name} GPUs per replica is "
+        f"This layout does not fit: each GPU ({deployment.gpus_per_replica} x {sku.name} per replica) is "
         f"{deficit_bytes / GIB:,.1f} GiB ({deficit_bytes:,} bytes) short of the weights, runtime and one sequence "
         f"at {deployment.planning_context_tokens:,} tokens of context. Use more GPUs per replica (tp, pp), a "
         "larger GPU, fp8 KV cache or a smaller weight format."
