@@ -130,3 +130,18 @@ def test_the_page_shows_the_deficit_and_no_recommendation_for_a_layout_that_does
     assert 'id="does-not-fit"' in page and "GiB short" in page
     assert "none (does not fit)" in page and "no recommendation" in page
     assert "Renting is cheaper" not in page and "Renting costs less" not in page
+
+
+@pytest.mark.django_db
+def test_the_model_pages_what_if_button_lands_on_a_sized_answer(catalog, client, make_user):
+    """Issue 15: the model page's "What-if" button landed on "sku: This field is required"."""
+    import re
+    from html import unescape
+
+    client.force_login(make_user("v", "viewer"))
+    page = client.get("/models/llama-3.1-70b/").content.decode()
+    href = unescape(re.search(r'id="what-if-link" href="([^"]+)"', page).group(1))
+    assert "sku=" in href and "gpus=" in href
+    answer = client.get(href)
+    body = answer.content.decode()
+    assert answer.status_code == 200 and "This field is required" not in body and "has-error" not in body

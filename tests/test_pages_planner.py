@@ -63,7 +63,9 @@ def test_model_page_shows_the_seeds_floors_and_the_shipped_ones(viewer, catalog)
     rows = dict(
         (name, tuple(int(n) for n in nums))
         for name, *nums in re.findall(
-            r'<tr><td>([^<]+)</td><td class="num">(\d+)</td><td class="num">(\d+)</td><td class="num">(\d+)</td>', table
+            r'<tr><td><a [^>]+>([^<]+)</a></td><td class="num">(\d+)</td><td class="num">(\d+)</td>'
+            r'<td class="num">(\d+)</td>',
+            table,
         )
     )
     assert rows["NVIDIA H100 SXM 80GB"] == (18, 19, 21)

@@ -3,6 +3,9 @@ from a config.json."""
 
 from __future__ import annotations
 
+import math
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -50,17 +53,23 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
     for sku in HardwareSku.objects.all():
         accel = sku.to_engine()
         fit = single_gpu_fit(arch, accel, context_tokens=min(8192, model.max_context_tokens))
+        min_gpus = min_gpus_for_weights(shipped, accel)
         floors.append(
             {
                 "sku": sku,
                 "raw": min_gpus_for_weights(raw, accel),
                 "scaled": min_gpus_for_weights(scaled, accel),
-                "min_gpus": min_gpus_for_weights(shipped, accel),
+                "min_gpus": min_gpus,
                 "single": fit,
+                "what_if": what_if_query(model.slug, sku.slug, min_gpus),
             }
         )
+    # The page's What-if button: the SKU that holds the weights on the fewest GPUs (it used to land
+    # on "sku: This field is required").
+    fewest = min(floors, key=lambda f: (f["min_gpus"], -f["sku"].hbm_gb), default=None)
     context = {
         "m": model,
+        "what_if": fewest["what_if"] if fewest else urlencode({"model": model.slug}),
         "by_format": by_format,
         "shipped_tb": shipped / 1e12,
         "low_bit": low_bit,
@@ -73,6 +82,14 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
         **history_section(model, "model"),
     }
     return render(request, "planner/model.html", context)
+
+
+def what_if_query(model: str, sku: str, min_gpus: int) -> str:
+    """The what-if page's query for ``model`` on ``sku``: the weights' floor rounded up to a power of
+    two GPUs (a layout tp must divide), tp up to one 8-GPU node and dp across the rest."""
+    gpus = 1 << max(0, math.ceil(math.log2(max(1, min_gpus))))
+    tp = min(gpus, 8)
+    return urlencode({"model": model, "sku": sku, "gpus": gpus, "tp": tp, "dp": gpus // tp})
 
 
 @add_or_change_required("fleet", "modelspec")
