@@ -183,7 +183,11 @@ def speed_of(sizing: Sizing, usd_per_gpu_hour: object = None) -> ThroughputResul
 
 
 def _model_speed(sizing: Sizing, usd_per_gpu_hour: object) -> ThroughputResult:
+    """Timed at the concurrency this sizing admits per replica (its pool, engine profile and
+    context), not at the throughput model's own memory limit: a split pool that admits 8 sequences
+    is quoted at 8, not at the unified pool's 15."""
     request, context = sizing.request, sizing.result.context_tokens
+    admitted = sizing.result.max_concurrent_sequences_per_replica
     return estimate(
         sizing.model.to_engine(),
         sizing.sku.to_engine(),
@@ -191,6 +195,7 @@ def _model_speed(sizing: Sizing, usd_per_gpu_hour: object) -> ThroughputResult:
         prompt_tokens=min(2048, max(1, context // 2)),
         output_tokens=min(256, max(1, context // 4)),
         context_tokens=context,
+        batch=max(1, admitted) if admitted else None,
         usd_per_gpu_hour=usd_per_gpu_hour,
         kv_cache_dtype=request.kv_cache_dtype or "bf16",
         weight_format=request.weight_format,

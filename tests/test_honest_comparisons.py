@@ -145,3 +145,18 @@ def test_the_model_pages_what_if_button_lands_on_a_sized_answer(catalog, client,
     answer = client.get(href)
     body = answer.content.decode()
     assert answer.status_code == 200 and "This field is required" not in body and "has-error" not in body
+
+
+@pytest.mark.django_db
+def test_what_if_quotes_speed_at_the_concurrency_its_pool_admits(catalog):
+    """Issue 15: what-if quoted speed and cost at 15 sequences per replica when only 8 fit (split pool)."""
+    from planner.sizing import SizingRequest, size_layout, speed_of
+
+    shape = {"model": "kimi-k3", "sku": "h200-141gb", "gpus": 16, "tp": 8, "dp": 2, "ep": 16}
+    shape |= {"kv_cache_dtype": "fp8", "context_tokens": 131072}
+    unified = size_layout(SizingRequest(**shape, pool="unified"))
+    split = size_layout(SizingRequest(**shape, pool="split"))
+    admitted = split.result.max_concurrent_sequences_per_replica
+    assert 0 < admitted < unified.result.max_concurrent_sequences_per_replica
+    assert speed_of(split).batch == admitted
+    assert speed_of(unified).batch == unified.result.max_concurrent_sequences_per_replica
