@@ -113,3 +113,33 @@ def test_plans_and_what_if_query_counts_are_constant(client, make_user, setup):
         Plan.objects.create(model=model, workload=workload)
     assert count("/plans/") == few_plans
     assert count(whatif) == few_whatif
+
+
+@pytest.mark.django_db
+def test_the_ranking_shows_layouts_sku_names_ties_and_counts_that_add_up(client, make_user, setup):
+    """Issue 15: the ranking had no layout (rows looked identical), SKUs as slugs, equal costs
+    labelled costs_more, reject counts that added to more than the candidates, and a Cancel button
+    left on a finished plan."""
+    import re
+
+    client.force_login(make_user("p", "platform"))
+    client.post("/plans/start/", {"model": "kimi-k3", "workload": "agent", "max_nodes": "4",
+                                  "skus": ["h200-141gb", "b200-192gb"]})  # fmt: skip
+    plan = Plan.objects.get()
+    assert 'id="plan-cancel"' in client.get(f"/plans/{plan.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    execute_plan(str(plan.pk))
+    page = client.get(f"/plans/{plan.pk}/").content.decode()
+    assert 'id="plan-cancel"' not in page  # finished: nothing left to cancel
+    ranking = page[page.index('id="plan-ranking"') :]
+    rows = re.findall(r"<tr><td>(\d+)</td><td>([^<]+)</td><td>(\w+)</td><td>([^<]+)</td>", ranking)
+    assert rows and all(name.startswith("NVIDIA") for _, name, _, _ in rows)  # names, not slugs
+    assert all("tp" in layout or "GPU" in layout for *_, layout in rows)
+    assert len({(name, mode, layout) for _, name, mode, layout in rows}) == len(rows)  # no two alike
+    result = Plan.objects.get().result
+    best = result["top"][0]["usd_per_hour"]
+    ties = [c for c in result["top"][1:] if c["usd_per_hour"] == best]
+    assert all(c["reason"] == "same_cost" for c in ties)
+    assert page.count("same cost as #1") == len(ties)
+    rejected = sum(v["count"] for r, v in result["rejected"].items() if r not in ("costs_more", "same_cost"))
+    considered = result["feasible"] + rejected
+    assert f"{considered} configurations: {result['feasible']} feasible and {rejected} that do not fit" in page

@@ -39,12 +39,43 @@ def plan_start(request: HttpRequest) -> HttpResponse:
     return plan_list(request, form=form, status=400)
 
 
+def layout_text(pool: dict | None) -> str:
+    """A pool's layout as the ranking shows it: ``2 x tp 4 · dp 2 · ep 8`` (replicas x sizes above 1)."""
+    if not pool:
+        return ""
+    layout = pool.get("layout") or {}
+    parts = [f"{name} {layout[name]}" for name in ("tp", "pp", "dp", "ep", "etp") if (layout.get(name) or 1) > 1]
+    sizes = " · ".join(parts) or "1 GPU"
+    replicas = pool.get("replicas") or 1
+    return f"{replicas} x {sizes}" if replicas > 1 else sizes
+
+
 def _rows(plan: Plan) -> dict:
-    """Chart and table data from a finished plan's result."""
+    """Chart and table data from a finished plan's result: each ranked configuration with its SKU's
+    name and its layout (decode and prefill pools apart for disaggregated serving)."""
     result = plan.result or {}
     frontier = [{"x": c["tpot_ms"], "y": c["usd_per_mtok"]} for c in result.get("frontier", [])]
     points = [{"x": c["tpot_ms"], "y": c["usd_per_mtok"]} for c in result.get("top", [])]
-    return {"chart": {"frontier": frontier, "points": points}, "result": result}
+    names = {s.slug: s.name for s in plan.skus.all()}
+    ranking = [
+        {
+            **c,
+            "sku_name": names.get(c["sku"], c["sku"]),
+            "decode_layout": layout_text(c.get("decode")),
+            "prefill_layout": layout_text(c.get("prefill")),
+        }
+        for c in result.get("top", [])
+    ]
+    rejected = result.get("rejected") or {}
+    losing = {r: v for r, v in rejected.items() if r not in ("costs_more", "same_cost")}
+    considered = result.get("feasible", 0) + sum(v.get("count", 0) for v in losing.values())
+    return {
+        "chart": {"frontier": frontier, "points": points},
+        "result": result,
+        "ranking": ranking,
+        "considered": considered,
+        "rejected_count": considered - result.get("feasible", 0),
+    }
 
 
 @perms_required("planner.view_plan")

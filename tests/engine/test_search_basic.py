@@ -46,7 +46,9 @@ def test_best_is_the_cheapest_feasible_and_top_explains_the_rest(llama):
     assert best.decode.batch_per_replica <= best.decode.memory_limit_per_replica
     costs = [c.usd_per_mtok for c in llama.top]
     assert costs == sorted(costs)
-    assert all(c.reason == "costs_more" and c.status == "feasible" for c in llama.top[1:])
+    assert all(c.reason in ("costs_more", "same_cost") and c.status == "feasible" for c in llama.top[1:])
+    for c in llama.top[1:]:  # a tie on cost is called one, never "costs more"
+        assert (c.reason == "same_cost") == (c.usd_per_hour == best.usd_per_hour), c
     assert all(c.usd_per_mtok >= best.usd_per_mtok for c in llama.frontier)
     # cost per Mtok at the workload's volume: fleet USD/h x 24 / output Mtok per day
     assert best.usd_per_mtok == pytest.approx(best.usd_per_hour * 24 / (100_000 * 300 / 1e6))
@@ -69,11 +71,11 @@ def test_rejections_are_counted_by_reason_with_examples(llama):
     assert all(e.status == "does_not_fit" and e.reason == "does_not_fit" and e.detail for e in dnf_examples)
     # 16 GB desktop cards never hold 141 GB of bf16 weights within 4 nodes (4 GPUs)
     assert any("RTX 4080" in e.sku for e in dnf_examples) or llama.pruned_by_weights > 0
-    total = llama.feasible + sum(n for r, (n, _) in llama.rejected.items() if r != "costs_more")
+    total = llama.feasible + sum(n for r, (n, _) in llama.rejected.items() if r not in ("costs_more", "same_cost"))
     per_mode = len(llama.modes)
     assert total * (per_mode + 1) / per_mode == llama.candidates_enumerated  # + one prefill-pool role each
     assert llama.candidates_evaluated + llama.pruned_by_weights == llama.candidates_enumerated
-    assert llama.rejected["costs_more"][0] == llama.feasible - 1
+    assert llama.rejected["costs_more"][0] + llama.rejected["same_cost"][0] == llama.feasible - 1
     for near in llama.near_misses:
         assert near.status in ("does_not_fit", "misses_ttft", "misses_tpot")
         assert near.usd_per_mtok < llama.best.usd_per_mtok
@@ -199,3 +201,11 @@ def test_result_json_shape(llama):
     top = d["top"][0]
     assert top["decode"]["layout"] and top["usd_per_gpu_hour"] in ("2.50", "3.20", "5.0", "0.4")
     assert top["assumptions"]
+
+
+def test_a_tie_on_cost_is_labelled_a_tie(llama):
+    """Issue 15: configurations costing exactly what the best costs were labelled "costs_more"."""
+    ties = [c for c in llama.top[1:] if c.usd_per_hour == llama.best.usd_per_hour]
+    assert ties, "the fixture has layouts of the same GPUs at the same price"
+    assert all(c.reason == "same_cost" and c.detail.startswith("same cost as the best") for c in ties)
+    assert llama.rejected["same_cost"][0] >= len(ties)

@@ -97,6 +97,11 @@ def _distinct(recs: Iterable[Record], key: Callable[[Record], Any], n: int) -> l
     return out
 
 
+def _dearer(r, best) -> str:
+    """Why a feasible configuration other than the best lost: it costs more, or the same (a tie)."""
+    return "same_cost" if r.usd_hour == best.usd_hour else "costs_more"
+
+
 def build_result(s: SearchRun, top_n: int, examples: int, options: ThroughputOptions, started: float) -> SearchResult:
     """The ``SearchResult`` of a finished run: the best, the top ``top_n`` (one per SKU x mode x layouts), the
     Pareto frontier of cost vs TPOT, near misses cheaper than the best, and up to ``examples`` examples per
@@ -113,10 +118,13 @@ def build_result(s: SearchRun, top_n: int, examples: int, options: ThroughputOpt
             continue
         extra = r.usd_hour - best.usd_hour
         pct = extra / best.usd_hour * 100 if best.usd_hour else 0.0
-        tie = f"; same cost, TPOT {r.tpot * 1e3:,.1f} vs {best.tpot * 1e3:,.1f} ms" if extra == 0 else ""
-        top.append(_candidate(s, r, "costs_more", f"+{extra:,.2f} USD/hour vs the best (+{pct:.0f}%){tie}"))
+        if extra == 0:  # a tie on cost: the best won on TPOT (the sort's second key), not on price
+            detail = f"same cost as the best; TPOT {r.tpot * 1e3:,.1f} vs {best.tpot * 1e3:,.1f} ms"
+            top.append(_candidate(s, r, "same_cost", detail))
+        else:
+            top.append(_candidate(s, r, "costs_more", f"+{extra:,.2f} USD/hour vs the best (+{pct:.0f}%)"))
     front = pareto_front(feasible, lambda r: r.usd_hour, lambda r: r.tpot)
-    frontier = [_candidate(s, r, None if r is best else "costs_more") for r in front]
+    frontier = [_candidate(s, r, None if r is best else _dearer(r, best)) for r in front]
     # near misses: cheaper than the best but lost; fitting ones first, then the closest in cost
     limit = best.usd_hour if best else math.inf
     losers = sorted(
@@ -129,7 +137,12 @@ def build_result(s: SearchRun, top_n: int, examples: int, options: ThroughputOpt
         group = sorted((r for r in s.recs if r.status == reason), key=lambda r: -r.usd_hour)
         picks = _distinct(group, lambda r: (r.offer, r.mode), examples)
         rejected[reason] = (s.counts[reason], tuple(_candidate(s, r, reason) for r in picks))
-    rejected["costs_more"] = (max(0, len(feasible) - 1), tuple(top[1 : 1 + examples]))
+    ties = sum(1 for r in feasible if r is not best and best is not None and r.usd_hour == best.usd_hour)
+    rejected["costs_more"] = (
+        max(0, len(feasible) - 1 - ties),
+        tuple(c for c in top[1:] if c.reason == "costs_more")[:examples],
+    )
+    rejected["same_cost"] = (ties, tuple(c for c in top[1:] if c.reason == "same_cost")[:examples])
     return SearchResult(
         model=s.model.name,
         workload=s.w,

@@ -18,7 +18,7 @@ from ..throughput.options import ThroughputOptions
 from ..units import SECONDS_PER_DAY
 
 MODES: tuple[str, ...] = ("aggregated", "disaggregated")
-REASONS: tuple[str, ...] = ("does_not_fit", "misses_ttft", "misses_tpot", "costs_more")
+REASONS: tuple[str, ...] = ("does_not_fit", "misses_ttft", "misses_tpot", "costs_more", "same_cost")
 ProgressCallback = Callable[[int, int], "bool | None"]
 
 
@@ -159,7 +159,8 @@ class PoolPlan:
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """One serving configuration and how it fared. ``status`` is ``feasible`` or a rejection reason;
-    ``reason`` is why it is not the pick (``None`` for the best; ``costs_more`` for other feasible ones)."""
+    ``reason`` is why it is not the pick (``None`` for the best; ``costs_more`` for other feasible ones,
+    ``same_cost`` for those that cost exactly what the best does and lost on TPOT)."""
 
     sku: str
     mode: str
