@@ -229,3 +229,32 @@ def broker_down():
     down = BrokerDown()
     yield down
     down.restore()
+
+
+#: The coding-agent workload most plan tests search for (200k requests a day, 12k-token prompts).
+AGENT_WORKLOAD = {
+    "slug": "agent",
+    "name": "Coding agent",
+    "team": "dev",
+    "requests_per_day": 200_000,
+    "mean_prompt_tokens": 12_000,
+    "mean_output_tokens": 600,
+    "p95_context_tokens": 64_000,
+    "prefix_cache_hit_rate": 0.9,
+    "peak_concurrency": 256,
+    "ttft_slo_ms": 2000,
+    "tpot_slo_ms": 50,
+}
+
+
+@pytest.fixture
+def catalog_and_agent(db):
+    """The catalogue loaded and the ``agent`` workload (``AGENT_WORKLOAD``) registered."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from fleet.models import Workload
+
+    call_command("load_catalog", stdout=StringIO())
+    return Workload.objects.create(**AGENT_WORKLOAD)

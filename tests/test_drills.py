@@ -22,15 +22,13 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from io import StringIO
 
 import pytest
 from celery_workers import spawn, stop_worker, worker_env
-from django.core.management import call_command
 from django.db import connection
 
 from fleet import outbox
-from fleet.models import OutboxMessage, Workload
+from fleet.models import OutboxMessage
 from fleet.project.celery import app
 from planner import plans as plan_service
 from planner.models import Plan
@@ -98,21 +96,7 @@ def redis() -> Iterator[Redis]:
 
 
 @pytest.fixture
-def world(db, settings, monkeypatch):
-    call_command("load_catalog", stdout=StringIO())
-    Workload.objects.create(
-        slug="agent",
-        name="Agent",
-        team="dev",
-        requests_per_day=200_000,
-        mean_prompt_tokens=12_000,
-        mean_output_tokens=600,
-        p95_context_tokens=64_000,
-        prefix_cache_hit_rate=0.9,
-        peak_concurrency=256,
-        ttft_slo_ms=2000,
-        tpot_slo_ms=50,
-    )
+def world(catalog_and_agent, settings, monkeypatch):
     settings.PLAN_LEASE_S = LEASE_S
     settings.OUTBOX_GRACE_S = 0
     queue = f"drill-{uuid.uuid4().hex[:8]}"

@@ -6,16 +6,14 @@ outcome. Each test names the defect of issue 14 it reproduces."""
 from __future__ import annotations
 
 from datetime import timedelta
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 from django.db.models import F
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from fleet import outbox
-from fleet.models import OutboxMessage, Workload
+from fleet.models import OutboxMessage
 from fleet.project.celery import app
 from planner import plans as plan_service
 from planner.models import Plan
@@ -25,21 +23,8 @@ BODY = {"model": "kimi-k3", "workload": "agent", "skus": ["h200-141gb"], "max_no
 
 
 @pytest.fixture
-def setup(db):
-    call_command("load_catalog", stdout=StringIO())
-    Workload.objects.create(
-        slug="agent",
-        name="Coding agent",
-        team="dev",
-        requests_per_day=200_000,
-        mean_prompt_tokens=12_000,
-        mean_output_tokens=600,
-        p95_context_tokens=64_000,
-        prefix_cache_hit_rate=0.9,
-        peak_concurrency=256,
-        ttft_slo_ms=2000,
-        tpot_slo_ms=50,
-    )
+def setup(catalog_and_agent):
+    """The catalogue and the ``agent`` workload (tests/conftest.py)."""
 
 
 @pytest.fixture

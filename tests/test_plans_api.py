@@ -8,7 +8,6 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from fleet.models import Workload
 from planner import plans as plan_service
 from planner.models import Plan
 
@@ -16,21 +15,8 @@ URL = "/api/v1/plans/"
 
 
 @pytest.fixture
-def setup(db):
-    call_command("load_catalog", stdout=StringIO())
-    Workload.objects.create(
-        slug="agent",
-        name="Coding agent",
-        team="dev",
-        requests_per_day=200_000,
-        mean_prompt_tokens=12_000,
-        mean_output_tokens=600,
-        p95_context_tokens=64_000,
-        prefix_cache_hit_rate=0.9,
-        peak_concurrency=256,
-        ttft_slo_ms=2000,
-        tpot_slo_ms=50,
-    )
+def setup(catalog_and_agent):
+    """The catalogue and the ``agent`` workload (tests/conftest.py)."""
 
 
 BODY = {"model": "kimi-k3", "workload": "agent", "skus": ["h200-141gb", "b200-192gb"], "max_nodes": 4}
