@@ -53,6 +53,7 @@ class DeploymentForm(forms.ModelForm):
     """The API key is write-only: never rendered back; blank keeps the stored one."""
 
     api_key = forms.CharField(
+        label="API key",
         required=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="Write-only: never shown again. Leave blank to keep the stored key.",
@@ -66,6 +67,15 @@ class DeploymentForm(forms.ModelForm):
             "poll_interval_s",
             "enabled",
         ]
+        # What a person reads beside each input (the models' field names otherwise: "Kv cache dtype").
+        labels = {
+            "kv_cache_dtype": "KV cache dtype",
+            "max_model_len": "Max model length (tokens)",
+            "gpu_memory_utilization": "GPU memory utilization (0-1)",
+            "base_url": "Base URL",
+            "served_model_id": "Served model id",
+            "poll_interval_s": "Poll interval (s)",
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -83,3 +83,18 @@ def test_htmx_is_vendored(client, make_user):
     src = re.search(r'<script[^>]+src="([^"]*htmx[^"]*)"', page).group(1)
     assert src.startswith("/static/")
     assert client.get(src).status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_refused_page_is_shown_inside_the_layout_and_forms_have_readable_labels(client, make_user):
+    """Issue 15: a bare 403 page, and raw field labels ("Kv cache dtype", "Api key") on the forms."""
+    client.force_login(make_user("nobody-role"))
+    r = client.get("/")
+    assert r.status_code == 403
+    page = r.content.decode()
+    assert 'id="forbidden"' in page and 'class="topbar"' in page and "Not allowed" in page
+    client.force_login(make_user("plat", "platform"))
+    form = client.get("/deployments/new/").content.decode()
+    for label in ("KV cache dtype", "API key", "Base URL", "GPU memory utilization", "Poll interval (s)"):
+        assert label in form
+    assert "Kv cache dtype" not in form and "Api key" not in form
