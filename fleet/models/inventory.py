@@ -28,6 +28,7 @@ from planner.engine import (
 
 from .base import SlugField, Sourced, TimeStamped
 from .history import TRACKED_FIELDS, ClusterState
+from .polls import cache_ratio, ratio_ok
 
 
 class HardwareSku(TimeStamped, Sourced):
@@ -184,10 +185,13 @@ class Cluster(TimeStamped):
         """Bring every cluster's row in line with its state in force ``today`` (scheduled changes
         whose day has come); the slugs changed. Idempotent."""
         today = today or timezone.now().date()
+        in_force: dict[int, ClusterState] = {}
+        for state in ClusterState.objects.filter(effective_from__lte=today).order_by("cluster_id", "-effective_from"):
+            in_force.setdefault(state.cluster_id, state)  # the latest on or before today, per cluster
         changed = []
-        for cluster in cls.objects.select_related("sku").filter(states__effective_from__lte=today).distinct():
-            state = cluster.states.filter(effective_from__lte=today).order_by("-effective_from").first()
-            if state is None or all(getattr(state, n) == getattr(cluster, n) for n in TRACKED_FIELDS):
+        for cluster in cls.objects.select_related("sku").filter(pk__in=in_force):
+            state = in_force[cluster.pk]
+            if all(getattr(state, n) == getattr(cluster, n) for n in TRACKED_FIELDS):
                 continue
             for name in TRACKED_FIELDS:
                 setattr(cluster, name, getattr(state, name))
@@ -372,16 +376,12 @@ class Deployment(TimeStamped):
     @property
     def calibration_ratio(self) -> float | None:
         """Observed over predicted KV-cache tokens at the last poll that had both (``last_metrics``)."""
-        from .polls import cache_ratio
-
         metrics = self.last_metrics or {}
         return cache_ratio(metrics.get("observed_cache_tokens"), metrics.get("predicted_cache_tokens"))
 
     @property
     def calibration_flagged(self) -> bool:
         """True when the last poll's ratio is outside ``polls.CALIBRATION_RANGE`` (pages flag it)."""
-        from .polls import ratio_ok
-
         return ratio_ok(self.calibration_ratio) is False
 
     def throughput(self, usd_per_gpu_hour=None) -> ThroughputResult:

@@ -15,13 +15,14 @@ from django import template
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
+from fleet.models.polls import CALIBRATION_RANGE
 from planner.headroom import Headroom
 
 register = template.Library()
 
 RATIO_FLAG_TITLE = (
-    "Observed over predicted KV-cache tokens, outside 0.9\u20131.1: check the registered memory, release, "
-    "KV dtype and served model"
+    "Observed over predicted KV-cache tokens, outside {:g}\u2013{:g}: check the registered memory, release, "
+    "KV dtype and served model".format(*CALIBRATION_RANGE)
 )
 
 
