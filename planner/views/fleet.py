@@ -95,11 +95,19 @@ def _deployment_page(
             "envelope": envelope(result, observed),
             "envelope_full": envelope(result),
             "curve": capacity_points(deployment),
+            "curve_mark": _context_mark(deployment),
         }
     context |= _poll_series(deployment)
     context |= _calibrations(request, deployment, form)
     context |= history_section(deployment, "deployment")
     return render(request, "fleet/deployment.html", context, status=status)
+
+
+def _context_mark(deployment: Deployment) -> dict:
+    """Where the capacity chart marks the deployment's context limit: its max_model_len, else the model's."""
+    tokens = deployment.planning_context_tokens
+    what = "max_model_len" if deployment.max_model_len else "max_model_len (the model's maximum context)"
+    return {"tokens": tokens, "label": f"{what}: {tokens:,} tokens"}
 
 
 #: Calibrations listed on a deployment's page, newest first (the latest one in full).
@@ -162,17 +170,20 @@ def _poll_series(deployment: Deployment) -> dict:
     labels = [p.polled_at.strftime("%H:%M:%S") for p in polls]
     w = deployment.workload
 
-    def line(label, values, color, dash=None):
-        return {"label": label, "values": values, "color": color, **({"dash": dash} if dash else {})}
+    def line(label, values, color, dash=None, axis=None):
+        return {"label": label, "values": values, "color": color, **({"dash": dash} if dash else {}),
+                **({"axis": axis} if axis else {})}  # fmt: skip
 
+    # TTFT (hundreds to thousands of ms) and TPOT (tens of ms) on their own axes, each SLO on its own:
+    # on one axis TPOT and its SLO lay flat along the bottom.
     latency = [
-        line("TTFT p95 (ms)", [p.ttft_p95_ms for p in polls], "#2856d8"),
-        line("Time per output token p95 (ms)", [p.itl_p95_ms for p in polls], "#2f8f6b"),
+        line("TTFT p95 (ms)", [p.ttft_p95_ms for p in polls], "#2856d8", axis="ttft"),
+        line("Time per output token p95 (ms)", [p.itl_p95_ms for p in polls], "#2f8f6b", axis="tpot"),
     ]
     if w:
         latency += [
-            line("TTFT SLO", [w.ttft_slo_ms] * len(polls), "#2856d8", [6, 4]),
-            line("TPOT SLO", [w.tpot_slo_ms] * len(polls), "#2f8f6b", [6, 4]),
+            line(f"TTFT SLO ({w.ttft_slo_ms:,g} ms)", [w.ttft_slo_ms] * len(polls), "#2856d8", [6, 4], "ttft"),
+            line(f"TPOT SLO ({w.tpot_slo_ms:,g} ms)", [w.tpot_slo_ms] * len(polls), "#2f8f6b", [6, 4], "tpot"),
         ]
     fractions = [
         line("KV cache usage", [p.kv_cache_usage for p in polls], "#d08c2e"),
@@ -187,7 +198,12 @@ def _poll_series(deployment: Deployment) -> dict:
     blocks = next((p for p in reversed(polls) if p.block_ratios is not None), None)
     return {
         "polls": polls[-10:][::-1],
-        "latency_chart": {"labels": labels, "series": latency, "unit": "ms"},
+        "latency_chart": {
+            "labels": labels,
+            "series": latency,
+            "unit": "ms",
+            "axes": {"ttft": {"title": "TTFT p95 (ms)"}, "tpot": {"title": "TPOT p95 (ms)"}},
+        },
         "fraction_chart": {"labels": labels, "series": fractions, "unit": "fraction"},
         "tokens_chart": {"labels": labels, "series": tokens, "unit": "tokens/s"},
         "calibration": calibrated,
