@@ -67,15 +67,7 @@ class DeploymentForm(forms.ModelForm):
             "poll_interval_s",
             "enabled",
         ]
-        # What a person reads beside each input (the models' field names otherwise: "Kv cache dtype").
-        labels = {
-            "kv_cache_dtype": "KV cache dtype",
-            "max_model_len": "Max model length (tokens)",
-            "gpu_memory_utilization": "GPU memory utilization (0-1)",
-            "base_url": "Base URL",
-            "served_model_id": "Served model id",
-            "poll_interval_s": "Poll interval (s)",
-        }
+        # The labels are the fields' verbose names ("KV cache dtype", not "Kv cache dtype").
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

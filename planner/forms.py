@@ -75,7 +75,7 @@ class WhatIfForm(forms.Form):
         widget=forms.TextInput(attrs={"placeholder": NEWEST_VLLM, "size": "7"}),
     )
     max_model_len = forms.IntegerField(
-        label="max_model_len", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
+        label="Max model length (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
     )
     block_size_tokens = forms.IntegerField(
         label="Block size", min_value=1, max_value=65536, required=False, widget=_number()
