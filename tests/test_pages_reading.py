@@ -176,3 +176,21 @@ def test_thousands_in_the_pages_that_have_them(world):
     assert "1,200 / " in fleet
     deployment = _text(world.get("/deployments/llama/").content.decode())
     assert "1,903" in deployment and "capacity quoted at 32,768 tokens" in deployment
+
+
+#: Names a page uses on purpose: what the engines call their own flags and metrics.
+ENGINE_TERMS = {"max_model_len", "cache_config_info", "max_total_num_tokens", "fp8_e4m3", "fp8_e5m2"}
+
+
+@pytest.mark.parametrize(
+    "path", ["/deployments/llama/", "/clusters/pool/", "/models/kimi-k3/", "/models/llama-3.1-70b/"]
+)
+def test_detail_pages_name_no_field_by_its_attribute_name(world, path):
+    page = world.get(path).content.decode()
+    main = page.split("<main>")[1].split('id="history"')[0]
+    main = re.sub(r"<(ul|details)>.*?</\1>", " ", main, flags=re.S)  # assumptions: the engine's own words
+    words = set(re.findall(r"\b[a-z0-9]+_[a-z0-9_]+\b", _text(main))) - ENGINE_TERMS
+    if "/models/" in path:  # a source quotes the config.json keys it read
+        main = main.split('id="model-source">')[0]
+        words = set(re.findall(r"\b[a-z0-9]+_[a-z0-9_]+\b", _text(main))) - ENGINE_TERMS
+    assert not words, f"{path}: {sorted(words)}"
