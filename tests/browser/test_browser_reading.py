@@ -136,6 +136,11 @@ def test_pages_fit_a_phone_and_the_menu_opens_without_inline_script(open_page, l
         page.wait_for_load_state("load")
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"{path} is {width} px wide at 375"
+        clipped = page.evaluate(
+            "[...document.querySelectorAll('main select, main input, main textarea')]"
+            ".filter(e => e.getBoundingClientRect().right > 375).map(e => e.name)"
+        )
+        assert clipped == [], f"{path}: inputs past the screen's edge {clipped}"
     menu = page.locator("header .menu")
     assert not page.locator("nav[aria-label=Main] a:has-text('Spend')").is_visible()  # folded away
     menu.locator("summary").click()
@@ -148,24 +153,3 @@ def test_pages_fit_a_phone_and_the_menu_opens_without_inline_script(open_page, l
     page.goto(f"{live_server.url}/")
     assert page.locator("nav[aria-label=Main] a:has-text('Spend')").is_visible()
     assert violations == []
-
-
-def test_screens_for_review(open_page, live_server, world):
-    """Not an assertion: screenshots of the charts and the phone menu (test-artifacts/reading-*.png)."""
-    from tests.browser.conftest import ARTIFACTS
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    page = open_page("admin")
-    page.goto(f"{live_server.url}/deployments/llama/")
-    page.wait_for_selector("canvas[data-chart='capacity'][data-drawn='1']")
-    page.screenshot(path=str(ARTIFACTS / "reading-deployment.png"), full_page=True)
-    page.goto(f"{live_server.url}/what-if/?model=kimi-k3&sku=h200-141gb&gpus=16&tp=8&dp=2&ep=16")
-    page.wait_for_selector("canvas[data-chart='envelope'][data-drawn='1']")
-    page.screenshot(path=str(ARTIFACTS / "reading-whatif.png"), full_page=True)
-    page.goto(f"{live_server.url}/models/kimi-k3/")
-    page.screenshot(path=str(ARTIFACTS / "reading-model.png"), full_page=True)
-    page.set_viewport_size({"width": 375, "height": 800})
-    page.goto(f"{live_server.url}/deployments/llama/")
-    page.screenshot(path=str(ARTIFACTS / "reading-phone.png"))
-    page.click("header .menu summary")
-    page.screenshot(path=str(ARTIFACTS / "reading-phone-menu.png"))
