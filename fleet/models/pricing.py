@@ -32,10 +32,9 @@ class GpuQuoteQuerySet(models.QuerySet):
         """Quotes quoted on or before ``on`` that have not expired by then."""
         return self.filter(Q(valid_until__isnull=True) | Q(valid_until__gte=on), quoted_on__lte=on)
 
-    def in_force(self, sku: HardwareSku, on: date) -> GpuQuoteQuerySet:
-        """The quotes of ``sku`` in force on ``on``: one per provider and pricing kind (the latest),
-        and apart from those, one public list price per provider and kind (the latest)."""
-        mine = self.filter(sku=sku).valid_on(on)
+    def in_force_on(self, on: date) -> GpuQuoteQuerySet:
+        """The quotes of every SKU in force on ``on``: per SKU, provider, pricing kind and
+        ``list_price``, the latest (the pages mark them; pricing asks ``in_force`` per SKU)."""
         superseding = (
             GpuQuote.objects.filter(
                 sku=OuterRef("sku"),
@@ -54,7 +53,12 @@ class GpuQuoteQuerySet(models.QuerySet):
                 )
             )
         )
-        return mine.exclude(Exists(superseding))
+        return self.valid_on(on).exclude(Exists(superseding))
+
+    def in_force(self, sku: HardwareSku, on: date) -> GpuQuoteQuerySet:
+        """The quotes of ``sku`` in force on ``on``: one per provider and pricing kind (the latest),
+        and apart from those, one public list price per provider and kind (the latest)."""
+        return self.filter(sku=sku).in_force_on(on)
 
     def cheapest(self, kind: str = "on-demand") -> Quote | None:
         """The cheapest quote of ``kind`` among these, public list prices left out (after
