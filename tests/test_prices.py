@@ -200,7 +200,7 @@ QUOTE = {
 def test_finance_adds_a_quote_and_sees_it_in_force(catalogue, browser_for):
     h100 = HardwareSku.objects.get(slug="h100-sxm-80gb")
     finance = browser_for("finance")
-    response = finance.post("/quotes/new/", {**QUOTE, "sku": h100.pk})
+    response = finance.post("/quotes/new/", {**QUOTE, "sku": h100.pk, "quoted_on": date.today().isoformat()})
     assert response.status_code == 302 and response["Location"] == "/quotes/?sku=h100-sxm-80gb"
     quote = GpuQuote.objects.get(provider="acme")
     page = finance.get(response["Location"]).content.decode()
