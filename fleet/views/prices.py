@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from fleet import prices
+from fleet.filters import ApiPriceFilter, GpuQuoteFilter
 from fleet.forms import ApiPriceForm, ApiPriceNoteForm, GpuQuoteEndForm, GpuQuoteForm
 from fleet.models import ApiPrice, GpuQuote, HardwareSku
 
@@ -18,11 +19,12 @@ from .access import add_or_change_required, perms_required, record_delete_page, 
 
 @perms_required("fleet.view_gpuquote", "fleet.view_hardwaresku")
 def quote_list(request: HttpRequest) -> HttpResponse:
-    """Every quote (or one SKU's: ``?sku=<slug>``) with its status today; per SKU the price in force."""
+    """Every quote, filtered as the API filters them (``GpuQuoteFilter``: ``?sku=<slug>``,
+    ``provider``, ``pricing_kind``, ``list_price``...), with its status today; per SKU the price in force."""
     today = timezone.now().date()
     skus = list(HardwareSku.objects.all())
     chosen = next((s for s in skus if s.slug == request.GET.get("sku")), None)
-    quotes = GpuQuote.objects.filter(sku=chosen) if chosen else GpuQuote.objects.all()
+    quotes = GpuQuoteFilter(request.GET, queryset=GpuQuote.objects.all()).qs
     rows = prices.quote_rows(
         quotes.order_by("sku__vendor", "sku__hbm_gb", "sku__name", "-quoted_on", "provider"), today
     )
@@ -75,9 +77,8 @@ def quote_delete(request: HttpRequest, pk: int) -> HttpResponse:
 
 @perms_required("fleet.view_apiprice")
 def api_price_list(request: HttpRequest) -> HttpResponse:
-    rows = prices.api_price_rows(
-        ApiPrice.objects.order_by("provider", "model_name", "-quoted_on"), timezone.now().date()
-    )
+    listed = ApiPriceFilter(request.GET, queryset=ApiPrice.objects.all()).qs
+    rows = prices.api_price_rows(listed.order_by("provider", "model_name", "-quoted_on"), timezone.now().date())
     return render(request, "fleet/api_prices.html", {"rows": rows})
 
 

@@ -98,3 +98,28 @@ def test_history_shows_the_change(open_page, live_server, world):
     finance.locator(f"#quotes tr[data-quote='{newest.pk}']").get_by_role("link", name="History").click()
     text = finance.locator("table.history tbody tr").first.inner_text()
     assert "finance" in text and "create" in text and "6.49" in text
+
+
+def test_the_new_pages_report_no_content_security_policy_violation(open_page, live_server, world):
+    page = open_page("platform")
+    violations: list[str] = []
+    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+    page.on("pageerror", lambda error: violations.append(f"page error: {error}"))
+    pages = [
+        "/quotes/",
+        "/quotes/?sku=h100-sxm-80gb&list_price=false",
+        "/api-prices/",
+        "/skus/",
+        "/skus/new/",
+        "/skus/h100-sxm-80gb/delete/",
+        "/workloads/",
+        "/workloads/chat/edit/",
+        "/history/sku/h100-sxm-80gb/",
+    ]
+    for path in pages:
+        page.goto(f"{live_server.url}{path}")
+        page.wait_for_load_state("load")
+    assert violations == []
+    page.goto(f"{live_server.url}/quotes/?list_price=false")
+    assert page.locator("#quotes tr[data-status=list-price]").count() == 0
+    assert page.locator("#quotes tr[data-status=price]").count() == 11  # the seeds' assumption, one per SKU
