@@ -14,6 +14,11 @@ says why these defaults, docs/benchmarks.md ("Load") shows the measurements behi
   (``CONN_MAX_AGE`` 60 s), so PostgreSQL needs ``workers x threads`` connections per machine.
 * ``FLEETCAP_WEB_TIMEOUT_S`` (30): a request running longer restarts its worker (nothing a page or
   the API does should take more than a second; long work is a Celery task).
+* ``FLEETCAP_WEB_MAX_REQUESTS`` (0: never): recycle a worker after about this many requests. Off by
+  default: with ``gthread`` a recycling worker drops the connections its poller still holds, and the
+  client sees a reset (gunicorn 23.0.0, benoitc/gunicorn#3038 and #3380, open; seen in the load test
+  as one failed request per restart); the application's memory does not grow with requests
+  (docs/benchmarks.md, "Load").
 * ``FLEETCAP_ACCESS_LOG`` (``-``: stdout; empty: none).
 """
 
@@ -28,10 +33,10 @@ threads = int(os.environ.get("FLEETCAP_WEB_THREADS", "4"))
 timeout = int(os.environ.get("FLEETCAP_WEB_TIMEOUT_S", "30"))
 graceful_timeout = 30
 keepalive = 5
-# Recycle each worker after about 2,000 requests (jittered so they do not restart together): a
-# bounded guard against slow memory growth, at the cost of one process start per 2,000 requests.
-max_requests = 2000
-max_requests_jitter = 200
+# No recycling by default (see the docstring: gthread drops connections when it recycles); when set,
+# jittered by a tenth so the workers do not restart together.
+max_requests = int(os.environ.get("FLEETCAP_WEB_MAX_REQUESTS", "0"))
+max_requests_jitter = max_requests // 10
 # Heartbeat files on tmpfs: a container's overlay filesystem can stall fsync and trip the timeout.
 worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None  # noqa: S108 (gunicorn's own advice)
 accesslog = os.environ.get("FLEETCAP_ACCESS_LOG", "-") or None

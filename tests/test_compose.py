@@ -4,6 +4,7 @@ what the settings read, their commands against the commands that exist (docs/ope
 from __future__ import annotations
 
 import re
+import runpy
 import shlex
 from pathlib import Path
 
@@ -108,3 +109,14 @@ def test_dockerfile_builds_from_python_3_11_slim_with_the_requirements():
     assert "postgresql-client" in text  # pg_dump / pg_restore for scripts/backup.sh, restore.sh
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert ".venv" in ignored and "var" in ignored and ".git" in ignored
+
+
+def test_gunicorn_does_not_recycle_workers_by_default(monkeypatch):
+    """A gthread worker recycling after max_requests drops held connections (gunicorn#3038, #3380):
+    the load test lost a request at each recycle, so recycling is opt-in."""
+    monkeypatch.delenv("FLEETCAP_WEB_MAX_REQUESTS", raising=False)
+    conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    assert conf["worker_class"] == "gthread" and conf["max_requests"] == 0 and conf["max_requests_jitter"] == 0
+    monkeypatch.setenv("FLEETCAP_WEB_MAX_REQUESTS", "2000")
+    conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    assert conf["max_requests"] == 2000 and conf["max_requests_jitter"] == 200
