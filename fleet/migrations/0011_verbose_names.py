@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('fleet', '0009_apiprice_model'),
+        ('fleet', '0010_gpuquote_list_price'),
     ]
 
     operations = [
