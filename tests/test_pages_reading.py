@@ -66,7 +66,8 @@ def _labels(html: str) -> list[str]:
 FORM_PAGES = [
     "/clusters/new/", "/clusters/pool/edit/", "/deployments/new/", "/deployments/llama/edit/", "/models/new/",
     "/models/kimi-k3/edit/", "/models/import/", "/what-if/", "/rent-vs-api/", "/plans/", "/spend/",
-    "/deployments/llama/",
+    "/deployments/llama/", "/quotes/new/", "/api-prices/new/", "/skus/new/", "/skus/h100-sxm-80gb/edit/",
+    "/workloads/new/", "/workloads/agent/edit/",
 ]  # fmt: skip
 #: Labels that name a file or an engine's own flag on purpose.
 NAMED_ON_PURPOSE = {"config.json", "or upload config.json", "hf_quant_config.json (optional)"}
@@ -152,7 +153,7 @@ def test_no_raw_byte_counts_and_every_byte_count_has_its_exact_bytes_on_hover(wo
             assert "binary units" in title
 
 
-TABLE_PAGES = [*BYTE_PAGES, "/spend/?month=2026-07", "/",
+TABLE_PAGES = [*BYTE_PAGES, "/spend/?month=2026-07", "/", "/quotes/", "/api-prices/", "/skus/", "/workloads/",
                "/rent-vs-api/?workload=agent&gpus=8&sku=h100-sxm-80gb&api_price=kimi-k3-api&on=2026-08-01"]  # fmt: skip
 
 

@@ -122,7 +122,8 @@ def test_memory_envelope_draws_the_gpu_memory_line(open_page, live_server, world
 
 
 PHONE_PAGES = ["/", "/clusters/pool/", "/deployments/llama/", "/models/", "/models/kimi-k3/", "/what-if/",
-               "/plans/", "/rent-vs-api/", "/spend/", "/decisions/", "/deployments/new/"]  # fmt: skip
+               "/plans/", "/rent-vs-api/", "/spend/", "/decisions/", "/deployments/new/", "/quotes/", "/api-prices/",
+               "/skus/", "/workloads/", "/quotes/new/"]  # fmt: skip
 
 
 def test_pages_fit_a_phone_and_the_menu_opens_without_inline_script(open_page, live_server, browser, world):
