@@ -85,7 +85,7 @@ def test_history_shows_the_change(open_page, live_server, world):
     page.locator("#workloads tr[data-workload=chat]").get_by_role("link", name="History").click()
     entry = page.locator("table.history tbody tr").first
     text = entry.inner_text()
-    assert "platform" in text and "update" in text and "ttft_slo_ms" in text and "2000" in text and "1500" in text
+    assert "platform" in text and "update" in text and "TTFT SLO (ms)" in text and "2000" in text and "1500" in text
     # And a quote's history names who added it (finance, in its own session).
     finance = open_page("finance")
     finance.goto(f"{live_server.url}/quotes/?sku=b200-192gb")
