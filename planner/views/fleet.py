@@ -15,11 +15,12 @@ from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, WorkerHeartbeat
+from fleet.poll_rollups import PollHistory, poll_history
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from fleet.views.history import history_section
 from planner.calibrations import calibrate
 from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
-from planner.forms import CalibrationForm
+from planner.forms import CalibrationForm, PollRangeForm
 from planner.headroom import capacity_points, envelope, headroom
 from planner.models.calibrations import RATIO_BAND
 
@@ -79,6 +80,8 @@ def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @perms_required("fleet.view_deployment", "fleet.view_endpointpoll")
 def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     deployment = get_object_or_404(Deployment.objects.select_related("cluster__sku", "model"), slug=slug)
+    if is_partial(request) and request.htmx.target == "poll-range":
+        return render(request, "fleet/_poll_range.html", {"d": deployment, **_poll_range(request, deployment)})
     return _deployment_page(request, deployment)
 
 
@@ -97,6 +100,7 @@ def _deployment_page(
             "curve": capacity_points(deployment),
         }
     context |= _poll_series(deployment)
+    context |= _poll_range(request, deployment)
     context |= _calibrations(request, deployment, form)
     context |= history_section(deployment, "deployment")
     return render(request, "fleet/deployment.html", context, status=status)
@@ -148,6 +152,50 @@ def deployment_calibrate(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         messages.success(request, "Calibrated from the startup log.")
         return redirect(here)
     return _deployment_page(request, deployment, form, status=400)
+
+
+def _poll_range(request: HtmxHttpRequest, deployment: Deployment) -> dict:
+    """The polls over the range the page's form chooses (``PollRangeForm``; a refused range is said
+    beside its input and the last hour drawn), from the raw polls and the hourly rollups."""
+    form = PollRangeForm(request.GET if "range" in request.GET or "start" in request.GET else None)
+    start, end = form.bounds(timezone.now())
+    history = poll_history(deployment.pk, start, end)
+    return {"range_form": form, "history": history, **_range_charts(history, deployment)}
+
+
+def _range_charts(history: PollHistory, deployment: Deployment) -> dict:
+    """A poll history as the three range charts (the ``timeseries`` chart of static/js/charts.js)."""
+    fmt = "%H:%M:%S" if history.resolution == "poll" else "%Y-%m-%d %H:00"
+    labels = [p.at.strftime(fmt) for p in history.points]
+    points, w = history.points, deployment.workload
+    worst = "" if history.resolution == "poll" else ", worst in the hour"
+    mean = "" if history.resolution == "poll" else " (mean)"
+
+    def line(label: str, values: list, color: str, dash: list[int] | None = None) -> dict:
+        return {"label": label, "values": values, "color": color, **({"dash": dash} if dash else {})}
+
+    latency = [
+        line(f"TTFT p95 (ms{worst})", [p.ttft_p95_max for p in points], "#2856d8"),
+        line(f"TPOT p95 (ms{worst})", [p.tpot_p95_max for p in points], "#2f8f6b"),
+    ]
+    if w:
+        latency += [
+            line("TTFT SLO", [w.ttft_slo_ms] * len(points), "#2856d8", [6, 4]),
+            line("TPOT SLO", [w.tpot_slo_ms] * len(points), "#2f8f6b", [6, 4]),
+        ]
+    load = [line(f"Running requests{mean}", [p.running_avg for p in points], "#4a5a80")]
+    if history.resolution == "hour":
+        load.append(line("Running requests (most in the hour)", [p.running_max for p in points], "#c53030", [4, 3]))
+    fractions = [
+        line(f"KV cache usage{mean}", [p.kv_avg for p in points], "#d08c2e"),
+        line("Polls up (fraction)", [p.up_fraction for p in points], "#2f8f6b"),
+    ]
+    return {
+        "range_latency": {"labels": labels, "series": latency, "unit": "ms"},
+        "range_load": {"labels": labels, "series": load, "unit": "sequences"},
+        "range_fractions": {"labels": labels, "series": fractions, "unit": "fraction"},
+        "range_rows": points[::-1],
+    }
 
 
 #: Polls drawn on the deployment page (newest last).
