@@ -32,7 +32,8 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 @dataclass(frozen=True)
 class Column:
-    """A sortable column: ``?sort=key`` (``-key`` descending) orders by ``order_by``."""
+    """A sortable column: ``?sort=key`` orders by ``order_by``; ``-key`` is that order reversed
+    (every field of it, so descending is ascending read backwards)."""
 
     key: str
     label: str
@@ -48,6 +49,8 @@ class TableForm(forms.Form):
     default_sort: str = ""
     #: ORM lookups a search matches (case-insensitive, every word somewhere).
     search_fields: Sequence[str] = ()
+    #: A search field reaches across a to-many relation: a searched list is made distinct.
+    search_distinct: bool = False
 
     q = forms.CharField(label="Search", required=False, max_length=MAX_SEARCH_CHARS, strip=True)
     sort = forms.CharField(required=False, max_length=40, widget=forms.HiddenInput)
@@ -88,6 +91,8 @@ class TableForm(forms.Form):
             for field in self.search_fields:
                 match |= Q(**{f"{field}__icontains": word})
             queryset = queryset.filter(match)
+        if words and self.search_distinct:
+            queryset = queryset.distinct()
         sort = self.current_sort
         column = next((c for c in self.columns if c.key == sort.removeprefix("-")), None)
         if column is None:

@@ -317,7 +317,8 @@ class ModelTableForm(TableForm):
 
 
 class FleetTableForm(TableForm):
-    """The fleet page's search (cluster name, slug, team, provider, SKU) and cluster order."""
+    """The fleet page's search (cluster name, slug, team, provider, SKU; a deployment's slug or model)
+    and cluster order."""
 
     columns = (
         Column("name", "Name", ("name", "slug")),
@@ -327,7 +328,8 @@ class FleetTableForm(TableForm):
         Column("status", "Status", ("status", "name")),
     )
     default_sort = "name"
-    search_fields = ("name", "slug", "team", "provider", "sku__name")
+    search_fields = ("name", "slug", "team", "provider", "sku__name", "deployments__slug", "deployments__model__name")
+    search_distinct = True
 
 
 class PlanCompareForm(forms.Form):

@@ -20,7 +20,7 @@ from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from fleet.views.history import history_section
 from planner.calibrations import calibrate
 from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
-from planner.forms import CalibrationForm, PollRangeForm
+from planner.forms import CalibrationForm, FleetTableForm, PollRangeForm
 from planner.headroom import capacity_points, envelope, headroom
 from planner.models.calibrations import RATIO_BAND
 
@@ -30,13 +30,15 @@ CLUSTERS_PER_PAGE = 25
 
 @perms_required("fleet.view_cluster", "fleet.view_deployment")
 def fleet(request: HtmxHttpRequest) -> HttpResponse:
-    """Full page, or only the table when HTMX refreshes it (every few seconds)."""
+    """Full page, or only the table when HTMX refreshes it (every few seconds). The filters, the
+    search and the cluster order (``FleetTableForm``) travel in the URL, so the refresh keeps them."""
     # Each model once per page (a prefetch shares one instance among its deployments), not once per
     # deployment as a join would: a model row is wide (layer groups, formats) and a page shows ~125 rows.
     models = Prefetch("model", ModelSpec.objects.defer("source", "assumptions"))
     deployments = Deployment.objects.defer("created", "updated", "api_key_encrypted", "poll_lease_until")
     deployments = deployments.prefetch_related(models)
-    clusters = ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku")).qs
+    table = FleetTableForm(request.GET)
+    clusters = table.apply(ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku")).qs)
     page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
     shown = list(page.object_list.prefetch_related(Prefetch("deployments", deployments.order_by("slug"))))
     # One headroom pass over every deployment on the page shares one engine object per model.
@@ -49,6 +51,7 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
         "page": page,
         "filters": request.GET,
         "query": request.GET.copy(),
+        "table": table,
     }
     context["query"].pop("page", None)
     if is_partial(request):
@@ -160,7 +163,7 @@ def _poll_range(request: HtmxHttpRequest, deployment: Deployment) -> dict:
     form = PollRangeForm(request.GET if "range" in request.GET or "start" in request.GET else None)
     start, end = form.bounds(timezone.now())
     history = poll_history(deployment.pk, start, end)
-    return {"range_form": form, "history": history, **_range_charts(history, deployment)}
+    return {"range_form": form, "range_history": history, **_range_charts(history, deployment)}
 
 
 def _range_charts(history: PollHistory, deployment: Deployment) -> dict:
