@@ -109,6 +109,11 @@ class PollPoint:
     ttft_p95_max: float | None
     tpot_p95_max: float | None
 
+    @classmethod
+    def empty(cls, at: datetime) -> PollPoint:
+        """A point without polls (an hour the range has no polls for)."""
+        return cls(at, 0, 0, 0, None, None, None, None, None, None)
+
     @property
     def up_fraction(self) -> float | None:
         return self.up_polls / self.polls if self.polls else None

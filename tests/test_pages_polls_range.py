@@ -94,3 +94,17 @@ def test_a_bad_range_is_said_beside_its_input_never_a_500(client, make_user, pol
     r = client.get(f"/deployments/{d.slug}/", query)
     assert r.status_code == 200 and message in r.content.decode()
     assert r.context["range_history"].resolution == "poll"  # the last hour drawn instead
+
+
+@pytest.mark.django_db
+def test_hours_without_polls_stay_blank_on_the_chart(client, make_user, polled):
+    """The 30-day chart has every hour on its axis: the days between the old rollup and the recent
+    polls show as a gap, not as two neighbouring points."""
+    d, _, old = polled
+    client.force_login(make_user("v", "viewer"))
+    r = client.get(f"/deployments/{d.slug}/?range=30d")
+    chart = r.context["range_latency"]
+    assert len(chart["labels"]) in (720, 721)
+    ttft = chart["series"][0]["values"]
+    assert ttft[chart["labels"].index(old.strftime("%Y-%m-%d %H:00"))] == 2500.0
+    assert sum(v is None for v in ttft) > 600

@@ -240,3 +240,11 @@ def test_fleet_table_search_and_order(viewer):
     found = viewer.get("/?q=zeta", HTTP_HX_REQUEST="true")
     assert [r["cluster"].slug for r in found.context["rows"]] == ["alpha"]
     assert 'hx-get="/?q=zeta"' in found.content.decode()  # the 5 s refresh keeps the search
+
+
+@pytest.mark.django_db
+def test_a_pushed_url_restored_by_htmx_gets_the_whole_page(viewer):
+    """htmx asks for a pushed URL missing from its history cache with HX-History-Restore-Request:
+    that needs the whole page, not the table partial."""
+    r = viewer.get("/models/?q=kimi", HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
+    assert "<html" in r.content.decode() and 'id="models-table-q"' in r.content.decode()

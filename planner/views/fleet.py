@@ -3,6 +3,8 @@ cluster and deployment detail), and calibrating a deployment from its engine's s
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
@@ -15,7 +17,7 @@ from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, WorkerHeartbeat
-from fleet.poll_rollups import PollHistory, poll_history
+from fleet.poll_rollups import PollHistory, PollPoint, poll_history
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from fleet.views.history import history_section
 from planner.calibrations import calibrate
@@ -169,8 +171,19 @@ def _poll_range(request: HtmxHttpRequest, deployment: Deployment) -> dict:
 def _range_charts(history: PollHistory, deployment: Deployment) -> dict:
     """A poll history as the three range charts (the ``timeseries`` chart of static/js/charts.js)."""
     fmt = "%H:%M:%S" if history.resolution == "poll" else "%Y-%m-%d %H:00"
-    labels = [p.at.strftime(fmt) for p in history.points]
     points, w = history.points, deployment.workload
+    if history.resolution == "hour":
+        # Every hour of the range on the axis, the hours without polls blank: a gap shows as a gap.
+        by_hour = {p.at: p for p in points}
+        hour = history.start.replace(minute=0, second=0, microsecond=0)
+        slots = []
+        while hour < history.end:
+            slots.append((hour, by_hour.get(hour)))
+            hour += timedelta(hours=1)
+        labels = [at.strftime(fmt) for at, _ in slots]
+        points = [p or PollPoint.empty(at) for at, p in slots]
+    else:
+        labels = [p.at.strftime(fmt) for p in points]
     worst = "" if history.resolution == "poll" else ", worst in the hour"
     mean = "" if history.resolution == "poll" else " (mean)"
 
@@ -197,7 +210,7 @@ def _range_charts(history: PollHistory, deployment: Deployment) -> dict:
         "range_latency": {"labels": labels, "series": latency, "unit": "ms"},
         "range_load": {"labels": labels, "series": load, "unit": "sequences"},
         "range_fractions": {"labels": labels, "series": fractions, "unit": "fraction"},
-        "range_rows": points[::-1],
+        "range_rows": history.points[::-1],
     }
 
 
