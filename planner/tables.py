@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 
 from fleet.models import Cluster, ModelSpec
 from planner.engine import weights_bytes
+from planner.headroom import Headroom, headroom
 from planner.models import Decision, Plan
 
 
@@ -129,3 +130,34 @@ def clusters() -> QuerySet[Cluster]:
 def decision_items(rows: Iterable[Decision]) -> list[dict[str, Any]]:
     """Each decision with its frozen inputs as indented JSON (the row's details)."""
     return [{"d": d, "inputs": json.dumps(d.inputs, indent=1, default=str)} for d in rows]
+
+
+FLEET_CSV = (
+    "cluster", "cluster_name", "team", "provider", "region", "sku", "gpus", "cluster_status",
+    "deployment", "model", "engine", "deployment_status", "running", "predicted_capacity", "free", "fits",
+    "capacity_ratio",
+)  # fmt: skip
+
+
+def fleet_csv_rows(clusters: QuerySet[Cluster]) -> list[list[Any]]:
+    """A row per deployment of the clusters selected (a cluster without any: one row with its figures
+    only), with the headroom the fleet page shows (one pass of ``planner.headroom``)."""
+    # The reverse prefetch sets each deployment's cluster to its (select_related sku) parent.
+    shown = list(clusters.prefetch_related("deployments__model"))
+    rows = headroom([d for c in shown for d in c.deployments.all()])
+    by_cluster: dict[int, list[Headroom]] = {}
+    for row in rows:
+        by_cluster.setdefault(row.deployment.cluster_id, []).append(row)
+    out = []
+    for c in shown:
+        head = [c.slug, c.name, c.team, c.provider, c.region, c.sku.name, c.total_gpus, c.status]
+        mine = sorted(by_cluster.get(c.pk, []), key=lambda h: h.deployment.slug)
+        if not mine:
+            out.append(head + [None] * (len(FLEET_CSV) - len(head)))
+        for h in mine:
+            d = h.deployment
+            ratio = None if d.calibration_ratio is None else round(d.calibration_ratio, 3)
+            out.append(
+                [*head, d.slug, d.model.name, d.engine, d.last_status, h.observed, h.capacity, h.free, h.fits, ratio]
+            )
+    return out

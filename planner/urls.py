@@ -6,6 +6,7 @@ from planner.views import costs, fleet, models, plans, whatif
 
 urlpatterns = [
     path("", fleet.fleet, name="fleet"),
+    path("fleet.csv", fleet.fleet_csv, name="fleet-csv"),
     path("clusters/<str:slug>/", fleet.cluster_detail, name="cluster"),
     path("deployments/<str:slug>/", fleet.deployment_detail, name="deployment"),
     path("deployments/<str:slug>/calibrate/", fleet.deployment_calibrate, name="deployment-calibrate"),

@@ -248,3 +248,53 @@ def test_a_pushed_url_restored_by_htmx_gets_the_whole_page(viewer):
     that needs the whole page, not the table partial."""
     r = viewer.get("/models/?q=kimi", HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
     assert "<html" in r.content.decode() and 'id="models-table-q"' in r.content.decode()
+
+
+NEW_READ_PAGES = [
+    "/models/export.csv", "/plans/export.csv", "/decisions/export.csv", "/plans/{plan}/ranking.csv",
+    "/plans/compare/?a={plan}&b={plan}", "/models/?sort=-total&q=k",
+]  # fmt: skip
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["anonymous", "none", "viewer"])
+@pytest.mark.parametrize("path", NEW_READ_PAGES)
+def test_the_new_pages_need_the_view_permissions(client, make_user, catalog_and_agent, role, path):
+    plan = _done_plan("kimi-k3", catalog_and_agent, "h200-141gb", 1.5, 30.0, 16)
+    if role != "anonymous":
+        client.force_login(make_user(role, None if role == "none" else role))
+    expected = {"anonymous": 302, "none": 403, "viewer": 200}[role]
+    assert client.get(path.format(plan=plan.pk)).status_code == expected
+
+
+@pytest.mark.django_db
+def test_the_new_pages_have_no_inline_script_or_style(viewer, catalog_and_agent):
+    from test_security import INLINE_SCRIPT, INLINE_STYLE
+
+    a = _done_plan("kimi-k3", catalog_and_agent, "h200-141gb", 1.5, 30.0, 16)
+    for url in ("/models/?q=k", "/plans/", f"/plans/compare/?a={a.pk}&b={a.pk}", "/decisions/"):
+        html = viewer.get(url).content.decode()
+        assert not INLINE_SCRIPT.search(html) and not INLINE_STYLE.search(html), url
+
+
+@pytest.mark.django_db
+def test_fleet_csv_has_the_filtered_ordered_deployments_with_headroom(viewer):
+    from fleet.models import Deployment
+
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    for slug, team in (("alpha", "=ml"), ("beta", "search"), ("gamma", "search")):
+        Cluster(slug=slug, name=slug.title(), sku=sku, nodes=1, provider="acme", team=team).save(
+            effective_from=date(2026, 7, 17)
+        )
+    llama = ModelSpec.objects.get(slug="llama-3.1-70b")
+    Deployment.objects.create(slug="llama", cluster=Cluster.objects.get(slug="alpha"), model=llama, tp=4, replicas=2)
+    html = viewer.get("/?team=search").content.decode()
+    assert 'href="/fleet.csv?team=search"' in html
+    rows = _csv(viewer.get("/fleet.csv?sort=-name&q=a"))
+    header = rows[0]
+    assert [r[0] for r in rows[1:]] == ["gamma", "beta", "alpha"]
+    alpha = dict(zip(header, rows[3], strict=True))
+    assert alpha["team"] == "'=ml" and alpha["deployment"] == "llama" and int(alpha["predicted_capacity"]) > 0
+    assert alpha["gpus"] == "8" and alpha["fits"] == "True"
+    assert [r[0] for r in _csv(viewer.get("/fleet.csv?team=search"))[1:]] == ["beta", "gamma"]
+    assert viewer.get("/fleet.csv?sort=bogus").status_code == 400

@@ -8,7 +8,7 @@ from datetime import timedelta
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -18,8 +18,10 @@ from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, WorkerHeartbeat
 from fleet.poll_rollups import PollHistory, PollPoint, poll_history
+from fleet.tables import csv_response
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from fleet.views.history import history_section
+from planner import tables
 from planner.calibrations import calibrate
 from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
 from planner.forms import CalibrationForm, FleetTableForm, PollRangeForm
@@ -66,6 +68,17 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
         "workers": WorkerHeartbeat.objects.all()[:10],
     }
     return render(request, "fleet/fleet.html", context)
+
+
+@perms_required("fleet.view_cluster", "fleet.view_deployment")
+def fleet_csv(request: HtmxHttpRequest) -> HttpResponse:
+    """Every deployment of the clusters the fleet page's filters, search and order select (every
+    page), with its headroom, as CSV (a refused input: 400)."""
+    table = FleetTableForm(request.GET)
+    if not table.is_valid():
+        return HttpResponseBadRequest(table.errors.as_text(), content_type="text/plain")
+    clusters = table.apply(ClusterFilter(request.GET, queryset=tables.clusters()).qs)
+    return csv_response("fleet", tables.FLEET_CSV, tables.fleet_csv_rows(clusters), timezone.now().date())
 
 
 @perms_required("fleet.view_cluster", "fleet.view_deployment")
