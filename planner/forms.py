@@ -332,18 +332,25 @@ class FleetTableForm(TableForm):
     search_distinct = True
 
 
+class UUIDListField(forms.Field):
+    """Every value of a repeated parameter (``?plan=..&plan=..``) as a UUID."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[uuid.UUID]:
+        try:
+            return [uuid.UUID(str(v)) for v in value or []]
+        except ValueError as exc:
+            raise forms.ValidationError("A ticked plan is not a plan id.") from exc
+
+
 class PlanCompareForm(forms.Form):
     """Two plans to compare: ``a`` and ``b`` (``?a=&b=``), or two ticked ``plan`` boxes of the
     plans list (the view then redirects to ``?a=&b=``)."""
 
     a = forms.UUIDField(required=False)
     b = forms.UUIDField(required=False)
-    plan = forms.TypedMultipleChoiceField(required=False, coerce=str)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # Any value is a choice here; the UUIDs are checked in clean().
-        self.fields["plan"].valid_value = lambda value: True  # type: ignore[method-assign]
+    plan = UUIDListField(required=False)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -351,10 +358,7 @@ class PlanCompareForm(forms.Form):
         if ticked:
             if len(ticked) != 2:
                 raise forms.ValidationError(f"Tick two plans to compare ({len(ticked)} ticked).")
-            try:
-                data["a"], data["b"] = (uuid.UUID(v) for v in ticked)
-            except ValueError as exc:
-                raise forms.ValidationError("A ticked plan is not a plan id.") from exc
+            data["a"], data["b"] = ticked
         elif not self.errors and (data.get("a") is None or data.get("b") is None):
             raise forms.ValidationError("Pick two plans to compare (a and b).")
         return data
@@ -372,6 +376,9 @@ class PollRangeForm(forms.Form):
         data = super().clean()
         if data.get("range") == "custom" or (not data.get("range") and (data.get("start") or data.get("end"))):
             data["range"] = "custom"
+            if not data.get("start") and not data.get("end") and not self.errors:
+                self.awaiting_dates = True  # from-to just chosen: the page asks for the dates
+                return data
             if not data.get("start") or not data.get("end"):
                 raise forms.ValidationError("Give both dates of the range (from and to).")
             if data["end"] < data["start"]:
@@ -380,11 +387,15 @@ class PollRangeForm(forms.Form):
                 self.add_error("end", f"Give at most {MAX_POLL_RANGE_DAYS} days.")
         return data
 
+    awaiting_dates = False
+
     def bounds(self, now: datetime) -> tuple[datetime, datetime]:
         """The chosen range as [start, end) in UTC (the last hour when nothing valid is chosen)."""
         data = self.cleaned_data if self.is_valid() else {}
         chosen = data.get("range") or "1h"
-        if chosen == "custom":
+        if chosen == "custom" and self.awaiting_dates:
+            chosen = "1h"
+        elif chosen == "custom":
             start = datetime.combine(data["start"], time.min, tzinfo=UTC)
             return start, datetime.combine(data["end"], time.min, tzinfo=UTC) + timedelta(days=1)
         return now - PRESET_SPANS[chosen], now

@@ -108,3 +108,13 @@ def test_hours_without_polls_stay_blank_on_the_chart(client, make_user, polled):
     ttft = chart["series"][0]["values"]
     assert ttft[chart["labels"].index(old.strftime("%Y-%m-%d %H:00"))] == 2500.0
     assert sum(v is None for v in ttft) > 600
+
+
+@pytest.mark.django_db
+def test_choosing_from_to_asks_for_the_dates_without_an_error(client, make_user, polled):
+    d, _, _ = polled
+    client.force_login(make_user("v", "viewer"))
+    r = client.get(f"/deployments/{d.slug}/", {"range": "custom"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="poll-range")
+    body = r.content.decode()
+    assert r.status_code == 200 and "Pick the From and To dates" in body and 'role="alert"' not in body
+    assert r.context["range_history"].resolution == "poll"
