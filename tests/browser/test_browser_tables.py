@@ -131,10 +131,11 @@ def test_choose_a_polls_range(open_page, live_server, world):
     assert "range=30d" in page.url and _kept(page)
     assert "300 polls" in page.inner_text("#poll-range-summary")  # 240 rolled up + 60 raw
     page.wait_for_selector("#poll-range canvas[data-source=range-latency-data][data-drawn='1']")
-    # From-to: choosing it asks for the dates; giving them draws that day from its rollup.
+    # From-to: choosing it asks for the dates; given (and Show), that day is drawn from its rollup.
     page.select_option("#poll-range select[name=range]", "custom")
     page.locator("#poll-range-dates").wait_for()
     page.fill("#poll-range input[name=start]", f"{old:%Y-%m-%d}")
     page.fill("#poll-range input[name=end]", f"{old:%Y-%m-%d}")
+    page.click("#poll-range button:has-text('Show')")
     page.locator("#poll-range-summary", has_text="240 polls").wait_for()
     assert "range=custom" in page.url and f"start={old:%Y-%m-%d}" in page.url and _kept(page)
