@@ -298,3 +298,23 @@ def test_fleet_csv_has_the_filtered_ordered_deployments_with_headroom(viewer):
     assert alpha["gpus"] == "8" and alpha["fits"] == "True"
     assert [r[0] for r in _csv(viewer.get("/fleet.csv?team=search"))[1:]] == ["beta", "gamma"]
     assert viewer.get("/fleet.csv?sort=bogus").status_code == 400
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/plans/?sort=model", "/decisions/?q=note&sort=workload", "/models/?q=qwen"])
+def test_list_queries_do_not_grow_with_the_rows(viewer, catalog_and_agent, url):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert viewer.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    _done_plan("kimi-k3", catalog_and_agent, "h200-141gb", 1.5, 30.0, 16)
+    _decision(catalog_and_agent, "note 0")
+    before = count()
+    for i in range(5):
+        _done_plan("llama-3.1-70b", catalog_and_agent, "h100-sxm-80gb", 0.8, 20.0, 8)
+        _decision(catalog_and_agent, f"note {i + 1}")
+    assert count() == before
