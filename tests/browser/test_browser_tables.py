@@ -139,3 +139,19 @@ def test_choose_a_polls_range(open_page, live_server, world):
     page.click("#poll-range button:has-text('Show')")
     page.locator("#poll-range-summary", has_text="240 polls").wait_for()
     assert "range=custom" in page.url and f"start={old:%Y-%m-%d}" in page.url and _kept(page)
+
+
+def test_fleet_search_and_order_without_reload(open_page, live_server, world):
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    for slug, provider in (("alpha", "zeta-cloud"), ("beta", "acme"), ("gamma", "acme")):
+        Cluster.objects.create(slug=slug, name=slug.title(), sku=sku, nodes=1, provider=provider, team="t")
+    page = open_page("viewer")
+    page.goto(f"{live_server.url}/")
+    _mark(page)
+    page.select_option("#fleet-sort", "-name")
+    page.wait_for_url(lambda url: "sort=-name" in url)
+    page.locator("#fleet-table .cluster h2 a").first.filter(has_text="Gamma").wait_for()
+    page.fill("#fleet-q", "acme")
+    page.wait_for_url(lambda url: "q=acme" in url)
+    page.locator("#fleet-count", has_text="2 clusters").wait_for()
+    assert page.locator("#fleet-table .cluster h2 a").all_inner_texts() == ["Gamma", "Beta"] and _kept(page)
