@@ -57,8 +57,10 @@ def add_or_change_required(app_label: str, model_name: str) -> Callable[[View], 
 
 
 def is_partial(request: HtmxHttpRequest) -> bool:
-    """An HTMX request for a fragment (not a boosted navigation): render the partial only."""
-    return bool(getattr(request, "htmx", False)) and not request.htmx.boosted
+    """An HTMX request for a fragment (not a boosted navigation, nor htmx restoring a pushed URL
+    missing from its history cache, which needs the whole page): render the partial only."""
+    htmx = getattr(request, "htmx", None)
+    return bool(htmx) and not htmx.boosted and not htmx.history_restore_request
 
 
 def record_form_page(

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
 
 from fleet.errors import FIELD_ERRORS
 from fleet.forms import add_service_errors
-from fleet.views.access import perms_required
+from fleet.tables import csv_response, table_context
+from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from fleet.views.history import history_page
+from planner import tables
 from planner.breakeven import compare, cost_curve
 from planner.decisions import record_decision as record_decision_service
-from planner.forms import DecisionForm, RentVsApiForm, SpendForm
+from planner.forms import DecisionForm, DecisionTableForm, RentVsApiForm, SpendForm
 from planner.models import Decision
 from planner.spend import spend_for
 
@@ -87,10 +89,25 @@ def spend(request: HttpRequest) -> HttpResponse:
 
 
 @perms_required("planner.view_decision")
-def decisions(request: HttpRequest) -> HttpResponse:
-    rows = Decision.objects.select_related("workload", "superseded_by")[:200]
-    items = [{"d": d, "inputs": json.dumps(d.inputs, indent=1, default=str)} for d in rows]
-    return render(request, "planner/decisions.html", {"items": items, "zero": Decimal(0)})
+@vary_on_headers("HX-Request")
+def decisions(request: HtmxHttpRequest) -> HttpResponse:
+    """The decision log, searched and sorted (``DecisionTableForm``); the table alone for HTMX."""
+    form = DecisionTableForm(request.GET)
+    page = form.paginate(form.apply(tables.decisions()))
+    context = table_context(form, page, tables.decision_items(page.object_list)) | {"zero": Decimal(0)}
+    if is_partial(request):
+        return render(request, "planner/_decisions_table.html", context)
+    return render(request, "planner/decisions.html", context)
+
+
+@perms_required("planner.view_decision")
+def decisions_csv(request: HttpRequest) -> HttpResponse:
+    """Every decision the log's search selects, in its order, as CSV (a refused input: 400)."""
+    form = DecisionTableForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form.errors.as_text(), content_type="text/plain")
+    rows = tables.decision_csv_rows(form.apply(tables.decisions()))
+    return csv_response("decisions", tables.DECISION_CSV, rows, timezone.now().date())
 
 
 @perms_required("planner.view_decision")
