@@ -228,3 +228,45 @@ def _merged(a: PollPoint, b: PollPoint) -> PollPoint:
         ttft_p95_max=_max(a.ttft_p95_max, b.ttft_p95_max),
         tpot_p95_max=_max(a.tpot_p95_max, b.tpot_p95_max),
     )
+
+
+def running_totals(start: datetime, end: datetime) -> dict[int, tuple[float, int]]:
+    """Per deployment id, over polls taken in [start, end): ``(sum of requests running, polls)``,
+    from the hourly rollups for pruned hours and the raw polls for the rest (never both: pruning
+    deletes what it rolls up).
+
+    A poll counts when it saw a running-requests figure, or found the endpoint not up (it served
+    nothing: 0 running). A rollup's running sum is its mean times its up polls (the rollup keeps
+    the mean over the polls that had the figure; for engines that publish it, those are the up
+    polls). Deployments without any such poll are absent (their utilisation is unknown).
+    """
+    totals: dict[int, list[float]] = {}
+    raw = (
+        EndpointPoll.objects.filter(polled_at__gte=start, polled_at__lt=end)
+        .values("deployment_id")
+        .annotate(
+            running=Sum("requests_running"),
+            counted=Count("id", filter=Q(requests_running__isnull=False) | ~Q(status="up")),
+            measured=Count("requests_running"),
+        )
+    )
+    for r in raw:
+        if r["measured"]:
+            t = totals.setdefault(r["deployment_id"], [0.0, 0])
+            t[0] += r["running"] or 0.0
+            t[1] += r["counted"]
+    hourly = EndpointPollHourly.objects.filter(hour__gte=start, hour__lt=end).values_list(
+        "deployment_id", "polls", "up_polls", "requests_running_avg"
+    )
+    unmeasured: list[tuple[int, int]] = []
+    for deployment_id, n, up, running_avg in hourly:
+        if running_avg is None:
+            unmeasured.append((deployment_id, n - up))  # only the polls that found it down count
+            continue
+        t = totals.setdefault(deployment_id, [0.0, 0])
+        t[0] += running_avg * up
+        t[1] += n
+    for deployment_id, down in unmeasured:
+        if deployment_id in totals:
+            totals[deployment_id][1] += down
+    return {k: (v[0], v[1]) for k, v in totals.items() if v[1]}
