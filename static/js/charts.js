@@ -120,7 +120,7 @@
           { label: "Projected (USD)", data: data.projected, backgroundColor: "rgba(40, 86, 216, 0.25)",
             borderColor: "#2856d8", borderWidth: 1, borderDash: [4, 3], stack: "usd" },
         ] },
-        options: { animation: false, responsive: true,
+        options: { animation: false, responsive: true, aspectRatio: 3,
           scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, title: { display: true, text: "USD" } } } },
       });
       canvas.dataset.drawn = "1";

@@ -204,8 +204,8 @@ class SpendWarning:
         where = f"cluster {self.cluster} ({self.provider}, {self.sku}), {span} ({self.days} day(s), {self.part})"
         if self.kind == "missing":
             return (
-                f"No quote in force for {where}: {dec_str(self.gpu_hours)} GPU-hours are unpriced and not in the "
-                "figures."
+                f"No quote in force for {where}: {self.gpu_hours.quantize(CENT):,} GPU-hours are unpriced and not "
+                "in the figures."
             )
         if self.kind == "borrowed":
             return (
