@@ -406,8 +406,10 @@ def spend_month(
     clusters: list[SpendLine] = []
     lines: list[SpendLine] = []
     raw_warnings: dict[tuple, list[tuple[date, Decimal]]] = {}
+    checked: dict[tuple, Rate | None] = {}  # a raw rate as validated (days repeat the same few rates)
     for slug in sorted(by_cluster):
         history = by_cluster[slug]
+        own_shares = shares.get(slug, [])
         acc = _Acc()
         dep_acc: dict[str, _Acc] = {d.deployment: _Acc() for d in shares.get(slug, [])}
         rest = _Acc()
@@ -424,7 +426,10 @@ def spend_month(
                 continue
             part = "actual" if day <= today else "projected"
             raw = actual_rate(st.source, day) if part == "actual" else projected_rate(st.source, today)
-            rate = _rate(raw, f, st.source.sku)
+            memo_key = (raw, st.source.sku)
+            if memo_key not in checked:
+                checked[memo_key] = _rate(raw, f, st.source.sku)
+            rate = checked[memo_key]
             key = (st.source.sku, st.source.provider, part)
             gpu_hours = st.gpus * st.hours_per_day
             if rate is None:
@@ -437,7 +442,7 @@ def spend_month(
             acc.max_gpus = max(acc.max_gpus, st.gpus)
             active_days += 1
             last = st
-            holders = [d for d in shares.get(slug, []) if d.since <= day]
+            holders = [d for d in own_shares if d.since <= day] if own_shares else []
             claimed = sum(d.gpus for d in holders)
             scale = Decimal(1) if claimed <= st.gpus else Decimal(st.gpus) / Decimal(claimed)
             if claimed > st.gpus:
