@@ -41,7 +41,7 @@ from typing import Any
 
 from .formulas import idle_cost_usd
 from .money import CENT, MILLS, Fields, Number, dec_str, usd
-from .spend import ClusterState, _check_states
+from .spend import ClusterState, check_states
 
 __all__ = [
     "UNASSIGNED",
@@ -376,7 +376,7 @@ def spend_month(
     m = f.integer("month", month, minimum=1, maximum=12)
     if not isinstance(today, date):
         f.add("today", "Must be a date.")
-    by_cluster = _check_states(f, list(states))
+    by_cluster = check_states(f, list(states))
     util: dict[str, Decimal | None] = {}
     for slug, value in (utilisation or {}).items():
         util[slug] = None if value is None else f.fraction(f"utilisation.{slug}", value)
