@@ -1,5 +1,6 @@
-"""Poll history kept small and summed up: raw polls rolled into hourly rows and pruned, and the
-busy fraction per cluster (for spend) from the daily counters the poller keeps."""
+"""Poll history kept small and summed up: raw polls rolled into hourly rows and pruned, the
+requests running per deployment (for spend's utilisation) from the daily counters the poller keeps,
+and a deployment's poll history over a range."""
 
 from __future__ import annotations
 
@@ -74,17 +75,6 @@ def prune_polls(now: datetime | None = None) -> tuple[int, int]:
         EndpointPollHourly.objects.filter(hour__lt=rollup_cutoff).delete()
         DailyPollCount.objects.filter(day__lt=rollup_cutoff.date()).delete()
     return rolled, EndpointPoll.objects.count()
-
-
-def cluster_utilisation(start: date, end: date) -> dict[str, float]:
-    """Busy fraction per cluster slug over days [start, end): polls that saw running requests over
-    all polls of its deployments, from the daily counters. Clusters without polls are absent."""
-    rows = (
-        DailyPollCount.objects.filter(day__gte=start, day__lt=end)
-        .values("deployment__cluster__slug")
-        .annotate(n=Sum("polls"), b=Sum("busy_polls"))
-    )
-    return {r["deployment__cluster__slug"]: r["b"] / r["n"] for r in rows if r["n"]}
 
 
 #: A range up to this long is drawn poll by poll; a longer one hour by hour.
@@ -230,43 +220,14 @@ def _merged(a: PollPoint, b: PollPoint) -> PollPoint:
     )
 
 
-def running_totals(start: datetime, end: datetime) -> dict[int, tuple[float, int]]:
-    """Per deployment id, over polls taken in [start, end): ``(sum of requests running, polls)``,
-    from the hourly rollups for pruned hours and the raw polls for the rest (never both: pruning
-    deletes what it rolls up).
-
-    A poll counts when it saw a running-requests figure, or found the endpoint not up (it served
-    nothing: 0 running). A rollup's running sum is its mean times its up polls (the rollup keeps
-    the mean over the polls that had the figure; for engines that publish it, those are the up
-    polls). Deployments without any such poll are absent (their utilisation is unknown).
-    """
-    totals: dict[int, list[float]] = {}
-    raw = (
-        EndpointPoll.objects.filter(polled_at__gte=start, polled_at__lt=end)
+def running_totals(start: date, end: date) -> dict[int, tuple[float, int]]:
+    """Per deployment id, over days [start, end): ``(requests running summed, polls)`` over the polls
+    that read a running-requests figure or found the endpoint not up (0 running), from the daily
+    counters the poller keeps (``DailyPollCount``: a few rows a deployment a month, never the raw
+    polls). Deployments without such a poll are absent (their utilisation is unknown)."""
+    rows = (
+        DailyPollCount.objects.filter(day__gte=start, day__lt=end)
         .values("deployment_id")
-        .annotate(
-            running=Sum("requests_running"),
-            counted=Count("id", filter=Q(requests_running__isnull=False) | ~Q(status="up")),
-            measured=Count("requests_running"),
-        )
+        .annotate(n=Sum("running_polls"), running=Sum("running_sum"))
     )
-    for r in raw:
-        if r["measured"]:
-            t = totals.setdefault(r["deployment_id"], [0.0, 0])
-            t[0] += r["running"] or 0.0
-            t[1] += r["counted"]
-    hourly = EndpointPollHourly.objects.filter(hour__gte=start, hour__lt=end).values_list(
-        "deployment_id", "polls", "up_polls", "requests_running_avg"
-    )
-    unmeasured: list[tuple[int, int]] = []
-    for deployment_id, n, up, running_avg in hourly:
-        if running_avg is None:
-            unmeasured.append((deployment_id, n - up))  # only the polls that found it down count
-            continue
-        t = totals.setdefault(deployment_id, [0.0, 0])
-        t[0] += running_avg * up
-        t[1] += n
-    for deployment_id, down in unmeasured:
-        if deployment_id in totals:
-            totals[deployment_id][1] += down
-    return {k: (v[0], v[1]) for k, v in totals.items() if v[1]}
+    return {r["deployment_id"]: (r["running"] or 0.0, r["n"]) for r in rows if r["n"]}

@@ -10,7 +10,7 @@ import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -187,9 +187,7 @@ def _utilisation(
     plus notes on the deployments whose capacity is unknown."""
     if last_actual is None or not deployments:
         return {}, {}, []
-    start = datetime.combine(first, time.min, tzinfo=UTC)
-    end = datetime.combine(last_actual + timedelta(days=1), time.min, tzinfo=UTC)
-    totals = running_totals(start, end)
+    totals = running_totals(first, last_actual + timedelta(days=1))
     util: dict[str, Any] = {}
     polls: dict[str, int] = {}
     notes = []
@@ -218,8 +216,8 @@ def spend_for_month(
     The rate each day is the cluster's own provider's quote in force for its SKU; when that
     provider has none, the cheapest in force from any provider (a ``borrowed`` warning); with none
     at all, the GPU-hours are unpriced (a ``missing`` warning). Utilisation (for idle cost) is the
-    mean running sequences over the admitted capacity across the actual days' polls (hourly
-    rollups and raw polls, ``fleet.poll_rollups.running_totals``).
+    mean running sequences over the admitted capacity across the actual days' polls (the daily
+    poll counters, ``fleet.poll_rollups.running_totals``).
     """
     first_month = month_after(year, month, -(TREND_MONTHS - 1)) if trend else (year, month)
     last = date(year, month, calendar.monthrange(year, month)[1])

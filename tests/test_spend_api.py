@@ -156,7 +156,8 @@ def test_command_mirrors_the_api(viewer_api, fleet):
 def test_idle_cost_comes_from_running_sequences_over_admitted_capacity(viewer_api, fleet, monkeypatch):
     from datetime import UTC, datetime
 
-    from fleet.models import Deployment, EndpointPoll, EndpointPollHourly, ModelSpec
+    from fleet.models import Deployment, ModelSpec
+    from fleet.poll_store import count_poll
     from planner import headroom as headroom_module
     from planner import spend as spend_module
 
@@ -168,19 +169,14 @@ def test_idle_cost_comes_from_running_sequences_over_admitted_capacity(viewer_ap
         return [headroom_module.Headroom(x, 32, True, None) for x in deployments]
 
     monkeypatch.setattr(spend_module, "headroom", fixed)
-    # Raw polls: 8, 16 and 0 running, and one that found the endpoint down (counts 0): 24 over 4 polls.
-    for day, running, status in ((5, 8, "up"), (6, 16, "up"), (7, 0, "up"), (8, None, "down")):
-        EndpointPoll.objects.create(
-            deployment=d, polled_at=datetime(2026, 7, day, tzinfo=UTC), status=status, requests_running=running
-        )
-    # A rolled-up hour: 10 polls, all up, 4 running on average: 40 over 10 polls.
-    EndpointPollHourly.objects.create(
-        deployment=d, hour=datetime(2026, 7, 2, 3, tzinfo=UTC), polls=10, up_polls=10, busy_polls=10,
-        requests_running_avg=4.0,
-    )  # fmt: skip
-    EndpointPoll.objects.create(
-        deployment=d, polled_at=datetime(2026, 8, 1, tzinfo=UTC), status="up", requests_running=32
-    )
+    # Polls as the poller counts them: 8, 16 and 0 running, one that found the endpoint down (0 running),
+    # ten up polls with 4 running each, and one up poll without a running figure (not counted):
+    # (8 + 16 + 0 + 0 + 10 x 4) = 64 running over 14 polls.
+    for day, running, up in ((5, 8, True), (6, 16, True), (7, 0, True), (8, None, False), (9, None, True)):
+        count_poll(d.pk, date(2026, 7, day), running, up=up)
+    for _ in range(10):
+        count_poll(d.pk, date(2026, 7, 2), 4)
+    count_poll(d.pk, date(2026, 8, 1), 32)  # another month: not counted
     data = viewer_api.get("/api/v1/spend/?month=2026-07").json()
     line = next(x for x in data["deployments"] if x["name"] == "k3d")
     # utilisation = (24 + 40) / (14 polls x 32) = 64 / 448 = 0.142857 -> 0.1429

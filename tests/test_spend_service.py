@@ -11,7 +11,8 @@ import pytest
 from django.core.management import call_command
 
 from fleet.errors import InputError
-from fleet.models import Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec
+from fleet.models import Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec
+from fleet.poll_store import count_poll
 from planner import headroom as headroom_module
 from planner import spend as spend_module
 from planner.spend import spend_for, spend_for_month
@@ -74,9 +75,7 @@ def test_a_deployment_line_idle_cost_and_the_unassigned_rest(june, monkeypatch):
     monkeypatch.setattr(spend_module, "headroom", lambda ds: [headroom_module.Headroom(x, 64, True, None) for x in ds])
     # Two polls: 16 and 48 running of 64 admitted: (16 + 48) / (2 x 64) = 0.5. A poll after today does not count.
     for day, running in ((3, 16), (4, 48), (12, 64)):
-        EndpointPoll.objects.create(
-            deployment=d, polled_at=datetime(2026, 6, day, 12, tzinfo=UTC), status="up", requests_running=running
-        )
+        count_poll(d.pk, date(2026, 6, day), running)
     r = spend_for_month(2026, 6, today=date(2026, 6, 10)).spend
     llama = line(r.deployments, "llama")
     assert llama.actual.cost_usd == Decimal("2400.00")  # 4 GPUs x 24 h x 10 days x 2.50
@@ -94,7 +93,7 @@ def test_polls_without_a_running_figure_leave_utilisation_unknown(june, monkeypa
     d = Deployment.objects.create(slug="llama", cluster=june, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4)
     Deployment.objects.filter(pk=d.pk).update(created=datetime(2026, 6, 1, tzinfo=UTC))
     monkeypatch.setattr(spend_module, "headroom", lambda ds: [headroom_module.Headroom(x, 64, True, None) for x in ds])
-    EndpointPoll.objects.create(deployment=d, polled_at=datetime(2026, 6, 3, tzinfo=UTC), status="up")
+    count_poll(d.pk, date(2026, 6, 3), None)  # up, but no running-requests figure (llama.cpp without metrics)
     llama = line(spend_for_month(2026, 6, today=date(2026, 6, 10)).spend.deployments, "llama")
     assert llama.utilisation is None and llama.idle_cost_usd is None and llama.idle_unknown_usd == Decimal("2400.00")
 
@@ -107,9 +106,7 @@ def test_a_layout_without_capacity_has_no_utilisation_and_says_why(june, monkeyp
         "headroom",
         lambda ds: [headroom_module.Headroom(x, None, False, None, error="too big") for x in ds],
     )
-    EndpointPoll.objects.create(
-        deployment=d, polled_at=datetime(2026, 6, 3, tzinfo=UTC), status="up", requests_running=3
-    )
+    count_poll(d.pk, date(2026, 6, 3), 3)
     r = spend_for_month(2026, 6, today=date(2026, 6, 10)).spend
     assert line(r.deployments, "llama").utilisation is None
     assert any("llama: no admitted capacity (too big)" in a for a in r.assumptions)
