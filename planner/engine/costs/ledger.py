@@ -55,6 +55,8 @@ __all__ = [
     "utilisation_from_polls",
 ]
 
+ONE_DAY = timedelta(days=1)
+
 #: The name of a cluster's line of GPUs that no deployment holds (and of their model subtotal).
 UNASSIGNED = "(unassigned)"
 
@@ -347,6 +349,104 @@ def _sum(name: str, kind: str, members: list[SpendLine]) -> SpendLine:
     )
 
 
+@dataclass(slots=True)
+class _Walk:
+    """One cluster's month, accumulated day run by day run (``_walk``)."""
+
+    acc: _Acc
+    dep_acc: dict[str, _Acc]
+    rest: _Acc
+    own_shares: list[DeploymentShare]
+    last: Any
+    active_days: int
+
+
+def _walk(
+    slug: str,
+    history: list,
+    shares: list[DeploymentShare],
+    days: list[date],
+    today: date,
+    actual_rate: RateLookup,
+    projected_rate: RateLookup,
+    checked: dict[Any, Rate | None],
+    f: Fields,
+    raw_warnings: dict[tuple, list[tuple[date, Decimal]]],
+) -> _Walk:
+    """Walk one cluster's days: the state in force, actual or projected, the rate, the deployments
+    holding GPUs; consecutive days alike are added as one run (warnings keep every day)."""
+    # Deployments in the order they arrive: the first ``k`` hold GPUs on a day (a pointer, not a scan).
+    own_shares = sorted(shares, key=lambda d: d.since)
+    claimed_by = [0]
+    for d in own_shares:
+        claimed_by.append(claimed_by[-1] + d.gpus)
+    acc = _Acc()
+    dep_acc: dict[str, _Acc] = {d.deployment: _Acc() for d in own_shares}
+    rest = _Acc()
+    last = None
+    active_days = 0
+
+    def flush(run: tuple | None, run_days: list[date]) -> None:
+        """Add a run of consecutive days with the same state, part, rate and deployments."""
+        nonlocal last, active_days
+        if run is None:
+            return
+        idx, part, rate, k = run
+        st = history[idx]
+        n = len(run_days)
+        hours = st.hours_per_day * n
+        value = None if rate is None else rate.usd_per_gpu_hour
+        acc.add(part, Decimal(st.gpus), hours, value)
+        acc.max_gpus = max(acc.max_gpus, st.gpus)
+        active_days += n
+        last = st
+        key = (st.source.sku, st.source.provider, part)
+        per_day = st.gpus * st.hours_per_day
+        if rate is None:
+            raw_warnings.setdefault(("missing", slug, *key, None, None), []).extend((d, per_day) for d in run_days)
+        elif rate.borrowed_from is not None:
+            warn_key = ("borrowed", slug, *key, rate.borrowed_from, rate.usd_per_gpu_hour)
+            raw_warnings.setdefault(warn_key, []).extend((d, per_day) for d in run_days)
+        claimed = claimed_by[k]
+        if claimed > st.gpus:
+            over = ("over_assigned", slug, *key, None, None)
+            raw_warnings.setdefault(over, []).extend((d, per_day) for d in run_days)
+        scale = Decimal(1) if claimed <= st.gpus else Decimal(st.gpus) / Decimal(claimed)
+        for d in own_shares[:k]:
+            dep = dep_acc[d.deployment]
+            dep.add(part, d.gpus * scale, hours, value)
+            dep.max_gpus = max(dep.max_gpus, d.gpus)
+        rest.max_gpus = max(rest.max_gpus, st.gpus - min(claimed, st.gpus))
+
+    idx, k = -1, 0
+    run: tuple | None = None
+    run_days: list[date] = []
+    for day in days:
+        while idx + 1 < len(history) and history[idx + 1].day <= day:
+            idx += 1
+        if idx < 0:
+            continue
+        st = history[idx]
+        if st.source.status != "active":
+            continue
+        part = "actual" if day <= today else "projected"
+        raw = actual_rate(st.source, day) if part == "actual" else projected_rate(st.source, today)
+        try:
+            rate = checked[raw]
+        except KeyError:
+            rate = checked[raw] = _rate(raw, f, st.source.sku)
+        while k < len(own_shares) and own_shares[k].since <= day:
+            k += 1
+        key = (idx, part, rate, k)
+        if key == run and run_days and run_days[-1] == day - ONE_DAY:
+            run_days.append(day)
+            continue
+        flush(run, run_days)
+        run, run_days = key, [day]
+    flush(run, run_days)
+    return _Walk(acc, dep_acc, rest, own_shares, last, active_days)
+
+
 def spend_month(
     states: Iterable[ClusterState],
     year: int,
@@ -406,51 +506,13 @@ def spend_month(
     clusters: list[SpendLine] = []
     lines: list[SpendLine] = []
     raw_warnings: dict[tuple, list[tuple[date, Decimal]]] = {}
-    checked: dict[tuple, Rate | None] = {}  # a raw rate as validated (days repeat the same few rates)
+    checked: dict[Any, Rate | None] = {}  # a raw rate as validated (days repeat the same few rates)
     for slug in sorted(by_cluster):
-        history = by_cluster[slug]
-        own_shares = shares.get(slug, [])
-        acc = _Acc()
-        dep_acc: dict[str, _Acc] = {d.deployment: _Acc() for d in shares.get(slug, [])}
-        rest = _Acc()
-        last = None
-        idx = -1
-        active_days = 0
-        for day in days:
-            while idx + 1 < len(history) and history[idx + 1].day <= day:
-                idx += 1
-            if idx < 0:
-                continue
-            st = history[idx]
-            if st.source.status != "active":
-                continue
-            part = "actual" if day <= today else "projected"
-            raw = actual_rate(st.source, day) if part == "actual" else projected_rate(st.source, today)
-            memo_key = (raw, st.source.sku)
-            if memo_key not in checked:
-                checked[memo_key] = _rate(raw, f, st.source.sku)
-            rate = checked[memo_key]
-            key = (st.source.sku, st.source.provider, part)
-            gpu_hours = st.gpus * st.hours_per_day
-            if rate is None:
-                raw_warnings.setdefault(("missing", slug, *key, None, None), []).append((day, gpu_hours))
-            elif rate.borrowed_from is not None:
-                warn_key = ("borrowed", slug, *key, rate.borrowed_from, rate.usd_per_gpu_hour)
-                raw_warnings.setdefault(warn_key, []).append((day, gpu_hours))
-            value = None if rate is None else rate.usd_per_gpu_hour
-            acc.add(part, Decimal(st.gpus), st.hours_per_day, value)
-            acc.max_gpus = max(acc.max_gpus, st.gpus)
-            active_days += 1
-            last = st
-            holders = [d for d in own_shares if d.since <= day] if own_shares else []
-            claimed = sum(d.gpus for d in holders)
-            scale = Decimal(1) if claimed <= st.gpus else Decimal(st.gpus) / Decimal(claimed)
-            if claimed > st.gpus:
-                raw_warnings.setdefault(("over_assigned", slug, *key, None, None), []).append((day, gpu_hours))
-            for d in holders:
-                dep_acc[d.deployment].add(part, d.gpus * scale, st.hours_per_day, value)
-                dep_acc[d.deployment].max_gpus = max(dep_acc[d.deployment].max_gpus, d.gpus)
-            rest.max_gpus = max(rest.max_gpus, st.gpus - min(claimed, st.gpus))
+        walk = _walk(
+            slug, by_cluster[slug], shares.get(slug, []), days, today, actual_rate, projected_rate, checked, f,
+            raw_warnings,
+        )  # fmt: skip
+        acc, dep_acc, rest, last, active_days = walk.acc, walk.dep_acc, walk.rest, walk.last, walk.active_days
         if last is None:
             continue
         cluster_actual, cluster_projected = _part(acc, "actual"), _part(acc, "projected")
