@@ -166,3 +166,10 @@ def test_bad_inputs_name_their_fields():
     with pytest.raises(EngineInputError) as exc:
         spend_month([eight()], 2026, 13, today=date(2026, 6, 1), actual_rate=flat("1"), utilisation={"d": 2})
     assert {"month", "utilisation.d"} <= set(exc.value.errors)
+
+
+def test_a_clusters_changes_in_the_month_are_noted():
+    states = [eight(), ClusterState("a", "research", "p", "h100", date(2026, 6, 16), 16)]
+    notes = spend_month(states, *JUNE, today=date(2026, 7, 1), actual_rate=flat("1")).clusters[0].notes
+    assert "From 2026-06-16: 8 -> 16 GPUs." in notes
+    assert any("The team changed during the month (ml, research)" in n and "'research'" in n for n in notes)

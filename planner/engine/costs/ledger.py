@@ -40,8 +40,8 @@ from decimal import Decimal
 from typing import Any
 
 from .formulas import idle_cost_usd
-from .money import CENT, MILLS, Fields, Number, dec_str, usd
-from .spend import ClusterState, check_states
+from .money import CENT, MILLS, Fields, Number, dec_str, plain, usd
+from .spend import ClusterState, check_states, describe_change
 
 __all__ = [
     "UNASSIGNED",
@@ -359,6 +359,8 @@ class _Walk:
     own_shares: list[DeploymentShare]
     last: Any
     active_days: int
+    changes: list[str]
+    seen: dict[str, set[str]]
 
 
 def _walk(
@@ -400,6 +402,8 @@ def _walk(
         acc.max_gpus = max(acc.max_gpus, st.gpus)
         active_days += n
         last = st
+        for name, values in seen.items():
+            values.add(getattr(st.source, name))
         key = (st.source.sku, st.source.provider, part)
         per_day = st.gpus * st.hours_per_day
         if rate is None:
@@ -421,12 +425,24 @@ def _walk(
     idx, k = -1, 0
     run: tuple | None = None
     run_days: list[date] = []
+    changes: list[str] = []
+    seen: dict[str, set[str]] = {"team": set(), "provider": set(), "sku": set()}
+    previous: tuple | None = None
     for day in days:
         while idx + 1 < len(history) and history[idx + 1].day <= day:
             idx += 1
         if idx < 0:
             continue
         st = history[idx]
+        signature = (st.source.status, st.gpus, st.hours_per_day)
+        if previous is None and day != days[0]:
+            changes.append(
+                f"From {day.isoformat()}: first state, {signature[0]}, {signature[1]} GPUs, "
+                f"{plain(signature[2])} h a day."
+            )
+        elif previous is not None and signature != previous:
+            changes.append(describe_change(previous, signature, day))
+        previous = signature
         if st.source.status != "active":
             continue
         part = "actual" if day <= today else "projected"
@@ -444,7 +460,7 @@ def _walk(
         flush(run, run_days)
         run, run_days = key, [day]
     flush(run, run_days)
-    return _Walk(acc, dep_acc, rest, own_shares, last, active_days)
+    return _Walk(acc, dep_acc, rest, own_shares, last, active_days, changes, seen)
 
 
 def spend_month(
@@ -597,7 +613,16 @@ def spend_month(
                 idle_unknown_usd=idle_unknown,
                 active_days=active_days,
                 members=[x.name for x in own_lines],
-                notes=[f"Active {active_days} of {days_in_month} days."],
+                notes=[
+                    f"Active {active_days} of {days_in_month} days.",
+                    *walk.changes,
+                    *(
+                        f"The {name} changed during the month ({', '.join(sorted(values))}); the whole month is "
+                        f"attributed to {getattr(last.source, name)!r}."
+                        for name, values in walk.seen.items()
+                        if len(values) > 1
+                    ),
+                ],
             )
         )
 

@@ -305,7 +305,7 @@ def monthly_spend(
                     f"{plain(signature[2])} h a day."
                 )
             elif previous is not None and signature != previous:
-                changes.append(_describe_change(previous, signature, day))
+                changes.append(describe_change(previous, signature, day))
             previous = signature
             if st.source.status != "active":
                 continue
@@ -378,7 +378,8 @@ def monthly_spend(
     )
 
 
-def _describe_change(before: tuple, after: tuple, day: date) -> str:
+def describe_change(before: tuple, after: tuple, day: date) -> str:
+    """``(status, gpus, hours per day)`` before and after a change on ``day``, in words."""
     (s0, g0, h0), (s1, g1, h1) = before, after
     parts = []
     if s0 != s1:
