@@ -24,7 +24,7 @@ from planner.engine import (
     Quote,
     Rate,
     SpendLine,
-    quote_in_force,
+    quotes_in_force,
     spend_month,
     utilisation_from_polls,
 )
@@ -157,7 +157,10 @@ def spend_for(raw_month: str | None, today: date, pricing_kind: str = "on-demand
 
 def _rate_lookup(quotes: list[Quote], pricing_kind: str) -> Callable[[StateSegment, date], Rate | None]:
     """``(state, day) -> Rate | None``: the cluster's own provider's quote in force that day for its
-    SKU; else the cheapest in force from any provider, marked as borrowed from it; else None."""
+    SKU; else that provider's public list price (its own price, published: not borrowed); else the
+    cheapest quote the fleet holds from any provider, marked as borrowed from it (list prices never
+    price another provider's cluster); else None (the engine's ``rate_from_quotes`` rules, with who
+    was borrowed from kept)."""
     own: dict[tuple[str, str], list[Quote]] = {}
     market: dict[str, list[Quote]] = {}
     for q in quotes:
@@ -168,11 +171,14 @@ def _rate_lookup(quotes: list[Quote], pricing_kind: str) -> Callable[[StateSegme
     def lookup(state: StateSegment, day: date) -> Rate | None:
         key = (state.sku, state.provider, day)
         if key not in memo:
-            found = quote_in_force(own.get((state.sku, state.provider), []), day, pricing_kind)
+            pool = own.get((state.sku, state.provider), [])
+            found = quotes_in_force(pool, day).get(pricing_kind) or quotes_in_force(pool, day, list_prices=True).get(
+                pricing_kind
+            )
             if found is not None:
                 memo[key] = Rate(found.usd_per_gpu_hour)
             else:
-                other = quote_in_force(market.get(state.sku, []), day, pricing_kind)
+                other = quotes_in_force(market.get(state.sku, []), day).get(pricing_kind)
                 memo[key] = None if other is None else Rate(other.usd_per_gpu_hour, borrowed_from=other.provider)
         return memo[key]
 
@@ -247,8 +253,9 @@ def spend_for_month(
     shares = [DeploymentShare(d.slug, d.cluster.slug, d.model.slug, d.gpus, d.created.date()) for d in deployments]
     result = spend_month(segments, year, month, today, rate, deployments=shares, utilisation=utilisation, polls=polls)
     result.assumptions.append(
-        f"Rates: the cluster's own provider's {pricing_kind} quote in force; without one, the cheapest in force "
-        "from any provider (a 'borrowed' warning); without any, the GPU-hours are unpriced (a 'missing' warning)."
+        f"Rates: the cluster's own provider's {pricing_kind} quote in force (or, without one, its public list "
+        "price); without either, the cheapest quote in force from any provider (a 'borrowed' warning); without "
+        "any, the GPU-hours are unpriced (a 'missing' warning)."
     )
     result.assumptions.append(
         "Utilisation (for idle cost) = mean requests running over the admitted capacity (the sizing engine's "

@@ -155,3 +155,24 @@ def test_months_outside_the_range_are_refused(june):
         assert "month" in exc.value.errors
     first = spend_for("1970-01", date(2026, 6, 10)).to_dict()
     assert first["previous_month"] is None and len(first["trend"]) == 1
+
+
+def test_a_providers_public_list_price_prices_its_own_cluster_but_is_never_borrowed(june):
+    h200 = HardwareSku.objects.get(slug="h200-141gb")
+    GpuQuote.objects.create(
+        sku=h200, provider="listed", usd_per_gpu_hour=Decimal("3.00"), quoted_on=date(2026, 5, 1), list_price=True
+    )
+    Cluster(slug="at-listed", name="L", sku=h200, nodes=1, provider="listed", team="ml").save(
+        effective_from=date(2026, 6, 1)
+    )
+    Cluster(slug="elsewhere", name="E", sku=h200, nodes=1, provider="acme", team="ml").save(
+        effective_from=date(2026, 6, 1)
+    )
+    data = spend_for("2026-06", date(2026, 7, 1)).to_dict()
+    clusters = {c["cluster"]: c for c in data["clusters"]}
+    assert clusters["at-listed"]["actual_cost_usd"] == "17280.00"  # 8 x 720 h x 3.00, its provider's own price
+    # acme holds no H200 quote and a list price of another provider is no quote of the fleet's: unpriced.
+    assert (
+        clusters["elsewhere"]["unpriced_gpu_hours"] == "5760.00" and clusters["elsewhere"]["actual_cost_usd"] == "0.00"
+    )
+    assert [(w["kind"], w["cluster"]) for w in data["warnings"]] == [("missing", "elsewhere")]
