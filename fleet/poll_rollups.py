@@ -1,5 +1,6 @@
-"""Poll history kept small and summed up: raw polls rolled into hourly rows and pruned, and the
-busy fraction per cluster (for spend) from the daily counters the poller keeps."""
+"""Poll history kept small and summed up: raw polls rolled into hourly rows and pruned, the
+requests running per deployment (for spend's utilisation) from the daily counters the poller keeps,
+and a deployment's poll history over a range."""
 
 from __future__ import annotations
 
@@ -74,17 +75,6 @@ def prune_polls(now: datetime | None = None) -> tuple[int, int]:
         EndpointPollHourly.objects.filter(hour__lt=rollup_cutoff).delete()
         DailyPollCount.objects.filter(day__lt=rollup_cutoff.date()).delete()
     return rolled, EndpointPoll.objects.count()
-
-
-def cluster_utilisation(start: date, end: date) -> dict[str, float]:
-    """Busy fraction per cluster slug over days [start, end): polls that saw running requests over
-    all polls of its deployments, from the daily counters. Clusters without polls are absent."""
-    rows = (
-        DailyPollCount.objects.filter(day__gte=start, day__lt=end)
-        .values("deployment__cluster__slug")
-        .annotate(n=Sum("polls"), b=Sum("busy_polls"))
-    )
-    return {r["deployment__cluster__slug"]: r["b"] / r["n"] for r in rows if r["n"]}
 
 
 #: A range up to this long is drawn poll by poll; a longer one hour by hour.
@@ -228,3 +218,16 @@ def _merged(a: PollPoint, b: PollPoint) -> PollPoint:
         ttft_p95_max=_max(a.ttft_p95_max, b.ttft_p95_max),
         tpot_p95_max=_max(a.tpot_p95_max, b.tpot_p95_max),
     )
+
+
+def running_totals(start: date, end: date) -> dict[int, tuple[float, int]]:
+    """Per deployment id, over days [start, end): ``(requests running summed, polls)`` over the polls
+    that read a running-requests figure or found the endpoint not up (0 running), from the daily
+    counters the poller keeps (``DailyPollCount``: a few rows a deployment a month, never the raw
+    polls). Deployments without such a poll are absent (their utilisation is unknown)."""
+    rows = (
+        DailyPollCount.objects.filter(day__gte=start, day__lt=end)
+        .values("deployment_id")
+        .annotate(n=Sum("running_polls"), running=Sum("running_sum"))
+    )
+    return {r["deployment_id"]: (r["running"] or 0.0, r["n"]) for r in rows if r["n"]}

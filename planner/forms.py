@@ -21,6 +21,7 @@ from planner.engine import ENGINES, KV_CACHE_DTYPES, MAX_LOG_BYTES, MODES, NEWES
 from planner.models import Decision
 from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PlanRequest
 from planner.sizing import POOLS, SizingRequest
+from planner.spend import FIRST_MONTH, LAST_MONTH
 
 
 def _number(**attrs: object) -> forms.NumberInput:
@@ -231,7 +232,16 @@ class DecisionForm(forms.Form):
 class SpendForm(forms.Form):
     """The spend page's month (``YYYY-MM``; the spend service checks it)."""
 
-    month = forms.CharField(max_length=7, widget=forms.TextInput(attrs={"type": "month"}))
+    month = forms.CharField(
+        max_length=7,
+        widget=forms.TextInput(
+            attrs={
+                "type": "month",
+                "min": "{:04d}-{:02d}".format(*FIRST_MONTH),
+                "max": "{:04d}-{:02d}".format(*LAST_MONTH),
+            }
+        ),
+    )
 
 
 class CalibrationForm(forms.Form):

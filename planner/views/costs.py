@@ -73,18 +73,31 @@ def record_decision(request: HttpRequest) -> HttpResponse:
     return _rent_page(request, request.POST, decision_form=decision_form, status=400)
 
 
+def _trend_chart(trend: list[dict]) -> dict:
+    """The trend chart's data (``static/js/charts.js``, ``spendTrend``): USD per month, actual and
+    projected as two stacked series; months with unpriced GPU-hours are named."""
+    return {
+        "labels": [t["month"] for t in trend],
+        "actual": [float(t["actual_cost_usd"]) for t in trend],
+        "projected": [float(t["projected_cost_usd"]) for t in trend],
+        "incomplete": [t["month"] for t in trend if t["unpriced_gpu_hours"] != "0.00"],
+    }
+
+
 @perms_required("fleet.view_clusterstate", "fleet.view_gpuquote")
 def spend(request: HttpRequest) -> HttpResponse:
-    """A month's GPU spend; a bad month is reported beside its input, a month that cannot be
-    priced (a day without any quote) above the table."""
+    """A month's GPU spend, actual and projected apart, with its breakdowns, warnings and 12-month
+    trend; a bad month is reported beside its input (400)."""
     month = request.GET.get("month") or timezone.now().strftime("%Y-%m")
     form = SpendForm({"month": month})
     context: dict = {"month": month, "form": form}
     if form.is_valid():
         try:
-            context["spend"] = spend_for(month, timezone.now().date()).to_dict()
+            data = spend_for(month, timezone.now().date()).to_dict()
         except FIELD_ERRORS as exc:
             add_service_errors(form, exc)
+        else:
+            context.update(spend=data, trend_chart=_trend_chart(data["trend"]))
     return render(request, "planner/spend.html", context, status=400 if form.errors else 200)
 
 

@@ -124,3 +124,34 @@
   document.addEventListener("DOMContentLoaded", () => draw(document));
   document.addEventListener("htmx:afterSettle", (event) => draw(event.target));
 })();
+
+/* Spend trend (templates/planner/spend.html): USD per month over 12 months, spent and projected as
+   two stacked bars, so a projection never reads as spent. Self-contained: its own draw on load and
+   after HTMX swaps, for <canvas data-chart="spendTrend" data-source="json-script-id">. */
+(function () {
+  "use strict";
+  function drawSpendTrend(root) {
+    if (typeof Chart === "undefined") return;
+    (root || document).querySelectorAll('canvas[data-chart="spendTrend"]').forEach((canvas) => {
+      const el = document.getElementById(canvas.dataset.source);
+      if (!el) return;
+      const data = JSON.parse(el.textContent);
+      const existing = Chart.getChart(canvas);
+      if (existing) existing.destroy();
+      const unpriced = new Set(data.incomplete || []);
+      new Chart(canvas, {
+        type: "bar",
+        data: { labels: data.labels.map((m) => (unpriced.has(m) ? m + " (unpriced days)" : m)), datasets: [
+          { label: "Spent (USD)", data: data.actual, backgroundColor: "#2856d8", stack: "usd" },
+          { label: "Projected (USD)", data: data.projected, backgroundColor: "rgba(40, 86, 216, 0.25)",
+            borderColor: "#2856d8", borderWidth: 1, borderDash: [4, 3], stack: "usd" },
+        ] },
+        options: { animation: false, responsive: true, aspectRatio: 3,
+          scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, title: { display: true, text: "USD" } } } },
+      });
+      canvas.dataset.drawn = "1";
+    });
+  }
+  document.addEventListener("DOMContentLoaded", () => drawSpendTrend(document));
+  document.addEventListener("htmx:afterSettle", (event) => drawSpendTrend(event.target));
+})();

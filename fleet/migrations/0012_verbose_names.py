@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('fleet', '0010_gpuquote_list_price'),
+        ('fleet', '0011_dailypollcount_running'),
     ]
 
     operations = [
