@@ -160,7 +160,7 @@ def test_rent_vs_api_shows_the_recommendation_and_chart(viewer, catalog):
     page = viewer.get("/rent-vs-api/?workload=agent&gpus=8&sku=h100-sxm-80gb&api_price=kimi-k3-api&on=2026-08-01")
     html = page.content.decode()
     assert 'id="recommendation"' in html and 'data-chart="breakeven"' in html
-    assert "14400.00" in html and "2026-07-17" in html
+    assert "14,400.00" in html and "2026-07-17" in html
     assert "Record a decision" not in html  # viewers are not offered the button
 
 
