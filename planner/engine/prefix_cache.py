@@ -219,7 +219,7 @@ def parse_trace_csv(text: str) -> tuple[TraceRequest, ...]:
     after the header), its line and the column."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_TRACE_BYTES:
         raise EngineInputError.single("trace", f"The trace is larger than {MAX_TRACE_BYTES:,} bytes.")
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text), strict=True)
     try:
         header = next(reader)
     except StopIteration:
