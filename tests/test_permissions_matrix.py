@@ -125,6 +125,8 @@ PAGE_ROUTES = [
     Route("page", "post", "/plans/start/", PLANNERS, ("planner.add_plan",)),
     Route("page", "post", "/plans/{plan}/cancel/", ADMINS, ("planner.change_plan", "planner.cancel_any_plan")),
     Route("page", "post", "/rent-vs-api/decide/", DECIDERS, ("planner.add_decision",)),
+    # A computation (POST for its uploaded trace): whoever may read its inputs.
+    Route("page", "post", "/prefix-cache/", EVERYONE, ("fleet.view_modelspec", "fleet.view_hardwaresku")),
 ]
 
 BEAT_MODELS = ("periodictask", "clockedschedule", "crontabschedule", "solarschedule", "intervalschedule")
@@ -389,7 +391,7 @@ def test_a_user_who_is_not_staff_is_sent_to_the_admin_login(client: Client) -> N
 
 # Read pages need the view permissions of what they show, like the API's reads.
 READ_PAGES = ["/", "/clusters/{cluster}/", "/deployments/{deployment}/", "/models/", "/models/{model}/",
-              "/what-if/", "/plans/", "/plans/{plan}/", "/rent-vs-api/", "/spend/", "/decisions/"]  # fmt: skip
+              "/what-if/", "/prefix-cache/", "/plans/", "/plans/{plan}/", "/rent-vs-api/", "/spend/", "/decisions/"]  # fmt: skip
 
 
 @pytest.mark.django_db
