@@ -88,7 +88,9 @@ from .profiles.vllm import DEFAULT_BLOCK_SIZE, MLA_BLOCK_SIZE
 from .sizing import size
 from .sizing.result import SizingResult
 from .spec import Accelerator, Layout, ModelArch
-from .throughput import prefill
+from .throughput import DEFAULT_OPTIONS, prefill
+from .throughput.decode import DecodeModel
+from .throughput.prefill import PrefillModel
 from .units import TB, ceil_div
 
 PREFIX_ENGINES: tuple[str, ...] = ("vllm", "sglang")
@@ -767,13 +769,17 @@ def prefix_cache(
     notes: list[str] = [f"{engine} {version} prefix caching ({rules.source})."]
 
     mode = cache_mode or _default_mode(engine, rules, linear, version)
+    if not hybrid:
+        if cache_mode or retention:
+            notes.append("cache_mode and retention apply to hybrid models only; ignored.")
+        mode, retention = "kv", None
     if engine == "vllm" and mode == "all" and not _mamba_family(linear):
         notes.append(
             "vLLM runs mode 'all' only for Mamba-family models (SupportsMambaPrefixCaching: mamba, mamba2, jamba, "
             "bamba, nemotron_h, zamba2, granitemoehybrid, falcon_h1 in 0.15.0); it falls back to 'align' here."
         )
         mode = "align"
-    if mode not in rules.modes:
+    if hybrid and mode not in rules.modes:
         raise EngineInputError.single(
             "cache_mode", f"{engine} {version} offers {', '.join(rules.modes)} for hybrid models, not {mode!r}."
         )
@@ -854,7 +860,7 @@ def prefix_cache(
     checkpoint = next(
         (m for m in modes if m.mode == mode and m.retention == retention_name),
         None,
-    ) or _checkpoint_row(engine, mode, retention_name, policy, chosen, context, interval, batch_tokens, layout)
+    ) or _checkpoint_row(engine, mode, retention_name, policy, chosen, context, interval, batch_tokens, layout, chunk)
 
     cow = None
     if hybrid and mode != "none":
@@ -1064,6 +1070,7 @@ def _checkpoint_row(
     interval: int,
     batch_tokens: int,
     layout: Layout,
+    chunk: int = SGLANG_FLA_CHUNK,
 ) -> CheckpointCost:
     """One mode's state copies at ``context`` (``sequences_lost*`` filled in by ``_mode_table``).
 
@@ -1072,6 +1079,8 @@ def _checkpoint_row(
     the slots its strategy gives a running request. Retained checkpoints come on top.
     """
     granularity = prefix_granularity_tokens(allocation, mode)
+    if engine == "sglang" and mode == "extra_buffer":
+        granularity = max(chunk, allocation.block_size_tokens)
     if allocation.state_page_bytes is None:
         seqs = allocation.sequences(context) * layout.dp
         block = allocation.block_size_tokens
@@ -1128,7 +1137,7 @@ def _mode_table(
     if not hybrid:
         allocation = base.allocation
         assert allocation is not None
-        rows.append(_checkpoint_row(engine, "none", "dense", "dense", allocation, context, 0, batch_tokens, layout))
+        rows.append(_checkpoint_row(engine, "kv", "dense", "dense", allocation, context, 0, batch_tokens, layout))
         return tuple(rows)
     combos: list[tuple[str, str, str]] = []
     linear = [g for g in model.layer_groups if g.kind == "linear"]
@@ -1161,6 +1170,7 @@ def _mode_table(
                 interval if policy == "interval" else 0,
                 batch_tokens,
                 layout,
+                chunk,
             )
         )
     reference = next((r for r in rows if r.mode == "none"), None)
@@ -1304,21 +1314,25 @@ def _granularities(
     ordered = sorted(trace, key=lambda r: r.arrival_s) if trace else []  # stable: ties keep the file's order
     prompt_total = sum(r.prompt_tokens for r in ordered)
     memo: dict[tuple[int, int], float] = {}
+    timing: list[PrefillModel] = []
 
     def prefill_s(prompt: int, cached: int) -> float:
+        """One prompt's prefill time (s): the throughput model's ``prefill()`` (its first call checks the
+        inputs), then its ``PrefillModel`` built once and asked per (prompt, cached) pair."""
         key = (prompt, cached)
         if key not in memo:
             if len(memo) >= MAX_PREFILL_EVALUATIONS:
                 raise EngineInputError.single("trace", "Too many distinct prompts and hits to time; shorten the trace.")
-            memo[key] = prefill(
-                model,
-                accelerator,
-                layout,
-                prompt_tokens=prompt,
-                cached_tokens=cached,
-                kv_cache_dtype=kv_cache_dtype,
-                weight_format=weight_format,
-            ).time_s
+            if not timing:
+                first = prefill(
+                    model, accelerator, layout, prompt_tokens=prompt, cached_tokens=cached,
+                    kv_cache_dtype=kv_cache_dtype, weight_format=weight_format,
+                )  # fmt: skip
+                dm = DecodeModel(model, accelerator, layout, kv_cache_dtype, DEFAULT_OPTIONS, weight_format, True)
+                timing.append(PrefillModel(dm))
+                memo[key] = first.time_s
+            else:
+                memo[key] = timing[0].parts(prompt, cached).time_s
         return memo[key]
 
     def saved(hits: Sequence[int]) -> float:

@@ -267,3 +267,23 @@ def test_input_errors_name_their_fields():
     with pytest.raises(EngineInputError) as err:
         analyse(QWEN3_NEXT, H200, Layout(tp=2), engine="sglang", cache_mode="align")
     assert "cache_mode" in err.value.errors
+
+
+def test_prefill_saved_is_the_throughput_models_difference():
+    """Time saved per hit = prefill(prompt, 0) - prefill(prompt, hit) of planner/engine/throughput/prefill.py."""
+    from planner.engine.throughput import prefill
+
+    r = analyse(QWEN3_NEXT, H200, Layout(tp=2), engine="vllm", retention="dense", trace=SYSTEM_PROMPT)
+    cold = prefill(QWEN3_NEXT, H200, Layout(tp=2), prompt_tokens=1_500).time_s
+    warm = prefill(QWEN3_NEXT, H200, Layout(tp=2), prompt_tokens=1_500, cached_tokens=992).time_s
+    by = {g.granularity_tokens: g for g in r.granularities}
+    assert by[16].prefill_s_saved == pytest.approx(2 * (cold - warm))
+    assert r.cold_prefill_s == pytest.approx(3 * cold)
+
+
+def test_attention_only_models_reuse_every_block():
+    """Llama-3.1-70B has no state: every 16-token block of the shared 1,000 tokens is reusable (992), mode "kv"."""
+    r = analyse(reference.model("llama-3.1-70b"), H200, Layout(tp=2), engine="vllm", trace=SYSTEM_PROMPT)
+    assert (r.cache_mode, r.hit_granularity_tokens, r.checkpoint_state_bytes_per_gpu) == ("kv", 16, 0)
+    assert {g.granularity_tokens: g.reused_tokens for g in r.granularities}[16] == 2 * 992
+    assert r.copy_on_write is None and r.state_pool_ratio is None
