@@ -773,16 +773,16 @@ def prefix_cache(
         if cache_mode or retention:
             notes.append("cache_mode and retention apply to hybrid models only; ignored.")
         mode, retention = "kv", None
+    if hybrid and mode not in rules.modes:
+        raise EngineInputError.single(
+            "cache_mode", f"{engine} {version} offers {', '.join(rules.modes)} for hybrid models, not {mode!r}."
+        )
     if engine == "vllm" and mode == "all" and not _mamba_family(linear):
         notes.append(
             "vLLM runs mode 'all' only for Mamba-family models (SupportsMambaPrefixCaching: mamba, mamba2, jamba, "
             "bamba, nemotron_h, zamba2, granitemoehybrid, falcon_h1 in 0.15.0); it falls back to 'align' here."
         )
         mode = "align"
-    if hybrid and mode not in rules.modes:
-        raise EngineInputError.single(
-            "cache_mode", f"{engine} {version} offers {', '.join(rules.modes)} for hybrid models, not {mode!r}."
-        )
     policy, retention_name = _policy(engine, mode, retention, rules, version, hybrid)
     sizing_kwargs: dict[str, Any] = {
         "layout": layout,

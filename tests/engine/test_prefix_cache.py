@@ -287,3 +287,9 @@ def test_attention_only_models_reuse_every_block():
     assert (r.cache_mode, r.hit_granularity_tokens, r.checkpoint_state_bytes_per_gpu) == ("kv", 16, 0)
     assert {g.granularity_tokens: g.reused_tokens for g in r.granularities}[16] == 2 * 992
     assert r.copy_on_write is None and r.state_pool_ratio is None
+
+
+def test_all_mode_is_refused_where_the_release_has_none():
+    with pytest.raises(EngineInputError) as err:
+        analyse(QWEN3_NEXT, H200, Layout(tp=2), engine="vllm", engine_version="0.33.0", cache_mode="all")
+    assert "offers none, align" in err.value.errors["cache_mode"][0]
