@@ -11,15 +11,27 @@ from typing import Any
 
 from django import forms
 
+from fleet.errors import InputError
 from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_TOKENS
 from fleet.models import ApiPrice, Deployment, HardwareSku, ModelSpec, Workload
 from fleet.tables import Column, TableForm
 from planner.breakeven import BreakevenRequest
 from planner.calibrations import CalibrationRequest
 from planner.decisions import NOTE_MAX_CHARS
-from planner.engine import ENGINES, KV_CACHE_DTYPES, MAX_LOG_BYTES, MODES, NEWEST_VLLM
+from planner.engine import (
+    CACHE_MODES,
+    ENGINES,
+    KV_CACHE_DTYPES,
+    MAX_LOG_BYTES,
+    MAX_TRACE_BYTES,
+    MODES,
+    NEWEST_VLLM,
+    PREFIX_ENGINES,
+    RETENTIONS,
+)
 from planner.models import Decision
 from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PlanRequest
+from planner.prefix_cache import EXAMPLE_TRACE, PrefixCacheRequest, trace_text
 from planner.sizing import POOLS, SizingRequest
 from planner.spend import FIRST_MONTH, LAST_MONTH
 
@@ -415,3 +427,85 @@ class PollRangeForm(forms.Form):
 PRESET_SPANS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 #: The longest from-to range (the rollups are kept 400 days; a chart of more is unreadable).
 MAX_POLL_RANGE_DAYS = 92
+
+
+class PrefixCacheForm(forms.Form):
+    """The prefix-cache page: a model, SKU, layout and engine release, and a request trace (pasted or
+    uploaded; the example when both are empty). Defaults are ``PrefixCacheRequest``'s except the
+    page's starting example (``EXAMPLE``)."""
+
+    #: Where the page starts: Qwen3-Next on 2 H200 under vLLM (the 544-token block of vLLM's log).
+    EXAMPLE = {"model": "qwen3-next-80b-a3b", "sku": "h200-141gb", "tp": "2", "engine": "vllm"}
+
+    model = forms.ChoiceField()
+    sku = forms.ChoiceField(label="SKU")
+    engine = forms.ChoiceField(label="Engine", choices=[(e, e) for e in PREFIX_ENGINES], initial="vllm")
+    engine_version = forms.CharField(
+        label="Release",
+        max_length=20,
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "newest", "size": "7"}),
+    )
+    cache_mode = forms.ChoiceField(
+        label="Caching mode",
+        required=False,
+        choices=[("", "the engine's"), *((m, m) for m in dict.fromkeys(m for v in CACHE_MODES.values() for m in v))],
+    )
+    retention = forms.ChoiceField(
+        label="Retention (vLLM 0.29+)", required=False, choices=[("", "default"), *((r, r) for r in RETENTIONS)]
+    )
+    checkpoint_interval_tokens = forms.IntegerField(
+        label="Checkpoint interval", min_value=0, max_value=MAX_TOKENS, required=False, widget=_number(min=0)
+    )
+    tp = forms.IntegerField(label="tp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    pp = forms.IntegerField(label="pp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    dp = forms.IntegerField(label="dp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    kv_cache_dtype = forms.ChoiceField(
+        label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial="bf16", required=False
+    )
+    context_tokens = forms.IntegerField(
+        label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
+    )
+    concurrency = forms.IntegerField(
+        label="Concurrency (SGLang ratio)", min_value=1, max_value=1_000_000, required=False, widget=_number()
+    )
+    available_kv_cache_gib = forms.FloatField(
+        label="KV memory as logged (GiB/GPU)",
+        min_value=0,
+        max_value=MAX_GIB_PER_GPU,
+        required=False,
+        widget=forms.NumberInput(attrs={"step": "0.01", "min": "0"}),
+    )
+    trace_text = forms.CharField(
+        label="Request trace (CSV)",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 6, "class": "mono", "spellcheck": "false"}),
+        help_text="request_id,arrival_s,prompt_tokens,shared_prefix_id,shared_prefix_tokens; empty: the example.",
+    )
+    trace_file = forms.FileField(label="or upload a CSV", required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
+        self.fields["sku"].choices = list(HardwareSku.objects.values_list("slug", "name"))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        upload = data.get("trace_file")
+        if upload is not None:
+            if upload.size > MAX_TRACE_BYTES:
+                self.add_error("trace_file", f"The file is over {MAX_TRACE_BYTES // (1024 * 1024)} MiB.")
+                return data
+            try:
+                data["trace_text"] = trace_text(upload.read(MAX_TRACE_BYTES + 1), "trace_file")
+            except InputError as exc:
+                self.add_error("trace_file", exc.errors["trace_file"])
+        return data
+
+    def to_request(self) -> PrefixCacheRequest:
+        """The request of a valid form (blank fields take the service's defaults; no trace: the example)."""
+        data = {k: v for k, v in self.cleaned_data.items() if v not in (None, "")}
+        data.pop("trace_file", None)
+        data["trace_csv"] = data.pop("trace_text", None) or EXAMPLE_TRACE
+        return PrefixCacheRequest(**data)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from planner.views import costs, fleet, models, plans, whatif
+from planner.views import costs, fleet, models, plans, prefix_cache, whatif
 
 urlpatterns = [
     path("", fleet.fleet, name="fleet"),
@@ -17,6 +17,7 @@ urlpatterns = [
     path("models/<str:slug>/", models.model_detail, name="model"),
     path("models/<str:slug>/edit/", models.model_form, name="model-edit"),
     path("what-if/", whatif.what_if, name="what-if"),
+    path("prefix-cache/", prefix_cache.prefix_cache_page, name="prefix-cache"),
     path("plans/", plans.plan_list, name="plans"),
     path("plans/export.csv", plans.plan_list_csv, name="plans-csv"),
     path("plans/compare/", plans.plan_compare, name="plan-compare"),

@@ -108,6 +108,7 @@ def api_routes() -> list[Route]:
         Route("api", "post", "/api/v1/sizing/", EVERYONE, ("fleet.view_modelspec", "fleet.view_hardwaresku")),
         Route("api", "post", "/api/v1/estimate/", EVERYONE, ("fleet.view_modelspec", "fleet.view_hardwaresku")),
         Route("api", "post", "/api/v1/breakeven/", EVERYONE, ("fleet.view_gpuquote", "fleet.view_apiprice")),
+        Route("api", "post", "/api/v1/prefix-cache/", EVERYONE, ("fleet.view_modelspec", "fleet.view_hardwaresku")),
         Route("api", "get", "/api/v1/spend/", EVERYONE, ("fleet.view_clusterstate", "fleet.view_gpuquote")),
     ]
     return routes
@@ -137,6 +138,8 @@ PAGE_ROUTES = [
     Route("page", "post", "/workloads/new/", INVENTORY, ("fleet.add_workload",)),
     Route("page", "post", "/workloads/{workload}/edit/", INVENTORY, ("fleet.change_workload",)),
     Route("page", "post", "/workloads/{workload}/delete/", INVENTORY, ("fleet.delete_workload",)),
+    # A computation (POST for its uploaded trace): whoever may read its inputs.
+    Route("page", "post", "/prefix-cache/", EVERYONE, ("fleet.view_modelspec", "fleet.view_hardwaresku")),
 ]
 
 BEAT_MODELS = ("periodictask", "clockedschedule", "crontabschedule", "solarschedule", "intervalschedule")
@@ -401,8 +404,8 @@ def test_a_user_who_is_not_staff_is_sent_to_the_admin_login(client: Client) -> N
 
 # Read pages need the view permissions of what they show, like the API's reads.
 READ_PAGES = ["/", "/clusters/{cluster}/", "/deployments/{deployment}/", "/models/", "/models/{model}/",
-              "/what-if/", "/plans/", "/plans/{plan}/", "/rent-vs-api/", "/spend/", "/decisions/",
-              "/quotes/", "/api-prices/", "/skus/", "/workloads/"]  # fmt: skip
+              "/what-if/", "/prefix-cache/", "/plans/", "/plans/{plan}/", "/rent-vs-api/", "/spend/",
+              "/decisions/", "/quotes/", "/api-prices/", "/skus/", "/workloads/"]  # fmt: skip
 
 
 @pytest.mark.django_db

@@ -96,7 +96,7 @@ INLINE_STYLE = re.compile(r"<style\b|\sstyle=", re.I)
 def test_every_page_has_a_strict_policy_and_no_inline_script_or_style(client, make_user, deployment):
     client.force_login(make_user("a", "admin"))
     pages = ["/", f"/clusters/{deployment.cluster.slug}/", f"/deployments/{deployment.slug}/", "/models/",
-             "/models/kimi-k3/", "/what-if/", "/plans/", "/rent-vs-api/", "/spend/", "/decisions/",
+             "/models/kimi-k3/", "/what-if/", "/prefix-cache/", "/plans/", "/rent-vs-api/", "/spend/", "/decisions/",
              "/deployments/new/", "/api/v1/docs/"]  # fmt: skip
     for url in pages:
         r = client.get(url)

@@ -11,6 +11,7 @@ from planner.api.calibrations import CalibrationViewSet
 from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
 from planner.api.estimate import EstimateView
 from planner.api.plans import PlanViewSet
+from planner.api.prefix_cache import PrefixCacheView
 from planner.api.sizing import SizingView
 
 app_name = "api"
@@ -19,7 +20,13 @@ app_name = "api"
 class Router(DefaultRouter):
     """The API root lists the computations (sizing, estimate, breakeven, spend) beside the records."""
 
-    EXTRA = {"sizing": "sizing", "estimate": "estimate", "breakeven": "breakeven", "spend": "spend"}
+    EXTRA = {
+        "sizing": "sizing",
+        "estimate": "estimate",
+        "breakeven": "breakeven",
+        "spend": "spend",
+        "prefix-cache": "prefix-cache",
+    }
 
     def get_api_root_view(self, api_urls=None):
         view = super().get_api_root_view(api_urls)
@@ -48,5 +55,6 @@ urlpatterns = [
     path("estimate/", EstimateView.as_view(), name="estimate"),
     path("breakeven/", BreakevenView.as_view(), name="breakeven"),
     path("spend/", SpendView.as_view(), name="spend"),
+    path("prefix-cache/", PrefixCacheView.as_view(), name="prefix-cache"),
     *router.urls,
 ]

@@ -19,6 +19,8 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
 - ``profiles/`` (what a named serving engine allocates): ``ENGINES``, ``EngineAllocation``, ``NEWEST_VLLM``,
   ``NEWEST_SGLANG``; ``size(engine=...)``;
+- ``prefix_cache`` (prefix-cache granularity of hybrid models): ``prefix_cache``, ``TraceRequest``,
+  ``parse_trace_csv``, ``prefix_granularity_tokens`` (the token multiple a hit lands on, for routers);
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``, ``spend_month``,
   ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
 - ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
@@ -56,6 +58,19 @@ from planner.engine.errors import EngineInputError
 from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
 from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
+from planner.engine.limits import MAX_TRACE_BYTES, MAX_TRACE_ROWS
+from planner.engine.prefix_cache import (
+    CACHE_MODES,
+    DEFAULT_GRANULARITIES,
+    PREFIX_ENGINES,
+    RETENTIONS,
+    TRACE_COLUMNS,
+    PrefixCacheResult,
+    TraceRequest,
+    parse_trace_csv,
+    prefix_cache,
+    prefix_granularity_tokens,
+)
 from planner.engine.profiles import ENGINES, NEWEST_SGLANG, NEWEST_VLLM, EngineAllocation
 from planner.engine.sizing import (
     CapacityPoint,
@@ -98,6 +113,8 @@ from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_D
 __all__ = [
     "ACCELERATOR_RECORD_FIELDS",
     "CACHE_DTYPES",
+    "CACHE_MODES",
+    "DEFAULT_GRANULARITIES",
     "ENGINES",
     "GB",
     "GIB",
@@ -106,16 +123,21 @@ __all__ = [
     "KV_CACHE_DTYPES",
     "MAX_LOG_BYTES",
     "MAX_PRICE_USD",
+    "MAX_TRACE_BYTES",
+    "MAX_TRACE_ROWS",
     "MIB",
     "MODEL_RECORD_FIELDS",
     "MODES",
     "NEWEST_SGLANG",
     "NEWEST_VLLM",
+    "PREFIX_ENGINES",
     "PRICING_KINDS",
     "REASONS",
+    "RETENTIONS",
     "SECONDS_PER_DAY",
     "SECONDS_PER_HOUR",
     "TB",
+    "TRACE_COLUMNS",
     "UNASSIGNED",
     "WEIGHT_FORMATS",
     "Accelerator",
@@ -130,6 +152,7 @@ __all__ = [
     "Layout",
     "ModelArch",
     "MonthSpend",
+    "PrefixCacheResult",
     "Quote",
     "Rate",
     "SearchCancelled",
@@ -146,6 +169,7 @@ __all__ = [
     "StartupLog",
     "ThroughputOptions",
     "ThroughputResult",
+    "TraceRequest",
     "Workload",
     "apply_correction",
     "batch_of",
@@ -161,7 +185,10 @@ __all__ = [
     "monthly_spend",
     "parse_layer_groups",
     "parse_startup_log",
+    "parse_trace_csv",
     "prediction_of",
+    "prefix_cache",
+    "prefix_granularity_tokens",
     "quote_in_force",
     "quotes_in_force",
     "rate_from_quotes",

@@ -52,6 +52,16 @@ MAX_SLO_MS: float = 86_400_000.0
 MAX_REQUESTS_PER_DAY: float = 1e12
 #: Nodes per SKU a layout search may consider.
 MAX_NODES: int = 1024
+#: A request trace for the prefix-cache analysis (``prefix_cache.py``): rows, bytes of CSV text, the
+#: longest request id or shared-prefix id (characters), and the block sizes one analysis compares.
+#: Each row costs one prefill estimate per distinct (prompt, hit) pair and granularity, so 10,000 rows
+#: x 16 granularities stay within a few seconds on one core.
+MAX_TRACE_ROWS: int = 10_000
+MAX_TRACE_BYTES: int = 2 * 1024 * 1024
+MAX_TRACE_ID_CHARS: int = 200
+MAX_GRANULARITIES: int = 16
+#: An arrival time in a trace, seconds (a year).
+MAX_ARRIVAL_S: float = 31_536_000.0
 
 
 def int_error(value: Any, low: int, high: int, what: str = "") -> str | None:

@@ -155,3 +155,55 @@
   document.addEventListener("DOMContentLoaded", () => drawSpendTrend(document));
   document.addEventListener("htmx:afterSettle", (event) => drawSpendTrend(event.target));
 })();
+
+/* The prefix-cache chart (templates/planner/_prefix_cache_result.html): reused prompt tokens (% of the
+   trace's, bars; the token-level ideal as a dashed line) and the retained checkpoints' memory (GiB per
+   GPU, right axis) against block size, the engine's own block drawn in another colour and marked.
+   Self-contained: draws every canvas[data-chart="prefix-cache"] on load and after each HTMX swap. */
+(function () {
+  "use strict";
+  const REUSE = "#2f8f6b", CHOICE = "#c53030", MEMORY = "#4a5a80", IDEAL = "#677085";
+
+  function drawPrefixCache(root) {
+    if (typeof Chart === "undefined") return;
+    (root || document).querySelectorAll('canvas[data-chart="prefix-cache"]').forEach((canvas) => {
+      const source = document.getElementById(canvas.dataset.source);
+      if (!source) return;
+      const data = JSON.parse(source.textContent);
+      const labels = data.labels.map((g, i) => (i === data.choice ? g + " (engine)" : String(g)));
+      const colours = data.labels.map((_, i) => (i === data.choice ? CHOICE : REUSE));
+      const marker = data.labels.map((_, i) => (i === data.choice ? data.reuse_percent[i] : null));
+      const existing = Chart.getChart(canvas);
+      if (existing) existing.destroy();
+      new Chart(canvas, {
+        data: {
+          labels,
+          datasets: [
+            { type: "bar", label: "Reused prompt tokens (%)", data: data.reuse_percent, backgroundColor: colours, yAxisID: "y" },
+            { type: "line", label: "Token-level cache (%)", data: data.labels.map(() => data.ideal_percent),
+              borderColor: IDEAL, borderDash: [6, 4], pointRadius: 0, yAxisID: "y" },
+            { type: "line", label: "Checkpoint memory (GiB per GPU)", data: data.memory_gib, borderColor: MEMORY,
+              backgroundColor: MEMORY, yAxisID: "memory" },
+            { type: "line", showLine: false, label: "Engine's choice: " + data.choice_label, data: marker, backgroundColor: CHOICE,
+              borderColor: CHOICE, pointStyle: "triangle", pointRadius: 9, yAxisID: "y" },
+          ],
+        },
+        options: {
+          animation: false,
+          responsive: true,
+          scales: {
+            x: { title: { display: true, text: "block size (tokens)" } },
+            y: { beginAtZero: true, suggestedMax: 100, title: { display: true, text: "% of prompt tokens" } },
+            memory: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false },
+                      title: { display: true, text: "GiB per GPU" } },
+          },
+        },
+      });
+      canvas.dataset.drawn = "1";
+      canvas.dataset.choice = data.choice === null ? "" : String(data.labels[data.choice]);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => drawPrefixCache(document));
+  document.addEventListener("htmx:afterSettle", (event) => drawPrefixCache(event.target));
+})();
