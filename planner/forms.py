@@ -30,7 +30,7 @@ from planner.engine import (
     RETENTIONS,
 )
 from planner.models import Decision
-from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PlanRequest
+from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PRICE_BASES, PlanRequest
 from planner.prefix_cache import EXAMPLE_TRACE, PrefixCacheRequest, trace_text
 from planner.sizing import POOLS, SizingRequest
 from planner.spend import FIRST_MONTH, LAST_MONTH
@@ -146,6 +146,12 @@ class PlanForm(forms.Form):
     skus = forms.MultipleChoiceField(
         label="SKUs (none = all with a quote)", required=False, widget=forms.SelectMultiple(attrs={"size": 4})
     )
+    price_basis = forms.ChoiceField(
+        label="Rank by prices",
+        choices=[(k, v[0].upper() + v[1:]) for k, v in PRICE_BASES.items()],
+        initial=PlanRequest.price_basis,
+        required=False,
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -159,6 +165,8 @@ class PlanForm(forms.Form):
         chosen = {name: tuple(d[name]) for name in ("skus", "kv_cache_dtypes", "modes") if d[name]}
         if d["max_nodes"] is not None:
             chosen["max_nodes"] = d["max_nodes"]
+        if d.get("price_basis"):
+            chosen["price_basis"] = d["price_basis"]
         return PlanRequest(model=d["model"], workload=d["workload"], **chosen)
 
 

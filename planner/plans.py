@@ -40,6 +40,13 @@ MAX_PROGRESS_LOG = 40
 PLAN_KV_CACHE_DTYPES: tuple[str, ...] = ("bf16", "fp8")
 #: Nodes per SKU a plan may search up to (the search's cost grows with it; docs/layouts.md).
 MAX_NODES_LIMIT = 32
+#: Which prices a plan ranks by: the fleet's own quotes (the price in force: the seeds' 2.50 USD
+#: assumption unless finance added others), or the cheapest public list price in force per SKU
+#: (the catalogue's dated provider price lists; fleet/catalog/README.md).
+PRICE_BASES: dict[str, str] = {
+    "fleet": "the fleet's own quotes (the price in force)",
+    "list": "the cheapest public list price in force (providers' published on-demand prices)",
+}
 
 
 @dataclass(frozen=True)
@@ -54,10 +61,13 @@ class PlanRequest:
     kv_cache_dtypes: tuple[str, ...] = PLAN_KV_CACHE_DTYPES
     modes: tuple[str, ...] = MODES
     on: date | None = None
+    price_basis: str = "fleet"
 
     def errors(self) -> dict[str, list[str]]:
         """Problems with the values themselves (records are checked by ``create_plan``)."""
         errors: dict[str, list[str]] = {}
+        if self.price_basis not in PRICE_BASES:
+            errors["price_basis"] = [f"Unknown price basis {self.price_basis!r}; use {', '.join(PRICE_BASES)}."]
         if not isinstance(self.max_nodes, int) or not 1 <= self.max_nodes <= MAX_NODES_LIMIT:
             errors["max_nodes"] = [f"Give a whole number of nodes from 1 to {MAX_NODES_LIMIT}."]
         for name, allowed in (("kv_cache_dtypes", PLAN_KV_CACHE_DTYPES), ("modes", MODES)):
@@ -69,11 +79,14 @@ class PlanRequest:
         return errors
 
 
-def price_offers(skus: list[HardwareSku], on: date) -> tuple[list[HardwareSku], dict[str, dict[str, Any]], list[str]]:
-    """The on-demand quote in force for each SKU on ``on``; SKUs without one are returned apart."""
+def price_offers(
+    skus: list[HardwareSku], on: date, basis: str = "fleet"
+) -> tuple[list[HardwareSku], dict[str, dict[str, Any]], list[str]]:
+    """The on-demand quote in force for each SKU on ``on`` on the price ``basis`` (``PRICE_BASES``);
+    SKUs without one are returned apart."""
     priced, prices, missing = [], {}, []
     for sku in skus:
-        quote = GpuQuote.objects.in_force(sku, on).cheapest()
+        quote = GpuQuote.objects.in_force(sku, on).cheapest(list_prices=basis == "list")
         if quote is None:
             missing.append(sku.slug)
             continue
@@ -94,16 +107,18 @@ def create_plan(request: PlanRequest, user: Any) -> Plan:
     if errors:
         raise InputError(errors)
     on = request.on or timezone.now().date()
-    priced, prices, missing = price_offers(skus, on)
+    priced, prices, missing = price_offers(skus, on, request.price_basis)
+    kind = "public on-demand list price" if request.price_basis == "list" else "on-demand quote"
     if request.skus and missing:
-        raise InputError.single("skus", f"No on-demand quote in force on {on.isoformat()} for: {', '.join(missing)}.")
+        raise InputError.single("skus", f"No {kind} in force on {on.isoformat()} for: {', '.join(missing)}.")
     if not priced:
-        raise InputError.single("skus", "No candidate SKU has an on-demand quote in force.")
+        raise InputError.single("skus", f"No candidate SKU has a {kind} in force.")
     options = {
         "max_nodes": request.max_nodes,
         "kv_cache_dtypes": list(request.kv_cache_dtypes),
         "modes": list(request.modes),
         "on": on.isoformat(),
+        "price_basis": request.price_basis,
         "prices": prices,
         "skipped_without_quote": missing,
     }

@@ -127,3 +127,25 @@ def test_the_ranking_shows_layouts_sku_names_ties_and_counts_that_add_up(client,
     rejected = sum(v["count"] for r, v in result["rejected"].items() if r not in ("costs_more", "same_cost"))
     considered = result["feasible"] + rejected
     assert f"{considered:,} configurations: {result['feasible']:,} feasible and {rejected:,} that do not fit" in page
+
+
+@pytest.mark.django_db
+def test_a_plan_started_on_public_list_prices_says_so_and_names_the_providers(client, make_user, setup):
+    """The plans page's "Rank by prices": public list prices name their provider per SKU on the plan
+    page; SKUs without a list price (the RTX 4080 has none in the catalogue) are named as skipped."""
+    client.force_login(make_user("p", "platform"))
+    page = client.get("/plans/").content.decode()
+    assert 'name="price_basis"' in page and "Rank by prices" in page
+    r = client.post(
+        "/plans/start/",
+        {"model": "kimi-k3", "workload": "agent", "max_nodes": "2", "price_basis": "list",
+         "skus": []},
+    )  # fmt: skip
+    plan = Plan.objects.get()
+    assert r.status_code == 302 and plan.options["price_basis"] == "list"
+    assert "rtx-4080-16gb" in plan.options["skipped_without_quote"]
+    assert all(q.get("list_price") for q in plan.options["prices"].values())
+    text = client.get(f"/plans/{plan.pk}/").content.decode()
+    h200 = plan.options["prices"]["h200-141gb"]["provider"]
+    assert "the cheapest public list price per SKU" in text and f"h200-141gb: {h200}" in text
+    assert "skipped without a price" in text and "rtx-4080-16gb" in text

@@ -104,3 +104,37 @@ def test_command_runs_the_same_search_with_a_progress_bar(setup):
     assert Plan.objects.get().status == "done"
     with pytest.raises(CommandError, match="workload"):
         call_command("plan", "nope", stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_a_plan_ranked_on_public_list_prices(platform_api, setup):
+    """``price_basis: list``: each SKU priced at the cheapest public on-demand list price in force
+    (the latest of each provider), not the seeds' 2.50; ``fleet`` (the default) keeps 2.50."""
+    from datetime import date
+
+    from fleet.models import GpuQuote, HardwareSku
+
+    h200, b200 = HardwareSku.objects.get(slug="h200-141gb"), HardwareSku.objects.get(slug="b200-192gb")
+    listed = {"list_price": True, "pricing_kind": "on-demand", "source": "test price list"}
+    GpuQuote.objects.create(
+        sku=h200, provider="cheap-then-dear", usd_per_gpu_hour="0.40", quoted_on=date(2039, 11, 1), **listed
+    )
+    GpuQuote.objects.create(
+        sku=h200, provider="cheap-then-dear", usd_per_gpu_hour="0.90", quoted_on=date(2039, 12, 1), **listed
+    )
+    GpuQuote.objects.create(sku=h200, provider="steady", usd_per_gpu_hour="0.50", quoted_on=date(2039, 10, 1), **listed)
+    GpuQuote.objects.create(sku=b200, provider="steady", usd_per_gpu_hour="0.60", quoted_on=date(2039, 10, 1), **listed)
+    on = "2040-01-01"
+    r = platform_api.post(URL, {**BODY, "on": on, "price_basis": "list"}, format="json")
+    assert r.status_code == 202, r.json()
+    prices = r.json()["options"]["prices"]
+    assert r.json()["options"]["price_basis"] == "list"
+    assert (prices["h200-141gb"]["provider"], prices["h200-141gb"]["usd_per_gpu_hour"]) == ("steady", "0.5000")
+    assert (prices["b200-192gb"]["provider"], prices["b200-192gb"]["usd_per_gpu_hour"]) == ("steady", "0.6000")
+    fleet = platform_api.post(URL, {**BODY, "on": on}, format="json").json()["options"]
+    assert fleet["price_basis"] == "fleet" and fleet["prices"]["h200-141gb"]["usd_per_gpu_hour"] == "2.5000"
+
+    r = platform_api.post(URL, {**BODY, "skus": ["rtx-4080-16gb"], "price_basis": "list"}, format="json")
+    assert r.status_code == 400 and "No public on-demand list price in force" in r.json()["skus"][0]
+    r = platform_api.post(URL, {**BODY, "price_basis": "cheapest"}, format="json")
+    assert r.status_code == 400 and "price_basis" in r.json()

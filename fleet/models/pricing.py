@@ -60,17 +60,18 @@ class GpuQuoteQuerySet(models.QuerySet):
         and apart from those, one public list price per provider and kind (the latest)."""
         return self.filter(sku=sku).in_force_on(on)
 
-    def cheapest(self, kind: str = "on-demand") -> Quote | None:
+    def cheapest(self, kind: str = "on-demand", *, list_prices: bool = False) -> Quote | None:
         """The cheapest quote of ``kind`` among these, public list prices left out (after
         ``in_force``: the price in force), as the engine's ``Quote`` (what pricing, plans and decision
-        snapshots use); None when none."""
-        row = self.cheapest_row(kind)
+        snapshots use); None when none. ``list_prices=True``: the cheapest public list price instead
+        (a plan ranked on list prices)."""
+        row = self.cheapest_row(kind, list_prices=list_prices)
         return None if row is None else Quote.from_record(row, sku=row.sku.slug)
 
-    def cheapest_row(self, kind: str = "on-demand") -> GpuQuote | None:
+    def cheapest_row(self, kind: str = "on-demand", *, list_prices: bool = False) -> GpuQuote | None:
         """The row ``cheapest`` converts (the pages mark it as the price in force)."""
         return (
-            self.filter(pricing_kind=kind, list_price=False)
+            self.filter(pricing_kind=kind, list_price=list_prices)
             .select_related("sku")
             .order_by("usd_per_gpu_hour", "-quoted_on", "provider")
             .first()

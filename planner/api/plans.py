@@ -18,7 +18,15 @@ from fleet.errors import ConflictError
 from planner.engine import MODES
 from planner.filters import PlanFilter
 from planner.models import Plan
-from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PlanRequest, cancel, may_cancel, submit_plan
+from planner.plans import (
+    MAX_NODES_LIMIT,
+    PLAN_KV_CACHE_DTYPES,
+    PRICE_BASES,
+    PlanRequest,
+    cancel,
+    may_cancel,
+    submit_plan,
+)
 
 
 class PlanRequestSerializer(serializers.Serializer):
@@ -37,6 +45,12 @@ class PlanRequestSerializer(serializers.Serializer):
     )
     modes = serializers.ListField(child=serializers.ChoiceField(choices=MODES), required=False, allow_empty=False)
     on = serializers.DateField(required=False, help_text="Date of the GPU quotes used (default: today).")
+    price_basis = serializers.ChoiceField(
+        choices=list(PRICE_BASES),
+        required=False,
+        help_text="Rank by the fleet's own quotes (`fleet`, default) or the cheapest public list price in force "
+        "per SKU (`list`); SKUs without such a price are skipped and named.",
+    )
 
     def to_request(self) -> PlanRequest:
         data = dict(self.validated_data)
