@@ -279,6 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", type=int, default=1, help="data-parallel engines (vLLM, SGLang)")
     parser.add_argument("--tp", type=int, default=1, help="SGLang TP ranks reporting metrics")
     parser.add_argument("--max-model-len", type=int, default=None)
+    parser.add_argument(
+        "--num-gpu-blocks",
+        type=int,
+        default=None,
+        help="vLLM: KV cache blocks per engine in cache_config_info (default 2,000)",
+    )
+    parser.add_argument("--block-size", type=int, default=16, help="vLLM: tokens per block (with --num-gpu-blocks)")
     args = parser.parse_args(argv)
     server = FakeEngineServer(
         args.engine,
@@ -292,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         tp=args.tp,
         max_model_len=args.max_model_len,
     )
+    if args.num_gpu_blocks is not None and args.engine == "vllm":
+        server.set_cache_config(args.num_gpu_blocks, args.block_size)
 
     def stop(_signum: int, _frame: Any) -> None:
         threading.Thread(target=server.stop, daemon=True).start()

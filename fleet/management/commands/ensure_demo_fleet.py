@@ -14,6 +14,8 @@ from fleet.audit import AuditedCommandMixin
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
 
 DEMO_MODEL_ID = "meta-llama/Llama-3.1-70B-Instruct"
+#: The demo deployment ``make run`` registers and its fake vLLM endpoint serves (``runstack``).
+DEMO_DEPLOYMENT = "demo-llama-70b"
 
 
 class Command(AuditedCommandMixin, BaseCommand):
@@ -56,7 +58,7 @@ class Command(AuditedCommandMixin, BaseCommand):
             )
             cluster.save(effective_from=timezone.now().date().replace(day=1))
         deployment, _ = Deployment.objects.update_or_create(
-            slug="demo-llama-70b",
+            slug=DEMO_DEPLOYMENT,
             defaults={
                 "cluster": cluster,
                 "model": model,

@@ -28,6 +28,21 @@ class Command(BaseCommand):
             help="Start a fake vLLM endpoint on this port for the demo deployment (0: none).",
         )
 
+    @staticmethod
+    def demo_cache_args() -> list[str]:
+        """``--num-gpu-blocks N --block-size B`` for the fake vLLM: the blocks vLLM's allocator gives
+        the demo deployment (the engine profile's prediction, ``fleet.poll_store.predicted_cache``),
+        so the demo's calibration reads as a real vLLM's would (the profiles match vLLM's logged
+        blocks within 3%, docs/sizing.md) instead of being flagged against the fake's fixed 2,000
+        blocks; empty when the demo deployment is missing or does not size."""
+        from fleet.management.commands.ensure_demo_fleet import DEMO_DEPLOYMENT
+        from fleet.models import Deployment
+        from fleet.poll_store import predicted_cache
+
+        deployment = Deployment.objects.filter(slug=DEMO_DEPLOYMENT).first()
+        blocks = predicted_cache(deployment)[1] if deployment else None
+        return ["--num-gpu-blocks", str(blocks[0]), "--block-size", str(blocks[1])] if blocks else []
+
     def handle(self, *args, **options):
         python = sys.executable
         bind = f"{options['host']}:{options['port']}"
@@ -75,6 +90,7 @@ class Command(BaseCommand):
                 str(options["demo_endpoint_port"]),
                 "--model",
                 DEMO_MODEL_ID,
+                *self.demo_cache_args(),
             ]
         procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}  # noqa: S603
         self.stdout.write(self.style.SUCCESS(f"fleetcap is starting at http://{bind}/  (Ctrl-C stops everything)"))
