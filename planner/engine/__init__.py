@@ -19,6 +19,9 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
 - ``profiles/`` (what a named serving engine allocates): ``ENGINES``, ``EngineAllocation``, ``NEWEST_VLLM``,
   ``NEWEST_SGLANG``; ``size(engine=...)``;
+- ``routing`` (the routing advisor): ``rank`` over ``RequestClass``, ``DeploymentCandidate``
+  (with its ``Serving``), ``ApiCandidate`` -> ``RouteResult`` of ``Destination``; ``stale_limit_s``,
+  ``reusable_prefix_tokens``, ``MODALITIES``;
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
   ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
 - ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
@@ -49,6 +52,18 @@ from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
 from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
 from planner.engine.profiles import ENGINES, NEWEST_SGLANG, NEWEST_VLLM, EngineAllocation
+from planner.engine.routing import (
+    MODALITIES,
+    ApiCandidate,
+    DeploymentCandidate,
+    Destination,
+    RequestClass,
+    RouteResult,
+    Serving,
+    rank,
+    reusable_prefix_tokens,
+    stale_limit_s,
+)
 from planner.engine.sizing import (
     CapacityPoint,
     SizingResult,
@@ -99,6 +114,7 @@ __all__ = [
     "MAX_LOG_BYTES",
     "MAX_PRICE_USD",
     "MIB",
+    "MODALITIES",
     "MODEL_RECORD_FIELDS",
     "MODES",
     "NEWEST_SGLANG",
@@ -110,9 +126,12 @@ __all__ = [
     "TB",
     "WEIGHT_FORMATS",
     "Accelerator",
+    "ApiCandidate",
     "BreakevenResult",
     "CapacityPoint",
     "ClusterState",
+    "DeploymentCandidate",
+    "Destination",
     "EngineAllocation",
     "EngineInputError",
     "ImportedModel",
@@ -120,9 +139,12 @@ __all__ = [
     "Layout",
     "ModelArch",
     "Quote",
+    "RequestClass",
+    "RouteResult",
     "SearchCancelled",
     "SearchResult",
     "SensitivityBand",
+    "Serving",
     "SizingResult",
     "SkuOffer",
     "SpeedCorrection",
@@ -150,12 +172,15 @@ __all__ = [
     "prediction_of",
     "quote_in_force",
     "quotes_in_force",
+    "rank",
     "rate_from_quotes",
     "redact_startup_log",
+    "reusable_prefix_tokens",
     "search",
     "sensitivity",
     "single_gpu_fit",
     "size",
+    "stale_limit_s",
     "state_bytes_per_sequence",
     "unit_economics",
     "weights_bytes",
