@@ -146,6 +146,7 @@ class ModelSpecForm(forms.ModelForm):
             "slug",
             "hf_model_id",
             *ModelSpec.FIGURES,
+            "modalities",
             "source",
         ]
 
