@@ -11,15 +11,23 @@ from planner.api.calibrations import CalibrationViewSet
 from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
 from planner.api.estimate import EstimateView
 from planner.api.plans import PlanViewSet
+from planner.api.routing import LiteLLMView, RouteView
 from planner.api.sizing import SizingView
 
 app_name = "api"
 
 
 class Router(DefaultRouter):
-    """The API root lists the computations (sizing, estimate, breakeven, spend) beside the records."""
+    """The API root lists the computations (sizing, estimate, breakeven, spend, route) beside the records."""
 
-    EXTRA = {"sizing": "sizing", "estimate": "estimate", "breakeven": "breakeven", "spend": "spend"}
+    EXTRA = {
+        "sizing": "sizing",
+        "estimate": "estimate",
+        "breakeven": "breakeven",
+        "spend": "spend",
+        "route": "route",
+        "route-litellm": "route-litellm",
+    }
 
     def get_api_root_view(self, api_urls=None):
         view = super().get_api_root_view(api_urls)
@@ -48,5 +56,7 @@ urlpatterns = [
     path("estimate/", EstimateView.as_view(), name="estimate"),
     path("breakeven/", BreakevenView.as_view(), name="breakeven"),
     path("spend/", SpendView.as_view(), name="spend"),
+    path("route/", RouteView.as_view(), name="route"),
+    path("route/litellm/", LiteLLMView.as_view(), name="route-litellm"),
     *router.urls,
 ]
