@@ -1,8 +1,8 @@
-"""Pages of the planner: the fleet's headroom, models, what-if, plans, rent vs API, spend, decisions."""
+"""Pages of the planner: the fleet's headroom, models, what-if, route, plans, rent vs API, spend, decisions."""
 
 from django.urls import path
 
-from planner.views import costs, fleet, models, plans, whatif
+from planner.views import costs, fleet, models, plans, route, whatif
 
 urlpatterns = [
     path("", fleet.fleet, name="fleet"),
@@ -15,6 +15,7 @@ urlpatterns = [
     path("models/<str:slug>/", models.model_detail, name="model"),
     path("models/<str:slug>/edit/", models.model_form, name="model-edit"),
     path("what-if/", whatif.what_if, name="what-if"),
+    path("route/", route.route_page, name="route"),
     path("plans/", plans.plan_list, name="plans"),
     path("plans/start/", plans.plan_start, name="plan-start"),
     path("plans/<uuid:pk>/", plans.plan_detail, name="plan"),
