@@ -1,12 +1,14 @@
 """Routing advisor service: the fleet as the router sees it, ranked for a request class; the
 LiteLLM ``model_list`` export.
 
-``route(request, now=None)`` loads every enabled deployment (with its cluster, SKU and model), the
-latest usable speed correction of each (``planner.corrections.latest_for_many``), the GPU quotes
-and the hosted API prices in force, in a fixed number of queries whatever the fleet's size (five
-with a ``model``, four without: a gateway calls this per request), turns them into the engine's
-plain inputs and calls ``planner.engine.rank`` (formulas and ranking rules: its module docstring,
-``planner/engine/routing.py``; docs/routing.md).
+``route(request, now=None)`` ranks the fleet for a request class with ``planner.engine.rank``
+(formulas and ranking rules: its module docstring, ``planner/engine/routing.py``; docs/routing.md).
+The fleet is every enabled deployment (with its cluster, SKU and model), the latest usable speed
+correction of each (``planner.corrections.latest_for_many``), the GPU quotes and the hosted API
+prices in force, read in a fixed number of queries whatever the fleet's size, turned into the
+engine's plain inputs and kept as this process's snapshot; a gateway calls this per request, so a
+call first asks one query whether any of those records changed (``fleet_version``) and reuses the
+snapshot when none did (poll ages recomputed for now).
 
 ``litellm_model_list(now=None)``: one LiteLLM router entry per enabled deployment with a base URL
 and per hosted API price in force, priced per token from our records and limited (rpm/tpm) by the
@@ -20,15 +22,16 @@ the route page (``planner/views/route.py``). Domain errors: ``InputError`` (an u
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS, InputError
-from fleet.models import ApiPrice, Deployment, GpuQuote, ModelSpec
+from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec
 from planner.corrections import corrected_throughput, latest_for_many
 from planner.corrections import to_engine as correction_to_engine
 from planner.engine import (
@@ -44,6 +47,7 @@ from planner.engine import (
     rank,
     stale_limit_s,
 )
+from planner.models import SpeedCorrection
 
 #: The pricing kind a deployment's GPU-hours are priced at (rent vs API's and /metrics' default).
 PRICING_KIND = "on-demand"
@@ -60,10 +64,43 @@ class Route:
         return {**self.result.to_dict(), "at": self.at.isoformat()}
 
 
+#: The columns ranking reads (``Deployment.only``): serving settings, live state, and what the speed
+#: correction's validity (``planner.corrections.serving_of``) and the engine's model and SKU read.
+ROUTE_FIELDS = (
+    "slug",
+    "cluster",
+    "model",
+    *Deployment.SERVING,
+    "poll_interval_s",
+    "last_status",
+    "last_polled",
+    "last_metrics",
+    "cluster__slug",
+    "cluster__sku__slug",
+    "cluster__sku__name",
+    *(f"cluster__sku__{name}" for name in HardwareSku.FIGURES),
+    "model__slug",
+    "model__name",
+    "model__modalities",
+    *(f"model__{name}" for name in ModelSpec.FIGURES),
+)
+
+
 def _deployments() -> list[Deployment]:
-    """Enabled deployments with what ranking reads (one query; keys and model sources left unread)."""
+    """Enabled deployments with the columns ranking reads (one query; never the API key)."""
     return list(
         Deployment.objects.filter(enabled=True)
+        .select_related("cluster__sku", "model")
+        .only(*ROUTE_FIELDS)
+        .order_by("slug")
+    )
+
+
+def _export_deployments() -> list[Deployment]:
+    """Enabled deployments with a base URL, their workloads too (the LiteLLM export's request shape)."""
+    return list(
+        Deployment.objects.filter(enabled=True)
+        .exclude(base_url="")
         .select_related("cluster__sku", "model", "workload")
         .defer("api_key_encrypted", "model__source", "model__assumptions", "cluster__sku__source")
         .order_by("slug")
@@ -136,7 +173,7 @@ def deployment_candidates(deployments: list[Deployment], now: datetime) -> list[
             engine_version=d.engine_version or None,
             block_size_tokens=d.block_size_tokens,
             max_model_len=d.max_model_len,
-            correction=None if fit is None else correction_to_engine(fit),
+            correction=None if fit is None else correction_to_engine(fit, with_assumptions=False),
             correction_age_s=None if fit is None else max(0.0, (now - fit.fitted_at).total_seconds()),
         )
         metrics = d.last_metrics or {}
@@ -180,17 +217,98 @@ def api_candidates(prices: list[ApiPrice]) -> list[ApiCandidate]:
     ]
 
 
+@dataclass(frozen=True)
+class Fleet:
+    """The fleet as the engine sees it, read at ``at``; ``polled`` is each deployment's last poll time
+    (its age is recomputed whenever the snapshot is reused)."""
+
+    version: tuple[Any, ...]
+    at: datetime
+    deployments: tuple[DeploymentCandidate, ...]
+    polled: tuple[datetime | None, ...]
+    apis: tuple[ApiCandidate, ...]
+    models: frozenset[str]
+
+
+#: The records whose changes make a new fleet snapshot: (model, the columns whose aggregate changes
+#: when a row is added, edited or deleted through the ORM or written by the poller).
+VERSIONED = (
+    (Deployment, ("updated", "last_polled")),
+    (ApiPrice, ("updated",)),
+    (GpuQuote, ("updated",)),
+    (SpeedCorrection, ("fitted_at",)),
+    (ModelSpec, ("updated",)),
+    (HardwareSku, ("updated",)),
+    (Cluster, ("updated",)),
+)
+
+
+def fleet_version(now: datetime) -> tuple[Any, ...]:
+    """What the routing inputs were made from, in one query: per record table its row count, largest
+    id and the latest of its change timestamps; and the minute (quotes and corrections come into
+    force and expire with time). Equal versions mean the same inputs, but for a bulk ``UPDATE`` that
+    touches none of those columns (never done by the app's own writers), seen within the minute."""
+    quote = connection.ops.quote_name
+    scalars = []
+    for model, columns in VERSIONED:
+        table = quote(model._meta.db_table)
+        for aggregate in ("COUNT(*)", "MAX(id)", *(f"MAX({quote(c)})" for c in columns)):
+            # Table and column names are the models' own (quoted), never input.
+            scalars.append(f"(SELECT {aggregate} FROM {table})")  # noqa: S608
+    sql = "SELECT " + ", ".join(scalars)
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        row = tuple(str(v) for v in cursor.fetchone())
+    return (now.replace(second=0, microsecond=0).isoformat(), row)
+
+
+def read_fleet(now: datetime, version: tuple[Any, ...] = ()) -> Fleet:
+    """The engine's inputs, read from the records (four queries)."""
+    rows = _deployments()
+    deployments = deployment_candidates(rows, now)
+    polled = {d.slug: d.last_polled for d in rows}
+    return Fleet(
+        version=version,
+        at=now,
+        deployments=tuple(deployments),
+        polled=tuple(polled[d.slug] for d in deployments),
+        apis=tuple(api_candidates(api_prices_in_force(now))),
+        models=frozenset(ModelSpec.objects.values_list("slug", flat=True)),
+    )
+
+
+#: This process's last fleet snapshot (``{"fleet": Fleet}``): reused while ``fleet_version`` is unchanged.
+_SNAPSHOT: dict[str, Fleet] = {}
+
+
+def current_fleet(now: datetime) -> Fleet:
+    """The fleet at ``now``: this process's snapshot when the records have not changed since it was read
+    (one query to tell, ``fleet_version``), with every poll age recomputed for ``now``; else read again."""
+    version = fleet_version(now)
+    cached = _SNAPSHOT.get("fleet")
+    if cached is None or cached.version != version:
+        cached = _SNAPSHOT["fleet"] = read_fleet(now, version)
+        return cached
+    if now == cached.at:
+        return cached
+    aged = tuple(
+        d if at is None else replace(d, last_poll_age_s=max(0.0, (now - at).total_seconds()))
+        for d, at in zip(cached.deployments, cached.polled, strict=True)
+    )
+    return replace(cached, at=now, deployments=aged)
+
+
 def route(request: RequestClass, now: datetime | None = None) -> Route:
     """Rank every enabled deployment and every hosted API price in force for ``request``.
 
-    Raises ``EngineInputError`` (the class's own fields) or ``InputError`` (``model``: no such model)."""
+    Raises ``EngineInputError`` (the class's own fields) or ``InputError`` (``model``: no such model).
+    Queries: one when nothing changed since this process last read the fleet, six when it did."""
     request.check()
-    if request.model is not None and not ModelSpec.objects.filter(slug=request.model).exists():
-        raise InputError.single("model", f"No model {request.model!r}.")
     now = now or timezone.now()
-    deployments = deployment_candidates(_deployments(), now)
-    apis = api_candidates(api_prices_in_force(now))
-    return Route(result=rank(request, deployments, apis), at=now)
+    fleet = current_fleet(now)
+    if request.model is not None and request.model not in fleet.models:
+        raise InputError.single("model", f"No model {request.model!r}.")
+    return Route(result=rank(request, fleet.deployments, fleet.apis), at=now)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -269,7 +387,7 @@ def litellm_model_list(now: datetime | None = None) -> dict[str, Any]:
     cost per million output tokens). Per API: its prices per token (cache miss as input, cache hit as
     ``cache_read_input_token_cost``). Never an API key."""
     now = now or timezone.now()
-    deployments = [d for d in _deployments() if d.base_url]
+    deployments = _export_deployments()
     corrections = latest_for_many(deployments, now)
     quotes = _quotes(now)
     entries = [_deployment_entry(d, quotes.get(d.cluster.sku.slug), corrections.get(d.pk), now) for d in deployments]

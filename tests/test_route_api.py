@@ -194,3 +194,23 @@ def test_litellm_export_strips_credentials_from_the_base_url(viewer_api, fleet):
     Deployment.objects.filter(slug="llama-fresh").update(base_url="http://user:pw-secret@127.0.0.1:8000/?key=abc")
     text = viewer_api.get(LITELLM).content.decode()
     assert "pw-secret" not in text and "key=abc" not in text
+
+
+@pytest.mark.django_db
+def test_the_fleet_snapshot_is_reused_until_a_record_changes(fleet, django_assert_num_queries):
+    from planner.engine import RequestClass
+    from planner.routing import route
+
+    request = RequestClass(**CLASS)
+    assert route(request).result.best.slug == "llama-fresh"
+    with django_assert_num_queries(1):  # fleet_version: nothing changed, the snapshot is reused
+        again = route(request)
+    assert again.result.best.slug == "llama-fresh"
+    # A poll lands (the poller's own UPDATE writes last_polled): the next call reads the fleet again.
+    Deployment.objects.filter(slug="llama-fresh").update(last_status="down", last_polled=timezone.now())
+    with django_assert_num_queries(6):  # the version, deployments, corrections, quotes, API prices, models
+        moved = route(request)
+    assert moved.result.best.slug == "llama-api"
+    # Ages are recomputed for each call's now, so a snapshot never hides a poll going stale.
+    later = route(request, now=timezone.now() + timedelta(minutes=5))
+    assert all(not d.eligible for d in later.result.destinations if d.kind == "deployment")
