@@ -245,9 +245,10 @@ VERSIONED = (
 
 def fleet_version(now: datetime) -> tuple[Any, ...]:
     """What the routing inputs were made from, in one query: per record table its row count, largest
-    id and the latest of its change timestamps; and the minute (quotes and corrections come into
-    force and expire with time). Equal versions mean the same inputs, but for a bulk ``UPDATE`` that
-    touches none of those columns (never done by the app's own writers), seen within the minute."""
+    id and the latest of its change timestamps; the minute (quotes and corrections come into force
+    and expire with time); the routing settings. Equal versions mean the same inputs, but for a bulk
+    ``UPDATE`` that touches none of those columns (never done by the app's own writers), seen within
+    the minute."""
     quote = connection.ops.quote_name
     scalars = []
     for model, columns in VERSIONED:
@@ -259,7 +260,8 @@ def fleet_version(now: datetime) -> tuple[Any, ...]:
     with connection.cursor() as cursor:
         cursor.execute(sql)
         row = tuple(str(v) for v in cursor.fetchone())
-    return (now.replace(second=0, microsecond=0).isoformat(), row)
+    knobs = (settings.ROUTE_STALE_POLL_INTERVALS, settings.ROUTE_STALE_MIN_S, settings.ROUTE_API_CACHE_BLOCK_TOKENS)
+    return (now.replace(second=0, microsecond=0).isoformat(), row, knobs)
 
 
 def read_fleet(now: datetime, version: tuple[Any, ...] = ()) -> Fleet:
@@ -279,6 +281,11 @@ def read_fleet(now: datetime, version: tuple[Any, ...] = ()) -> Fleet:
 
 #: This process's last fleet snapshot (``{"fleet": Fleet}``): reused while ``fleet_version`` is unchanged.
 _SNAPSHOT: dict[str, Fleet] = {}
+
+
+def clear_snapshot() -> None:
+    """Forget this process's fleet snapshot (the next call reads the fleet; tests start from none)."""
+    _SNAPSHOT.clear()
 
 
 def current_fleet(now: datetime) -> Fleet:
