@@ -344,8 +344,9 @@ def _deployment_entry(d: Deployment, quote: Quote | None, correction: Any, now: 
     except FIELD_ERRORS as exc:
         info["fleetcap_note"] = f"No capacity figures: {exc}"
         return {"model_name": d.model.slug, "litellm_params": params, "model_info": info}
-    output_per_s = speed.tokens_per_s_replica * d.replicas
-    if speed.fits and output_per_s > 0:
+    # A layout that does not fit memory serves nothing (as rent vs API and /metrics have it): no limits, no cost.
+    output_per_s = speed.tokens_per_s_replica * d.replicas if speed.fits else 0.0
+    if output_per_s > 0:
         rpm = math.floor(output_per_s * 60 / speed.output_tokens)
         params["rpm"] = max(1, rpm)
         params["tpm"] = max(1, rpm) * (speed.prompt_tokens + speed.output_tokens)

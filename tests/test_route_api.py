@@ -214,3 +214,12 @@ def test_the_fleet_snapshot_is_reused_until_a_record_changes(fleet, django_asser
     # Ages are recomputed for each call's now, so a snapshot never hides a poll going stale.
     later = route(request, now=timezone.now() + timedelta(minutes=5))
     assert all(not d.eligible for d in later.result.destinations if d.kind == "deployment")
+
+
+@pytest.mark.django_db
+def test_litellm_export_gives_no_limits_or_cost_to_a_layout_that_does_not_fit(viewer_api, fleet, cluster, kimi_k3):
+    Deployment.objects.create(slug="k3-one-gpu", cluster=cluster, model=kimi_k3, tp=1, base_url="http://127.0.0.1:9")
+    entries = {e["model_info"]["fleetcap_slug"]: e for e in viewer_api.get(LITELLM).json()["model_list"]}
+    params = entries["k3-one-gpu"]["litellm_params"]
+    assert not {"rpm", "tpm", "output_cost_per_token"} & set(params)
+    assert entries["llama-fresh"]["litellm_params"]["rpm"] >= 1

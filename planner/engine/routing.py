@@ -39,9 +39,11 @@ arquitetura muda para o roteamento de modelos?"), in the order they are applied:
      tokens_per_s_replica x 3600 / output_tokens``, where ``tokens_per_s_replica`` is the model's
      output rate for this class at its SLO-limited concurrency (``estimate(..., ttft_slo_ms,
      tpot_slo_ms)``; the prefill share of the replica's time is inside it), corrected like the
-     latency. This is a busy deployment's cost per request (the same convention as rent vs API's
-     cost per million output tokens, docs/costs.md): idle GPUs bill the same and are not charged to
-     the request.
+     latency (the batch is the model's SLO-limited one, not searched again with the corrected times as
+     ``planner.corrections.correct`` does for a deployment's own workload: that search costs about a
+     dozen estimates per deployment, too many per gateway request). This is a busy deployment's cost
+     per request (the same convention as rent vs API's cost per million output tokens,
+     docs/costs.md): idle GPUs bill the same and are not charged to the request.
    - hosted API: ``usd_per_request = (reusable x cache_hit + (prompt - reusable) x cache_miss +
      output x output_price) / 1e6`` with the prices in USD per million tokens.
 
