@@ -223,3 +223,23 @@ def test_litellm_export_gives_no_limits_or_cost_to_a_layout_that_does_not_fit(vi
     params = entries["k3-one-gpu"]["litellm_params"]
     assert not {"rpm", "tpm", "output_cost_per_token"} & set(params)
     assert entries["llama-fresh"]["litellm_params"]["rpm"] >= 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[]",
+        "null",
+        '"route me"',
+        '{"context_tokens": true, "prompt_tokens": 1, "output_tokens": 1}',
+        '{"context_tokens": 10, "prompt_tokens": 1, "output_tokens": 1, "prefix_reuse_fraction": NaN}',
+        '{"context_tokens": 10, "prompt_tokens": 1, "output_tokens": 1, "ttft_slo_ms": 1e400}',
+        '{"context_tokens": 10, "prompt_tokens": 1, "output_tokens": 1, "model": ["a"]}',
+        '{"context_tokens": 10, "prompt_tokens": 1, "output_tokens": 1, "modality": {"a": 1}}',
+        "{not json",
+    ],
+)
+def test_malformed_bodies_are_400_never_500(viewer_api, fleet, raw):
+    r = viewer_api.generic("POST", URL, raw, content_type="application/json")
+    assert r.status_code == 400, (raw, r.content)
