@@ -243,3 +243,15 @@ def test_litellm_export_gives_no_limits_or_cost_to_a_layout_that_does_not_fit(vi
 def test_malformed_bodies_are_400_never_500(viewer_api, fleet, raw):
     r = viewer_api.generic("POST", URL, raw, content_type="application/json")
     assert r.status_code == 400, (raw, r.content)
+
+
+@pytest.mark.django_db
+def test_modalities_are_validated_and_route_by_modality(platform_api, viewer_api, fleet, llama70b):
+    url = "/api/v1/models/llama-3.1-70b/"
+    assert platform_api.patch(url, {"modalities": "text,smell"}, format="json").status_code == 400
+    assert platform_api.patch(url, {"modalities": "text, image"}, format="json").status_code == 200
+    llama70b.refresh_from_db()
+    assert llama70b.modality_list == ("text", "image")
+    body = viewer_api.post(URL, {**CLASS, "modality": "image"}, format="json").json()
+    assert body["best"] == "llama-fresh"  # the API price is linked to the model: it takes images too
+    assert viewer_api.post(URL, {**CLASS, "modality": "audio"}, format="json").json()["best"] is None
