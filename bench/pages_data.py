@@ -297,9 +297,11 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
     # a bulk load must do the same, or spend would see no utilisation.
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO fleet_dailypollcount (deployment_id, day, polls, busy_polls) "
+            "INSERT INTO fleet_dailypollcount (deployment_id, day, polls, busy_polls, running_polls, running_sum) "
             "SELECT deployment_id, (polled_at AT TIME ZONE 'UTC')::date, count(*), "
-            "count(*) FILTER (WHERE requests_running > 0) FROM fleet_endpointpoll GROUP BY 1, 2"
+            "count(*) FILTER (WHERE requests_running > 0), "
+            "count(*) FILTER (WHERE requests_running IS NOT NULL OR status <> 'up'), "
+            "coalesce(sum(requests_running), 0) FROM fleet_endpointpoll GROUP BY 1, 2"
         )
     timings["polls"] = time.perf_counter() - t2
 

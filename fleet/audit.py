@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -30,9 +30,12 @@ from auditlog.context import set_extra_data
 from auditlog.middleware import AuditlogMiddleware
 from auditlog.models import LogEntry
 from auditlog.registry import auditlog
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import FieldDoesNotExist
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
+from django.utils.text import capfirst
 
 from fleet.polling import display_url
 
@@ -123,6 +126,8 @@ class AuditEntry:
     actor: str | None
     via: str | None
     changes: dict[str, list[Any]]
+    #: field -> its verbose name ("GPUs per node"), what a page calls it.
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> list[tuple[str, str, str]]:
@@ -130,9 +135,23 @@ class AuditEntry:
         return [(name, _text(before), _text(after)) for name, (before, after) in self.changes.items()]
 
     @property
+    def shown(self) -> list[tuple[str, str, str]]:
+        """``changed`` with each field's verbose name instead of its attribute name, and whole numbers
+        with thousands separators."""
+        return [
+            (self.labels.get(name, name), _grouped(before), _grouped(after))
+            for name, (before, after) in self.changes.items()
+        ]
+
+    @property
     def who(self) -> str:
         """The user, else the source (``manage.py load_catalog``), else ``system``."""
         return self.actor or self.via or "system"
+
+
+def _grouped(value: Any) -> str:
+    """``_text`` of a value, a whole number with thousands separators (``2,800,000,000,000``)."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else _text(value)
 
 
 def _text(value: Any) -> str:
@@ -150,7 +169,9 @@ def entry(log: LogEntry) -> AuditEntry:
         # A base URL stored before keys were refused in it may carry one: shown without it.
         changes["base_url"] = [display_url(v) if isinstance(v, str) and v not in ("", "None") else v
                                for v in changes["base_url"]]  # fmt: skip
+    model = ContentType.objects.get_for_id(log.content_type_id).model_class()
     return AuditEntry(
+        labels={name: _label(model, name) for name in changes},
         id=log.pk,
         timestamp=log.timestamp,
         action=ACTIONS.get(log.action, str(log.action)),
@@ -158,6 +179,16 @@ def entry(log: LogEntry) -> AuditEntry:
         via=via,
         changes=changes,
     )
+
+
+def _label(model: type[Model] | None, name: str) -> str:
+    """A field's verbose name as a page shows it ("GPUs per node"), from the record's model."""
+    if name == "api_key":
+        return "API key"
+    try:
+        return capfirst(model._meta.get_field(name).verbose_name) if model else name
+    except FieldDoesNotExist:
+        return capfirst(name.replace("_", " "))
 
 
 def entries(logs: Iterable[LogEntry]) -> list[AuditEntry]:

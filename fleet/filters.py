@@ -45,10 +45,11 @@ class GpuQuoteFilter(filters.FilterSet):
     quoted_after = filters.DateFilter(field_name="quoted_on", lookup_expr="gte")
     quoted_before = filters.DateFilter(field_name="quoted_on", lookup_expr="lte")
     valid_on = filters.DateFilter(method="filter_valid_on", label="Quotes valid on this date (quoted, not expired)")
+    list_price = filters.BooleanFilter(help_text="true: public list prices only; false: the fleet's own quotes only.")
 
     class Meta:
         model = GpuQuote
-        fields = ["sku", "provider", "pricing_kind", "quoted_after", "quoted_before", "valid_on"]
+        fields = ["sku", "provider", "pricing_kind", "quoted_after", "quoted_before", "valid_on", "list_price"]
 
     def filter_valid_on(self, queryset, name, value):
         return queryset.valid_on(value)

@@ -8,10 +8,12 @@ import json
 from typing import Any
 
 from django import forms
+from django.core.validators import MaxValueValidator
 
 from fleet import inputs, registration
 from fleet.errors import ConflictError, InputError
-from fleet.models import Cluster, Deployment, ModelSpec
+from fleet.limits import MAX_CONCURRENCY, MAX_FIGURE, MAX_PRICE_USD, MAX_REQUESTS_PER_DAY, MAX_TOKENS
+from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.polling import display_url
 from planner.engine import WEIGHT_FORMATS, EngineInputError
 
@@ -67,15 +69,7 @@ class DeploymentForm(forms.ModelForm):
             "poll_interval_s",
             "enabled",
         ]
-        # What a person reads beside each input (the models' field names otherwise: "Kv cache dtype").
-        labels = {
-            "kv_cache_dtype": "KV cache dtype",
-            "max_model_len": "Max model length (tokens)",
-            "gpu_memory_utilization": "GPU memory utilization (0-1)",
-            "base_url": "Base URL",
-            "served_model_id": "Served model id",
-            "poll_interval_s": "Poll interval (s)",
-        }
+        # The labels are the fields' verbose names ("KV cache dtype", not "Kv cache dtype").
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -275,3 +269,110 @@ def add_service_errors(form: forms.Form, exc: InputError | EngineInputError, pre
                 if field not in ("__all__", "non_field_errors")
                 else " ".join(messages),
             )
+
+
+class BoundedModelForm(forms.ModelForm):
+    """A ModelForm whose numbers have the upper bounds of ``fleet.limits`` (as the API's serializers):
+    ``MAX_BOUNDS`` by field name, else ``MAX_FIGURE`` for floats and ``MAX_PRICE_USD`` for money, so a
+    1e308 never reaches the engine and an oversized number is an error beside its input."""
+
+    MAX_BOUNDS: dict[str, float] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, field in self.fields.items():
+            bound = self.MAX_BOUNDS.get(name)
+            if bound is None and isinstance(field, forms.FloatField) and not isinstance(field, forms.DecimalField):
+                bound = MAX_FIGURE
+            if bound is None and isinstance(field, forms.DecimalField):
+                bound = MAX_PRICE_USD
+            if bound is not None and isinstance(field, forms.FloatField | forms.IntegerField | forms.DecimalField):
+                field.max_value = bound
+                field.validators.append(MaxValueValidator(bound))
+                field.widget.attrs.setdefault("max", bound)
+
+
+DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+
+
+class GpuQuoteForm(BoundedModelForm):
+    """A new dated GPU quote (a changed price is a new row: ``fleet.prices``)."""
+
+    class Meta:
+        model = GpuQuote
+        fields = [
+            "sku",
+            "provider",
+            "usd_per_gpu_hour",
+            "pricing_kind",
+            "quoted_on",
+            "valid_until",
+            "list_price",
+            "source",
+        ]
+        labels = {"sku": "SKU", "usd_per_gpu_hour": "USD per GPU-hour", "valid_until": "Valid until (inclusive)"}
+        help_texts = {
+            "quoted_on": "The day the provider published or quoted this price; in force from then on.",
+            "valid_until": "Blank: until a newer quote of the same provider and kind supersedes it.",
+            "source": "The price list's URL or the document the quote came in, and what the figure covers.",
+        }
+        widgets = {"quoted_on": DATE_INPUT, "valid_until": DATE_INPUT, "source": forms.Textarea(attrs={"rows": 3})}
+
+
+class GpuQuoteEndForm(BoundedModelForm):
+    """What may change on a stored quote: its end date and its source note (never its price or date)."""
+
+    class Meta:
+        model = GpuQuote
+        fields = ["valid_until", "source"]
+        labels = {"valid_until": "Valid until (inclusive)"}
+        help_texts = {"valid_until": "End the quote: it is not in force after this day (past spend keeps it)."}
+        widgets = {"valid_until": DATE_INPUT, "source": forms.Textarea(attrs={"rows": 3})}
+
+
+class ApiPriceForm(BoundedModelForm):
+    """A new dated hosted-API price (USD per million tokens)."""
+
+    class Meta:
+        model = ApiPrice
+        fields = ["slug", "provider", "model_name", "model", *ApiPrice.PRICES, "context_window", "quoted_on", "source"]
+        labels = {"model_name": "Model name (as the provider's API takes it)", "model": "Model spec priced"}
+        widgets = {"quoted_on": DATE_INPUT, "source": forms.Textarea(attrs={"rows": 3})}
+
+    MAX_BOUNDS = {"context_window": MAX_TOKENS}
+
+
+class ApiPriceNoteForm(BoundedModelForm):
+    """What may change on a stored API price: the model it prices, its context window, its source."""
+
+    class Meta:
+        model = ApiPrice
+        fields = ["model", "context_window", "source"]
+        labels = {"model": "Model spec priced"}
+        widgets = {"source": forms.Textarea(attrs={"rows": 3})}
+
+    MAX_BOUNDS = {"context_window": MAX_TOKENS}
+
+
+class HardwareSkuForm(BoundedModelForm):
+    class Meta:
+        model = HardwareSku
+        fields = ["name", "slug", "vendor", *HardwareSku.FIGURES, "hbm_reported_source", "source"]
+        widgets = {"source": forms.Textarea(attrs={"rows": 3})}
+
+    MAX_BOUNDS = {"hbm_bytes_reported": 10**15}
+
+
+class WorkloadForm(BoundedModelForm):
+    class Meta:
+        model = Workload
+        fields = ["name", "slug", "team", *Workload.FIGURES]
+        labels = {"p95_context_tokens": "p95 context (tokens)", "prefix_cache_hit_rate": "Prefix cache hit rate (0-1)"}
+
+    MAX_BOUNDS = {
+        "requests_per_day": MAX_REQUESTS_PER_DAY,
+        "mean_prompt_tokens": MAX_TOKENS,
+        "mean_output_tokens": MAX_TOKENS,
+        "p95_context_tokens": MAX_TOKENS,
+        "peak_concurrency": MAX_CONCURRENCY,
+    }

@@ -154,14 +154,26 @@ def _daily_upsert_sql() -> str:
     # Same statement on PostgreSQL and SQLite (3.24+): add to today's row, or create it. The table
     # name is our own model's, quoted; the values are parameters.
     return (
-        f"INSERT INTO {table} (deployment_id, day, polls, busy_polls) VALUES (%s, %s, 1, %s) "  # noqa: S608
+        f"INSERT INTO {table} (deployment_id, day, polls, busy_polls, running_polls, running_sum) "  # noqa: S608
+        "VALUES (%s, %s, 1, %s, %s, %s) "
         f"ON CONFLICT (deployment_id, day) DO UPDATE SET polls = {table}.polls + 1, "
-        f"busy_polls = {table}.busy_polls + excluded.busy_polls"
+        f"busy_polls = {table}.busy_polls + excluded.busy_polls, "
+        f"running_polls = {table}.running_polls + excluded.running_polls, "
+        f"running_sum = {table}.running_sum + excluded.running_sum"
     )
 
 
-def _daily_params(deployment_id: int, day: date, busy: bool) -> list:
-    return [deployment_id, connection.ops.adapt_datefield_value(day), int(busy)]
+def _daily_params(deployment_id: int, day: date, running: float | None, up: bool) -> list:
+    """One poll's counts: busy (any request running); counted for utilisation when it read a
+    running figure or found the endpoint not up (then 0 running: nothing was served)."""
+    counted = running is not None or not up
+    return [
+        deployment_id,
+        connection.ops.adapt_datefield_value(day),
+        int(bool(running)),
+        int(counted),
+        float(running or 0.0) if counted else 0.0,
+    ]
 
 
 def _live_update_sql(fields: list) -> str:
@@ -216,12 +228,16 @@ def _store(items: list[Polled]) -> list[EndpointPoll]:
             _live_update_sql(fields),
             [[f.get_db_prep_save(getattr(d, f.attname), connection) for f in fields] + [d.pk] for d in deployments],
         )
-        counts = [_daily_params(it.deployment.pk, it.at.date(), bool(v["requests_running"])) for it, (_p, v) in zipped]
+        counts = [
+            _daily_params(it.deployment.pk, it.at.date(), v["requests_running"], str(it.outcome.status) == "up")
+            for it, (_p, v) in zipped
+        ]
         cursor.executemany(_daily_upsert_sql(), counts)
     return polls
 
 
-def count_poll(deployment_id: int, day: date, busy: bool) -> None:
-    """Add one poll to the deployment's daily counters (one upsert)."""
+def count_poll(deployment_id: int, day: date, running: float | None, up: bool = True) -> None:
+    """Add one poll to the deployment's daily counters (one upsert): ``running``, the requests it saw
+    running (``None``: no figure), and whether the endpoint was ``up``."""
     with connection.cursor() as cursor:
-        cursor.execute(_daily_upsert_sql(), _daily_params(deployment_id, day, busy))
+        cursor.execute(_daily_upsert_sql(), _daily_params(deployment_id, day, running, up))

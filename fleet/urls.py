@@ -1,14 +1,31 @@
-"""fleet's pages: register and edit clusters and deployments; records' change history; the health check."""
+"""fleet's pages: register and edit clusters and deployments; the price book (GPU quotes, API prices)
+and the catalogue (SKUs, workloads); records' change history; the health check."""
 
 from django.urls import path
 
-from fleet.views import health, history, inventory
+from fleet.views import catalogue, health, history, inventory, prices
 
 urlpatterns = [
     path("clusters/new/", inventory.cluster_form, name="cluster-new"),
     path("clusters/<str:slug>/edit/", inventory.cluster_form, name="cluster-edit"),
     path("deployments/new/", inventory.deployment_form, name="deployment-new"),
     path("deployments/<str:slug>/edit/", inventory.deployment_form, name="deployment-edit"),
+    path("quotes/", prices.quote_list, name="gpu-quotes"),
+    path("quotes/new/", prices.quote_form, name="gpu-quote-new"),
+    path("quotes/<int:pk>/edit/", prices.quote_form, name="gpu-quote-edit"),
+    path("quotes/<int:pk>/delete/", prices.quote_delete, name="gpu-quote-delete"),
+    path("api-prices/", prices.api_price_list, name="api-prices"),
+    path("api-prices/new/", prices.api_price_form, name="api-price-new"),
+    path("api-prices/<str:slug>/edit/", prices.api_price_form, name="api-price-edit"),
+    path("api-prices/<str:slug>/delete/", prices.api_price_delete, name="api-price-delete"),
+    path("skus/", catalogue.sku_list, name="skus"),
+    path("skus/new/", catalogue.sku_form, name="sku-new"),
+    path("skus/<str:slug>/edit/", catalogue.sku_form, name="sku-edit"),
+    path("skus/<str:slug>/delete/", catalogue.sku_delete, name="sku-delete"),
+    path("workloads/", catalogue.workload_list, name="workloads"),
+    path("workloads/new/", catalogue.workload_form, name="workload-new"),
+    path("workloads/<str:slug>/edit/", catalogue.workload_form, name="workload-edit"),
+    path("workloads/<str:slug>/delete/", catalogue.workload_delete, name="workload-delete"),
     path("history/<str:kind>/<str:key>/", history.record_history, name="history"),
     path("healthz", health.healthz, name="healthz"),
 ]

@@ -4,6 +4,8 @@ the engine, never here."""
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -11,6 +13,7 @@ from django import forms
 
 from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_SLO_MS, MAX_TOKENS
 from fleet.models import ApiPrice, Deployment, HardwareSku, ModelSpec, Workload
+from fleet.tables import Column, TableForm
 from planner.breakeven import BreakevenRequest
 from planner.calibrations import CalibrationRequest
 from planner.decisions import NOTE_MAX_CHARS
@@ -18,6 +21,7 @@ from planner.engine import ENGINES, KV_CACHE_DTYPES, MAX_LOG_BYTES, MODALITIES, 
 from planner.models import Decision
 from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PlanRequest
 from planner.sizing import POOLS, SizingRequest
+from planner.spend import FIRST_MONTH, LAST_MONTH
 
 
 def _number(**attrs: object) -> forms.NumberInput:
@@ -75,7 +79,7 @@ class WhatIfForm(forms.Form):
         widget=forms.TextInput(attrs={"placeholder": NEWEST_VLLM, "size": "7"}),
     )
     max_model_len = forms.IntegerField(
-        label="max_model_len", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
+        label="Max model length (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
     )
     block_size_tokens = forms.IntegerField(
         label="Block size", min_value=1, max_value=65536, required=False, widget=_number()
@@ -228,7 +232,16 @@ class DecisionForm(forms.Form):
 class SpendForm(forms.Form):
     """The spend page's month (``YYYY-MM``; the spend service checks it)."""
 
-    month = forms.CharField(max_length=7, widget=forms.TextInput(attrs={"type": "month"}))
+    month = forms.CharField(
+        max_length=7,
+        widget=forms.TextInput(
+            attrs={
+                "type": "month",
+                "min": "{:04d}-{:02d}".format(*FIRST_MONTH),
+                "max": "{:04d}-{:02d}".format(*LAST_MONTH),
+            }
+        ),
+    )
 
 
 class CalibrationForm(forms.Form):
@@ -269,6 +282,139 @@ class CalibrationForm(forms.Form):
             engine_version=data.get("engine_version") or None,
             measured_on=data.get("measured_on"),
         )
+
+
+class DecisionTableForm(TableForm):
+    """The decision log's search and sort (newest first by default)."""
+
+    columns = (
+        Column("decided", "Decided", ("decided_at", "id")),
+        Column("workload", "Workload", ("workload__name", "-decided_at")),
+        Column("tier", "Tier", ("tier", "-decided_at")),
+        Column("by", "Decided by", ("decided_by_name", "-decided_at")),
+    )
+    default_sort = "-decided"
+    search_fields = ("workload__name", "workload__slug", "note", "decided_by_name")
+
+
+class PlanTableForm(TableForm):
+    """The plans list's search and sort (newest first by default)."""
+
+    columns = (
+        Column("started", "Started", ("created",)),
+        Column("model", "Model", ("model__name", "-created")),
+        Column("workload", "Workload", ("workload__name", "-created")),
+        Column("status", "Status", ("status", "-created")),
+        Column("progress", "Progress", ("progress", "-created"), numeric=True),
+    )
+    default_sort = "-started"
+    search_fields = ("model__name", "model__slug", "workload__name", "workload__slug", "status")
+
+
+class ModelTableForm(TableForm):
+    """The model catalogue's search and sort (by name by default)."""
+
+    columns = (
+        Column("name", "Model", ("name",)),
+        Column("total", "Total params (B)", ("total_params", "name"), numeric=True),
+        Column("active", "Active (B)", ("active_params", "name"), numeric=True),
+        Column("experts", "Experts (routed / active)", ("n_routed_experts", "n_active_experts", "name"), numeric=True),
+        Column("format", "Format", ("weight_format", "name")),
+        Column("context", "Max context", ("max_context_tokens", "name"), numeric=True),
+    )
+    default_sort = "name"
+    search_fields = ("name", "slug", "weight_format", "expert_weight_format")
+
+
+class FleetTableForm(TableForm):
+    """The fleet page's search (cluster name, slug, team, provider, SKU; a deployment's slug or model)
+    and cluster order."""
+
+    columns = (
+        Column("name", "Name", ("name", "slug")),
+        Column("team", "Team", ("team", "name")),
+        Column("provider", "Provider", ("provider", "name")),
+        Column("sku", "SKU", ("sku__name", "name")),
+        Column("status", "Status", ("status", "name")),
+    )
+    default_sort = "name"
+    search_fields = ("name", "slug", "team", "provider", "sku__name", "deployments__slug", "deployments__model__name")
+    search_distinct = True
+
+
+class UUIDListField(forms.Field):
+    """Every value of a repeated parameter (``?plan=..&plan=..``) as a UUID."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[uuid.UUID]:
+        try:
+            return [uuid.UUID(str(v)) for v in value or []]
+        except ValueError as exc:
+            raise forms.ValidationError("A ticked plan is not a plan id.") from exc
+
+
+class PlanCompareForm(forms.Form):
+    """Two plans to compare: ``a`` and ``b`` (``?a=&b=``), or two ticked ``plan`` boxes of the
+    plans list (the view then redirects to ``?a=&b=``)."""
+
+    a = forms.UUIDField(required=False)
+    b = forms.UUIDField(required=False)
+    plan = UUIDListField(required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        ticked = data.get("plan") or []
+        if ticked:
+            if len(ticked) != 2:
+                raise forms.ValidationError(f"Tick two plans to compare ({len(ticked)} ticked).")
+            data["a"], data["b"] = ticked
+        elif not self.errors and (data.get("a") is None or data.get("b") is None):
+            raise forms.ValidationError("Pick two plans to compare (a and b).")
+        return data
+
+
+class PollRangeForm(forms.Form):
+    """The range of polls the deployment page draws: a preset, or from-to (dates, UTC)."""
+
+    RANGES = (("1h", "last hour"), ("24h", "last 24 hours"), ("7d", "last 7 days"), ("30d", "last 30 days"))
+    range = forms.ChoiceField(choices=(*RANGES, ("custom", "from - to")), initial="1h", required=False)
+    start = forms.DateField(label="From", required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    end = forms.DateField(label="To", required=False, widget=forms.DateInput(attrs={"type": "date"}))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("range") == "custom" or (not data.get("range") and (data.get("start") or data.get("end"))):
+            data["range"] = "custom"
+            if not data.get("start") and not data.get("end") and not self.errors:
+                self.awaiting_dates = True  # from-to just chosen: the page asks for the dates
+                return data
+            if not data.get("start") or not data.get("end"):
+                raise forms.ValidationError("Give both dates of the range (from and to).")
+            if data["end"] < data["start"]:
+                self.add_error("end", "The end is before the start.")
+            elif (data["end"] - data["start"]).days > MAX_POLL_RANGE_DAYS:
+                self.add_error("end", f"Give at most {MAX_POLL_RANGE_DAYS} days.")
+        return data
+
+    awaiting_dates = False
+
+    def bounds(self, now: datetime) -> tuple[datetime, datetime]:
+        """The chosen range as [start, end) in UTC (the last hour when nothing valid is chosen)."""
+        data = self.cleaned_data if self.is_valid() else {}
+        chosen = data.get("range") or "1h"
+        if chosen == "custom" and self.awaiting_dates:
+            chosen = "1h"
+        elif chosen == "custom":
+            start = datetime.combine(data["start"], time.min, tzinfo=UTC)
+            return start, datetime.combine(data["end"], time.min, tzinfo=UTC) + timedelta(days=1)
+        return now - PRESET_SPANS[chosen], now
+
+
+#: The preset ranges of ``PollRangeForm``.
+PRESET_SPANS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+#: The longest from-to range (the rollups are kept 400 days; a chart of more is unreadable).
+MAX_POLL_RANGE_DAYS = 92
 
 
 class RouteForm(forms.Form):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from fleet.models import Deployment
 from planner.engine import GIB, EngineInputError, ModelArch, SizingResult, capacity_curve
@@ -60,10 +61,11 @@ def headroom(deployments: Iterable[Deployment]) -> list[Headroom]:
     return rows
 
 
-def envelope(result, sequences: int | None = None) -> dict[str, float]:
+def envelope(result, sequences: int | None = None) -> dict[str, Any]:
     """Memory envelope of one GPU in GiB: weights, runtime, state and KV for ``sequences``
-    concurrent sequences of the deployment (default: its predicted capacity), free, and the
-    reserve left out by ``gpu_memory_utilization``."""
+    concurrent sequences of the deployment (default: its predicted capacity), free, the
+    reserve left out by ``gpu_memory_utilization`` and the GPU's memory (``gpu``); ``bytes``
+    holds the same figures in bytes."""
     ranks = max(1, result.replicas * result.layout.dp)
     total = result.max_concurrent_sequences if sequences is None else sequences
     per_gpu = -(-int(total) // ranks) if total else 0  # sequences held by one data-parallel rank's GPUs
@@ -72,15 +74,17 @@ def envelope(result, sequences: int | None = None) -> dict[str, float]:
     state = per_gpu * result.state_bytes_per_sequence_per_gpu
     kv = per_gpu * result.kv_bytes_per_sequence_per_gpu
     free = max(0, result.usable_bytes - weights - runtime - state - kv)
-    return {
-        "weights": weights / GIB,
-        "runtime": runtime / GIB,
-        "state": state / GIB,
-        "kv": kv / GIB,
-        "free": free / GIB,
-        "reserve": (result.hbm_bytes - result.usable_bytes) / GIB,
-        "sequences_per_gpu": per_gpu,
+    exact = {
+        "weights": weights,
+        "runtime": runtime,
+        "state": state,
+        "kv": kv,
+        "free": free,
+        "reserve": result.hbm_bytes - result.usable_bytes,
+        "gpu": result.hbm_bytes,
     }
+    # In GiB for the chart (``gpu``: the GPU's whole memory, its line), and the same figures in bytes.
+    return {**{part: n / GIB for part, n in exact.items()}, "sequences_per_gpu": per_gpu, "bytes": exact}
 
 
 #: Context lengths the capacity curve is drawn at (tokens), up to the model's maximum.

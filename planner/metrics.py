@@ -8,7 +8,7 @@ correction (``planner.corrections.latest_for_many``), the latest startup-log cal
 (``Calibration.figures``), the deployment's output rate and its cost per hour and per million output
 tokens as rent vs API prices it (``planner.corrections.corrected_throughput``,
 ``planner.breakeven.deployment_output_rate``, the engine's ``quote_in_force`` and ``unit_economics``),
-and per cluster its GPUs and spend so far this month (``planner.spend.spend_for_month(..., through=)``).
+and per cluster its GPUs and spend so far this month (the actual part of ``planner.spend.spend_for_month``).
 
 ``exposition(figures)`` renders them in the Prometheus text format with a ``FleetCollector`` on a
 fresh ``CollectorRegistry`` (no global state). Queries: a fixed handful whatever the fleet's size
@@ -216,15 +216,20 @@ def cluster_figures(now: datetime) -> tuple[list[ClusterFigures], str]:
     today = now.date()
     error = ""
     try:
-        spend = spend_for_month(today.year, today.month, PRICING_KIND, through=today)
+        spend = spend_for_month(today.year, today.month, today, PRICING_KIND, trend=False, detail=False).spend
     except FIELD_ERRORS as exc:
         error = "; ".join(m for messages in exc.errors.values() for m in messages)
         log.warning("spend so far this month not computed: %s", error)
     else:
+        # A cluster with actual days no quote prices has no month-to-date figure (never a partial sum).
+        unpriced = {w.cluster for w in spend.warnings if w.kind == "missing" and w.part == "actual"}
+        if unpriced:
+            error = "; ".join(w.message for w in spend.warnings if w.kind == "missing" and w.part == "actual")
+            log.warning("spend so far this month not priced for %s", ", ".join(sorted(unpriced)))
         for c in spend.clusters:
             row = rows.get(c.cluster)
-            if row is not None:  # (a cluster's history is deleted with it)
-                row.spend_usd, row.spend_gpu_hours = c.cost_usd, c.gpu_hours
+            if row is not None and c.cluster not in unpriced:  # (a cluster's history is deleted with it)
+                row.spend_usd, row.spend_gpu_hours = c.actual.cost_usd, c.actual.gpu_hours
     return list(rows.values()), error
 
 

@@ -363,3 +363,134 @@ def _resend(plan_id: str, since: datetime) -> bool:
         message = outbox.record(RUN_PLAN_TASK, args=[plan_id], task_id=plan_id)
     outbox.send(message)
     return True
+
+
+def layout_text(pool: dict | None) -> str:
+    """A pool's layout as the ranking shows it: ``2 x tp 4 · dp 2 · ep 8`` (replicas x sizes above 1)."""
+    if not pool:
+        return ""
+    layout = pool.get("layout") or {}
+    parts = [f"{name} {layout[name]}" for name in ("tp", "pp", "dp", "ep", "etp") if (layout.get(name) or 1) > 1]
+    sizes = " · ".join(parts) or "1 GPU"
+    replicas = pool.get("replicas") or 1
+    return f"{replicas} x {sizes}" if replicas > 1 else sizes
+
+
+def configuration_row(candidate: dict, names: dict[str, str]) -> dict[str, Any]:
+    """A ranked configuration with its SKU's name and its layout (decode and prefill pools apart
+    for disaggregated serving; ``layout`` is both in one text)."""
+    decode, prefill = layout_text(candidate.get("decode")), layout_text(candidate.get("prefill"))
+    return {
+        **candidate,
+        "sku_name": names.get(candidate["sku"], candidate["sku"]),
+        "decode_layout": decode,
+        "prefill_layout": prefill,
+        "layout": f"decode {decode}; prefill {prefill}" if prefill else decode,
+    }
+
+
+def plan_ranking(plan: Plan) -> list[dict[str, Any]]:
+    """A finished plan's ranked configurations, best first (empty before it is done)."""
+    names = {s.slug: s.name for s in plan.skus.all()}
+    return [configuration_row(c, names) for c in (plan.result or {}).get("top", [])]
+
+
+def outcome_text(row: dict[str, Any]) -> str:
+    """A ranked configuration's outcome as the page words it."""
+    if row.get("reason") == "same_cost":
+        return "same cost as #1"
+    return row.get("reason") or "best"
+
+
+#: Columns of a plan's ranking CSV: (header, key of ``plan_ranking``'s rows).
+RANKING_CSV = (
+    ("rank", None),
+    ("sku", "sku"),
+    ("sku_name", "sku_name"),
+    ("mode", "mode"),
+    ("layout", "layout"),
+    ("gpus", "gpus"),
+    ("nodes", "nodes"),
+    ("kv_cache_dtype", "kv_cache_dtype"),
+    ("tpot_ms", "tpot_ms"),
+    ("ttft_ms", "ttft_ms"),
+    ("tokens_per_s_per_gpu", "tokens_per_s_per_gpu"),
+    ("usd_per_gpu_hour", "usd_per_gpu_hour"),
+    ("usd_per_hour", "usd_per_hour"),
+    ("usd_per_mtok", "usd_per_mtok"),
+    ("outcome", None),
+)
+
+
+def ranking_csv_rows(plan: Plan) -> tuple[list[str], list[list[Any]]]:
+    """A plan's ranking as CSV header and rows (``fleet.tables.csv_response`` writes them)."""
+    rows = []
+    for rank, row in enumerate(plan_ranking(plan), start=1):
+        values = [row.get(key) for _, key in RANKING_CSV]
+        values[0], values[-1] = rank, outcome_text(row)
+        rows.append(values)
+    return [h for h, _ in RANKING_CSV], rows
+
+
+#: What the compare page puts side by side from each plan's best configuration: (label, key, how
+#: to print it). A row whose two values differ is highlighted.
+COMPARED = (
+    ("SKU", "sku_name", "text"),
+    ("Serving", "mode", "text"),
+    ("Layout", "layout", "text"),
+    ("GPUs", "gpus", "int"),
+    ("Nodes", "nodes", "int"),
+    ("KV cache", "kv_cache_dtype", "text"),
+    ("USD per million output tokens", "usd_per_mtok", "2"),
+    ("USD per hour", "usd_per_hour", "2"),
+    ("USD per GPU-hour", "usd_per_gpu_hour", "text"),
+    ("TTFT (ms)", "ttft_ms", "0"),
+    ("TPOT (ms)", "tpot_ms", "1"),
+    ("Output tokens/s per GPU", "tokens_per_s_per_gpu", "0"),
+)
+
+
+@dataclass(frozen=True)
+class ComparedFigure:
+    """One line of the comparison: the label, each plan's value, and whether they differ."""
+
+    label: str
+    a: Any
+    b: Any
+    style: str
+
+    @property
+    def differs(self) -> bool:
+        return self.a != self.b
+
+
+def compare_plans(a: Plan, b: Plan) -> dict[str, Any]:
+    """Two plans side by side: what each searched (model, workload, SKUs, prices of), and each
+    one's best configuration figure by figure (None where a plan has no best: not done, or none
+    meets the SLOs)."""
+    bests = []
+    for plan in (a, b):
+        names = {s.slug: s.name for s in plan.skus.all()}
+        best = (plan.result or {}).get("best")
+        bests.append(configuration_row(best, names) if best else None)
+    searched = [
+        ComparedFigure("Model", a.model.name, b.model.name, "text"),
+        ComparedFigure("Workload", a.workload.name, b.workload.name, "text"),
+        ComparedFigure("Status", a.status, b.status, "text"),
+        ComparedFigure(
+            "SKUs searched",
+            ", ".join(sorted(s.name for s in a.skus.all())),
+            ", ".join(sorted(s.name for s in b.skus.all())),
+            "text",
+        ),
+        ComparedFigure("Up to nodes per SKU", a.options.get("max_nodes"), b.options.get("max_nodes"), "int"),
+        ComparedFigure("Prices of", a.options.get("on"), b.options.get("on"), "text"),
+        ComparedFigure(
+            "Feasible configurations", (a.result or {}).get("feasible"), (b.result or {}).get("feasible"), "int"
+        ),
+    ]
+    best_a, best_b = bests
+    figures = [
+        ComparedFigure(label, (best_a or {}).get(key), (best_b or {}).get(key), style) for label, key, style in COMPARED
+    ]
+    return {"searched": searched, "figures": figures, "best_a": best_a, "best_b": best_b}

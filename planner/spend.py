@@ -1,4 +1,6 @@
-"""Monthly GPU spend from the dated cluster history and the quotes in force each day."""
+"""Monthly GPU spend from the dated cluster history and the quotes in force each day: actual and
+projected apart, per cluster, deployment, team, provider and model, idle cost from utilisation, and
+warnings where a quote is missing or borrowed; a 12-month trend; CSV."""
 
 from __future__ import annotations
 
@@ -6,14 +8,27 @@ import calendar
 import csv
 import io
 import re
-from datetime import date
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any
 
 from fleet.errors import InputError
-from fleet.models import ClusterState, GpuQuote
-from fleet.poll_rollups import cluster_utilisation
+from fleet.models import ClusterState, Deployment, GpuQuote
+from fleet.poll_rollups import running_totals
 from planner.engine import ClusterState as StateSegment
-from planner.engine import Quote, SpendResult, monthly_spend, rate_from_quotes
+from planner.engine import (
+    DeploymentShare,
+    MonthSpend,
+    Quote,
+    Rate,
+    SpendLine,
+    quotes_in_force,
+    spend_month,
+    utilisation_from_polls,
+)
+from planner.headroom import headroom
 
 MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 
@@ -44,20 +59,173 @@ def month_or_error(raw: str | None, today: date) -> tuple[int, int]:
     return parsed
 
 
-def spend_for(raw_month: str | None, today: date, pricing_kind: str = "on-demand") -> SpendResult:
-    """Spend of every cluster in a month given as ``YYYY-MM`` (InputError / EngineInputError with
-    field names: a bad month, a day without any quote)."""
-    return spend_for_month(*month_or_error(raw_month, today), pricing_kind=pricing_kind)
+def month_after(year: int, month: int, step: int = 1) -> tuple[int, int]:
+    """``(year, month)`` moved by ``step`` months (negative: earlier)."""
+    index = year * 12 + (month - 1) + step
+    return index // 12, index % 12 + 1
 
 
-def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand", through: date | None = None) -> SpendResult:
-    """Spend of every cluster in ``year``-``month`` (``through``: only its days up to that one, month to date).
+def month_text(year: int, month: int) -> str:
+    return f"{year:04d}-{month:02d}"
+
+
+#: Months the trend covers: the month asked for and the eleven before it.
+TREND_MONTHS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class SpendReport:
+    """A month's spend (``MonthSpend``: actual and projected apart, lines, warnings) and the trend of
+    the ``TREND_MONTHS`` months ending with it (totals only)."""
+
+    spend: MonthSpend
+    trend: list[MonthSpend]
+    pricing_kind: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the API's body): Decimals as strings, USD 2 decimals, rates and fractions 4."""
+        s = self.spend
+        total = s.total.to_dict()
+        prev, nxt = month_after(s.year, s.month, -1), month_after(s.year, s.month, 1)
+        return {
+            "year": s.year,
+            "month": s.month,
+            "days_in_month": s.days_in_month,
+            "today": s.today.isoformat(),
+            "status": s.status,
+            "actual_days": s.actual_days,
+            "projected_days": s.projected_days,
+            "pricing_kind": self.pricing_kind,
+            "previous_month": month_text(*prev) if prev >= FIRST_MONTH else None,
+            "next_month": month_text(*nxt) if nxt <= LAST_MONTH else None,
+            "clusters": [_cluster_dict(c) for c in s.clusters],
+            "deployments": [_line_dict(d) for d in s.deployments],
+            "by_team": {t.name: _line_dict(t) for t in s.by_team},
+            "by_provider": {p.name: _line_dict(p) for p in s.by_provider},
+            "by_model": {m.name: _line_dict(m) for m in s.by_model},
+            "total_gpu_hours": total["gpu_hours"],
+            "total_cost_usd": total["cost_usd"],
+            "actual_gpu_hours": total["actual_gpu_hours"],
+            "actual_cost_usd": total["actual_cost_usd"],
+            "projected_gpu_hours": total["projected_gpu_hours"],
+            "projected_cost_usd": total["projected_cost_usd"],
+            "unpriced_gpu_hours": total["unpriced_gpu_hours"],
+            "total_idle_cost_usd": total["idle_cost_usd"],
+            "idle_unknown_usd": total["idle_unknown_usd"],
+            "warnings": [w.to_dict() for w in s.warnings],
+            "trend": [
+                {
+                    "month": month_text(t.year, t.month),
+                    "status": t.status,
+                    "actual_cost_usd": dec_str(t.total.actual.cost_usd),
+                    "projected_cost_usd": dec_str(t.total.projected.cost_usd),
+                    "unpriced_gpu_hours": dec_str(
+                        t.total.actual.unpriced_gpu_hours + t.total.projected.unpriced_gpu_hours
+                    ),
+                    "warnings": len(t.warnings),
+                }
+                for t in self.trend
+            ],
+            "assumptions": list(s.assumptions),
+        }
+
+
+def dec_str(value: Decimal | None, exp: Decimal = Decimal("0.01")) -> str | None:
+    """A Decimal as the API writes it (USD: 2 decimals; rates: 4); None stays None."""
+    return None if value is None else str(value.quantize(exp))
+
+
+def _line_dict(line: SpendLine) -> dict[str, Any]:
+    out = line.to_dict()
+    out["assumptions"] = out.pop("notes")
+    return out
+
+
+def _cluster_dict(line: SpendLine) -> dict[str, Any]:
+    out = _line_dict(line)
+    hours = line.actual.gpu_hours + line.projected.gpu_hours
+    rate = (line.cost_usd / hours).quantize(Decimal("0.0001")) if hours else None
+    out = {"cluster": line.name, **out, "usd_per_gpu_hour": dec_str(rate, Decimal("0.0001"))}
+    return out
+
+
+def spend_for(raw_month: str | None, today: date, pricing_kind: str = "on-demand") -> SpendReport:
+    """Spend of every cluster in a month given as ``YYYY-MM`` (empty: ``today``'s), with its trend
+    (InputError with field names: a bad month)."""
+    return spend_for_month(*month_or_error(raw_month, today), today=today, pricing_kind=pricing_kind)
+
+
+def _rate_lookup(quotes: list[Quote], pricing_kind: str) -> Callable[[StateSegment, date], Rate | None]:
+    """``(state, day) -> Rate | None``: the cluster's own provider's quote in force that day for its
+    SKU; else that provider's public list price (its own price, published: not borrowed); else the
+    cheapest quote the fleet holds from any provider, marked as borrowed from it (list prices never
+    price another provider's cluster); else None (the engine's ``rate_from_quotes`` rules, with who
+    was borrowed from kept)."""
+    own: dict[tuple[str, str], list[Quote]] = {}
+    market: dict[str, list[Quote]] = {}
+    for q in quotes:
+        own.setdefault((q.sku, q.provider), []).append(q)
+        market.setdefault(q.sku, []).append(q)
+    memo: dict[tuple[str, str, date], Rate | None] = {}
+
+    def lookup(state: StateSegment, day: date) -> Rate | None:
+        key = (state.sku, state.provider, day)
+        if key not in memo:
+            pool = own.get((state.sku, state.provider), [])
+            found = quotes_in_force(pool, day).get(pricing_kind) or quotes_in_force(pool, day, list_prices=True).get(
+                pricing_kind
+            )
+            if found is not None:
+                memo[key] = Rate(found.usd_per_gpu_hour)
+            else:
+                other = quotes_in_force(market.get(state.sku, []), day).get(pricing_kind)
+                memo[key] = None if other is None else Rate(other.usd_per_gpu_hour, borrowed_from=other.provider)
+        return memo[key]
+
+    return lookup
+
+
+def _utilisation(
+    deployments: list[Deployment], first: date, last_actual: date | None
+) -> tuple[dict[str, Any], dict[str, int], list[str]]:
+    """Per deployment slug: utilisation over the polls of [first, last_actual] (running sequences
+    over the admitted capacity, ``planner.engine.utilisation_from_polls``) and the polls behind it;
+    plus notes on the deployments whose capacity is unknown."""
+    if last_actual is None or not deployments:
+        return {}, {}, []
+    totals = running_totals(first, last_actual + timedelta(days=1))
+    util: dict[str, Any] = {}
+    polls: dict[str, int] = {}
+    notes = []
+    for h in headroom(d for d in deployments if d.pk in totals):
+        running, n = totals[h.deployment.pk]
+        polls[h.deployment.slug] = n
+        if not h.capacity:
+            notes.append(
+                f"{h.deployment.slug}: no admitted capacity ({h.error or 'it does not fit'}), so no utilisation."
+            )
+            continue
+        util[h.deployment.slug] = utilisation_from_polls(running, n, h.capacity)
+    return util, polls, notes
+
+
+def spend_for_month(
+    year: int, month: int, today: date, pricing_kind: str = "on-demand", trend: bool = True, detail: bool = True
+) -> SpendReport:
+    """Spend of every cluster in ``year``-``month``: actual through ``today`` (the hardware in force
+    each day at the quote in force that day), projected after it (at today's quotes), per cluster,
+    deployment (and each cluster's unassigned GPUs), team, provider and model; warnings where a
+    quote is missing or borrowed (``planner.engine.spend_month``). With ``trend``, the totals of the
+    ``TREND_MONTHS`` months ending with it as well. Without ``detail``, clusters and totals only (no
+    deployment lines, no utilisation: two queries fewer, for ``/metrics``).
 
     The rate each day is the cluster's own provider's quote in force for its SKU; when that
-    provider has none, the cheapest quote in force for the SKU from any provider (said in the
-    assumptions). A day with no quote at all is an error naming the SKU and the day. Idle cost uses
-    the busy share of the month's endpoint polls (``fleet.poller.cluster_utilisation``).
+    provider has none, the cheapest in force from any provider (a ``borrowed`` warning); with none
+    at all, the GPU-hours are unpriced (a ``missing`` warning). Utilisation (for idle cost) is the
+    mean running sequences over the admitted capacity across the actual days' polls (the daily
+    poll counters, ``fleet.poll_rollups.running_totals``).
     """
+    first_month = month_after(year, month, -(TREND_MONTHS - 1)) if trend else (year, month)
     last = date(year, month, calendar.monthrange(year, month)[1])
     rows = ClusterState.objects.filter(effective_from__lte=last).select_related("cluster", "sku")
     segments = [
@@ -74,36 +242,40 @@ def spend_for_month(year: int, month: int, pricing_kind: str = "on-demand", thro
         for s in rows
     ]
     quotes = [
-        Quote.from_record(q, sku=q.sku.slug) for q in GpuQuote.objects.filter(quoted_on__lte=last).select_related("sku")
+        Quote.from_record(q, sku=q.sku.slug)
+        for q in GpuQuote.objects.filter(quoted_on__lte=max(last, today)).select_related("sku")
     ]
-    own = rate_from_quotes(quotes, pricing_kind, match_provider=True)
-    market = rate_from_quotes(quotes, pricing_kind, match_provider=False)
-    fell_back: set[str] = set()
+    rate = _rate_lookup(quotes, pricing_kind)
+    first = date(year, month, 1)
+    last_actual = min(today, last) if today >= first else None
+    deployments = list(Deployment.objects.select_related("cluster__sku", "model")) if detail else []
+    utilisation, polls, notes = _utilisation(deployments, first, last_actual)
+    shares = [DeploymentShare(d.slug, d.cluster.slug, d.model.slug, d.gpus, d.created.date()) for d in deployments]
+    result = spend_month(segments, year, month, today, rate, deployments=shares, utilisation=utilisation, polls=polls)
+    result.assumptions.append(
+        f"Rates: the cluster's own provider's {pricing_kind} quote in force (or, without one, its public list "
+        "price); without either, the cheapest quote in force from any provider (a 'borrowed' warning); without "
+        "any, the GPU-hours are unpriced (a 'missing' warning)."
+    )
+    result.assumptions.append(
+        "Utilisation (for idle cost) = mean requests running over the admitted capacity (the sizing engine's "
+        "concurrent sequences at the deployment's planning context), across the actual days' polls; a poll that "
+        "found the endpoint down counts 0. Idle cost = actual cost x (1 - utilisation); without polls it is unknown."
+    )
+    result.assumptions.extend(notes)
+    months = []
+    if trend:
+        y, m = first_month
+        while (y, m) < (year, month):
+            if (y, m) >= FIRST_MONTH:
+                months.append(spend_month(segments, y, m, today, rate))
+            y, m = month_after(y, m)
+        months.append(result)
+    return SpendReport(result, months, pricing_kind)
 
-    def rate(state: StateSegment, day: date):
-        found = own(state, day)
-        if found is None:
-            found = market(state, day)
-            if found is not None:
-                fell_back.add(f"{state.cluster} ({state.provider}, {state.sku})")
-        return found
 
-    utilisation = cluster_utilisation(date(year, month, 1), date(year + month // 12, month % 12 + 1, 1))
-    result = monthly_spend(segments, year, month, rate, utilisation=utilisation, through=through)
-    if utilisation:
-        result.assumptions.append(
-            "Utilisation (for idle cost) = share of the month's endpoint polls that saw at least one running "
-            f"request, for {len(utilisation)} cluster(s) with polls; other clusters have no idle figure."
-        )
-    if fell_back:
-        result.assumptions.append(
-            f"No {pricing_kind} quote from the cluster's own provider for: {', '.join(sorted(fell_back))}; "
-            "the cheapest quote in force for the SKU from any provider was used."
-        )
-    return result
-
-
-#: Columns of the spend CSV (API ``?format=csv`` and ``manage.py spend --csv``).
+#: Columns of the spend CSV (API ``?format=csv`` and ``manage.py spend --csv``). ``cost_usd`` is
+#: actual + projected; only ``actual_cost_usd`` was spent.
 CSV_HEADER = (
     "month",
     "kind",
@@ -117,13 +289,20 @@ CSV_HEADER = (
     "usd_per_gpu_hour",
     "cost_usd",
     "idle_cost_usd",
+    "actual_cost_usd",
+    "projected_cost_usd",
+    "unpriced_gpu_hours",
+    "cluster",
+    "model",
+    "utilisation",
 )
 
 
 def spend_csv(data: dict[str, Any]) -> str:
-    """A spend result's ``to_dict()`` as CSV: one row per cluster, team subtotal, provider subtotal
-    and the total; plain numbers (no thousands separators) and a header row, so it opens in any
-    spreadsheet. Anything else (an error body) becomes a one-column ``error`` table."""
+    """A spend report's ``to_dict()`` as CSV: one row per cluster, deployment (and unassigned GPUs),
+    team, provider and model subtotal, the total, and one ``warning`` row per warning; plain
+    numbers (no thousands separators) and a header row, so it opens in any spreadsheet. Anything
+    else (an error body) becomes a one-column ``error`` table."""
     out = io.StringIO()
     writer = csv.writer(out)
     if not isinstance(data, dict) or "clusters" not in data:
@@ -132,55 +311,36 @@ def spend_csv(data: dict[str, Any]) -> str:
         return out.getvalue()
     month = f"{data['year']:04d}-{data['month']:02d}"
     writer.writerow(CSV_HEADER)
+
+    def row(kind: str, name: str, line: dict[str, Any], **extra: Any) -> None:
+        values = {
+            "month": month,
+            "kind": kind,
+            "name": name,
+            **{k: line.get(k) for k in CSV_HEADER[3:] if k in line},
+            **extra,
+        }
+        writer.writerow(["" if values.get(k) is None else values.get(k) for k in CSV_HEADER])
+
     for c in data["clusters"]:
-        writer.writerow(
-            [
-                month,
-                "cluster",
-                c["cluster"],
-                c["team"],
-                c["provider"],
-                c["sku"],
-                c["gpus"],
-                c["active_days"],
-                c["gpu_hours"],
-                c["usd_per_gpu_hour"] or "",
-                c["cost_usd"],
-                c["idle_cost_usd"] or "",
-            ]
-        )
-    for kind, key in (("team", "by_team"), ("provider", "by_provider")):
-        for name, s in data[key].items():
-            writer.writerow(
-                [
-                    month,
-                    kind,
-                    name,
-                    name if kind == "team" else "",
-                    name if kind == "provider" else "",
-                    "",
-                    "",
-                    "",
-                    s["gpu_hours"],
-                    "",
-                    s["cost_usd"],
-                    s["idle_cost_usd"] or "",
-                ]
-            )
-    writer.writerow(
-        [
-            month,
-            "total",
-            "all clusters",
-            "",
-            "",
-            "",
-            "",
-            "",
-            data["total_gpu_hours"],
-            "",
-            data["total_cost_usd"],
-            data["total_idle_cost_usd"] or "",
-        ]
+        row("cluster", c["cluster"], c)
+    for d in data["deployments"]:
+        row(d["kind"], d["name"], d)
+    for kind, key in (("team", "by_team"), ("provider", "by_provider"), ("model", "by_model")):
+        for name, sub in data[key].items():
+            row(kind, name, sub, gpus=None, **{kind: name})
+    for w in data["warnings"]:
+        row(w["kind"] + " quote" if w["kind"] != "over_assigned" else "over-assigned", w["message"], w)
+    row(
+        "total",
+        "all clusters",
+        {
+            "gpu_hours": data["total_gpu_hours"],
+            "cost_usd": data["total_cost_usd"],
+            "idle_cost_usd": data["total_idle_cost_usd"],
+            "actual_cost_usd": data["actual_cost_usd"],
+            "projected_cost_usd": data["projected_cost_usd"],
+            "unpriced_gpu_hours": data["unpriced_gpu_hours"],
+        },
     )
     return out.getvalue()

@@ -178,6 +178,19 @@ def test_cost_is_rent_vs_apis_and_spend_is_the_month_so_far(fleet, viewer):
     assert value(families, "fleetcap_spend_ok") == 1
 
 
+def test_a_cluster_without_a_quote_this_month_has_no_spend_figure_the_others_do(fleet, viewer, sku):
+    mi = sku
+    mi.pk, mi.slug = None, "unquoted-sku"  # a copy of the SKU without any quote
+    mi.save()
+    Cluster(slug="amd", name="AMD", sku=mi, nodes=1, provider="acme", team="t").save(
+        effective_from=fleet["today"].replace(day=1)
+    )
+    families = scrape(bearer(viewer))
+    assert value(families, "fleetcap_spend_ok") == 0
+    spent = {s.labels["cluster"] for s in families["fleetcap_cluster_spend_month_to_date_usd"]}
+    assert "amd" not in spent and "h100-small" in spent  # no partial sum passed off as the month so far
+
+
 def test_without_any_quote_the_spend_and_cost_are_left_out_not_the_page(deployment, viewer):
     families = scrape(bearer(viewer))
     assert value(families, "fleetcap_spend_ok") == 0

@@ -198,7 +198,8 @@ def test_page_imports_a_pasted_config_and_shows_groups_and_assumptions(platform_
     assert r.status_code == 302 and r["Location"] == "/models/qwen3.5-27b/"
     page = platform_browser.get(r["Location"]).content.decode()
     assert "imported from its config.json" in page
-    assert '<td>linear</td><td class="num">48</td>' in page and '<td>full</td><td class="num">16</td>' in page
+    assert '<td>Linear attention</td><td class="num">48</td>' in page
+    assert '<td>Full attention</td><td class="num">16</td>' in page
     assert "Gated DeltaNet layers" in page  # an assumption
 
 

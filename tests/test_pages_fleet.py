@@ -191,8 +191,9 @@ def test_deployment_page_shows_polls_against_the_slo_and_calibration(client, mak
         poll_deployment(d)
     client.force_login(make_user("v", "viewer"))
     page = client.get("/deployments/c0-d0/").content.decode()
-    assert 'id="live"' in page and page.count('data-chart="timeseries"') == 4  # latency, fractions, tokens, speed
-    assert '"TTFT SLO"' in page and "1500" in page
+    live = page.split('id="live"')[1].split('id="poll-range"')[0]
+    assert live.count('data-chart="timeseries"') == 4  # latency, fractions, tokens, speed (the range's are apart)
+    assert '"TTFT SLO (1,500 ms)"' in page
     assert 'id="calibration-ratio"' in page
     # sized with its own engine's allocator, and vLLM's published blocks set beside that prediction
     sized = page[page.index('id="sized-as"') :].split("</dd>")[0]

@@ -160,7 +160,7 @@ def test_rent_vs_api_shows_the_recommendation_and_chart(viewer, catalog):
     page = viewer.get("/rent-vs-api/?workload=agent&gpus=8&sku=h100-sxm-80gb&api_price=kimi-k3-api&on=2026-08-01")
     html = page.content.decode()
     assert 'id="recommendation"' in html and 'data-chart="breakeven"' in html
-    assert "14400.00" in html and "2026-07-17" in html
+    assert "14,400.00" in html and "2026-07-17" in html
     assert "Record a decision" not in html  # viewers are not offered the button
 
 
@@ -186,20 +186,23 @@ def test_spend_page_and_csv_link(viewer, catalog):
         effective_from=date(2026, 7, 17)
     )
     html = viewer.get("/spend/?month=2026-07").content.decode()
-    assert "7200.00" in html  # 8 GPUs x 24 h x 15 days (17..31 July) x 2.50
+    assert "7,200.00" in html  # 8 GPUs x 24 h x 15 days (17..31 July) x 2.50, all spent (a past month)
     assert "/api/v1/spend/?month=2026-07&amp;format=csv" in html
+    assert 'href="?month=2026-06"' in html and 'href="?month=2026-08"' in html  # previous / next month
+    assert 'min="1970-01"' in html and 'max="2999-12"' in html
     bad = viewer.get("/spend/?month=July")
     assert bad.status_code == 400
     label = bad.content.decode().split('name="month"')[1].split("</label>")[0]
     assert "Give a month as YYYY-MM, e.g. 2026-07." in label  # beside the input
-    # A month that cannot be priced (the catalogue's quotes start on 17 July) is said above the table.
+    # A month with days no quote prices (the catalogue's quotes start on 17 July) is priced where it
+    # can be, and the rest is named in a warning above the tables.
     Cluster(slug="early", name="Early", sku=sku, nodes=1, provider="seed-assumption", team="ml").save(
         effective_from=date(2026, 6, 1)
     )
     unpriced = viewer.get("/spend/?month=2026-06")
-    assert unpriced.status_code == 400 and "month" not in unpriced.context["form"].errors
-    problem = " ".join(unpriced.context["form"].non_field_errors())
-    assert "h100-sxm-80gb" in problem and "2026-06-01" in problem
+    assert unpriced.status_code == 200
+    warnings = unpriced.content.decode().split('id="spend-warnings"')[1].split("</section>")[0]
+    assert "No quote in force for cluster early (seed-assumption, h100-sxm-80gb), 2026-06-01 to 2026-06-30" in warnings
 
 
 @pytest.mark.django_db

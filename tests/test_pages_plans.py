@@ -126,4 +126,4 @@ def test_the_ranking_shows_layouts_sku_names_ties_and_counts_that_add_up(client,
     assert page.count("same cost as #1") == len(ties)
     rejected = sum(v["count"] for r, v in result["rejected"].items() if r not in ("costs_more", "same_cost"))
     considered = result["feasible"] + rejected
-    assert f"{considered} configurations: {result['feasible']} feasible and {rejected} that do not fit" in page
+    assert f"{considered:,} configurations: {result['feasible']:,} feasible and {rejected:,} that do not fit" in page

@@ -125,6 +125,19 @@ PAGE_ROUTES = [
     Route("page", "post", "/plans/start/", PLANNERS, ("planner.add_plan",)),
     Route("page", "post", "/plans/{plan}/cancel/", ADMINS, ("planner.change_plan", "planner.cancel_any_plan")),
     Route("page", "post", "/rent-vs-api/decide/", DECIDERS, ("planner.add_decision",)),
+    # The price book (finance) and the catalogue (platform): fleet/views/prices.py, catalogue.py.
+    Route("page", "post", "/quotes/new/", PRICING, ("fleet.add_gpuquote",)),
+    Route("page", "post", "/quotes/{quote}/edit/", PRICING, ("fleet.change_gpuquote",)),
+    Route("page", "post", "/quotes/{quote}/delete/", PRICING, ("fleet.delete_gpuquote",)),
+    Route("page", "post", "/api-prices/new/", PRICING, ("fleet.add_apiprice",)),
+    Route("page", "post", "/api-prices/{api_price}/edit/", PRICING, ("fleet.change_apiprice",)),
+    Route("page", "post", "/api-prices/{api_price}/delete/", PRICING, ("fleet.delete_apiprice",)),
+    Route("page", "post", "/skus/new/", INVENTORY, ("fleet.add_hardwaresku",)),
+    Route("page", "post", "/skus/{sku}/edit/", INVENTORY, ("fleet.change_hardwaresku",)),
+    Route("page", "post", "/skus/{sku}/delete/", INVENTORY, ("fleet.delete_hardwaresku",)),
+    Route("page", "post", "/workloads/new/", INVENTORY, ("fleet.add_workload",)),
+    Route("page", "post", "/workloads/{workload}/edit/", INVENTORY, ("fleet.change_workload",)),
+    Route("page", "post", "/workloads/{workload}/delete/", INVENTORY, ("fleet.delete_workload",)),
 ]
 
 BEAT_MODELS = ("periodictask", "clockedschedule", "crontabschedule", "solarschedule", "intervalschedule")
@@ -389,7 +402,8 @@ def test_a_user_who_is_not_staff_is_sent_to_the_admin_login(client: Client) -> N
 
 # Read pages need the view permissions of what they show, like the API's reads.
 READ_PAGES = ["/", "/clusters/{cluster}/", "/deployments/{deployment}/", "/models/", "/models/{model}/",
-              "/what-if/", "/plans/", "/plans/{plan}/", "/rent-vs-api/", "/spend/", "/decisions/"]  # fmt: skip
+              "/what-if/", "/plans/", "/plans/{plan}/", "/rent-vs-api/", "/spend/", "/decisions/",
+              "/quotes/", "/api-prices/", "/skus/", "/workloads/"]  # fmt: skip
 
 
 @pytest.mark.django_db
@@ -412,6 +426,15 @@ OFFERED = [
     ("/plans/", "/plans/start/", PLANNERS),
     ("/plans/{plan}/", "/cancel/", ADMINS),
     ("/decisions/", "Compare and decide", DECIDERS),
+    ("/quotes/", "Add a quote", PRICING),
+    ("/quotes/", "/quotes/{quote}/edit/", PRICING),
+    ("/quotes/", "/quotes/{quote}/delete/", PRICING),
+    ("/api-prices/", "Add an API price", PRICING),
+    ("/api-prices/", "/api-prices/{api_price}/delete/", PRICING),
+    ("/skus/", "Add a SKU", INVENTORY),
+    ("/skus/", "/skus/{sku}/edit/", INVENTORY),
+    ("/workloads/", "Add a workload", INVENTORY),
+    ("/workloads/", "/workloads/{workload}/delete/", INVENTORY),
 ]
 
 
@@ -420,6 +443,7 @@ OFFERED = [
 def test_pages_offer_exactly_the_allowed_actions(world: World, role: str) -> None:
     for path, marker, who in OFFERED:
         page = world.browser[role].get(path.format(**world.keys)).content.decode()
+        marker = marker.format(**world.keys)
         assert (marker in page) == (role in who), (path, marker)
 
 

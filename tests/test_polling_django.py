@@ -69,6 +69,10 @@ def test_poll_now_stores_a_poll_and_live_state(platform_api, cluster, llama, eag
 
     (today,) = DailyPollCount.objects.all()
     assert today.polls == 2 and today.busy_polls == sum(1 for p in EndpointPoll.objects.all() if p.requests_running)
+    # What spend's utilisation is averaged over: the polls that read a running figure, and their sum.
+    polls = list(EndpointPoll.objects.all())
+    assert today.running_polls == sum(1 for p in polls if p.requests_running is not None) == 2
+    assert today.running_sum == sum(p.requests_running for p in polls)
 
 
 @pytest.mark.django_db

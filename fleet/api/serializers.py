@@ -181,6 +181,7 @@ class GpuQuoteSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "quoted_on",
             "valid_until",
             "source",
+            "list_price",
             *TIMESTAMPS,
         )
 

@@ -51,6 +51,12 @@ CONFIG_ROW_KEYS: frozenset[str] = frozenset(
 )
 
 
+def _config_name(relative: Path) -> str:
+    """``hf-configs/moonshotai--Kimi-K3_config.json`` -> ``moonshotai/Kimi-K3``: the model the stored
+    copy is of, as its pages name it (a path inside the catalogue means nothing to a reader)."""
+    return relative.name.removesuffix("_config.json").removesuffix(".json").replace("--", "/", 1)
+
+
 def model_row(row: dict[str, Any], directory: Path = CATALOG_DIR) -> dict[str, Any]:
     """A ``models.json`` row with its figures: as written, or derived from the config it names
     (``hf_config``, a path under ``directory``, else under this package's folder)."""
@@ -79,7 +85,8 @@ def model_row(row: dict[str, Any], directory: Path = CATALOG_DIR) -> dict[str, A
         "source": row.get("source", ""),
         "assumptions": [
             *row.get("assumptions", []),
-            f"Derived from {relative.as_posix()} (Architecture: {imported.architecture}).",
+            f"Derived from the published config.json of {_config_name(relative)} "
+            f"(Architecture: {imported.architecture}).",
             *imported.assumptions,
         ],
     }

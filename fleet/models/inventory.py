@@ -48,7 +48,7 @@ class HardwareSku(TimeStamped, Sourced):
     interconnect_gbps = models.FloatField(
         "scale-up link (GB/s per GPU)", validators=[non_negative], help_text="Per-GPU scale-up bandwidth."
     )
-    gpus_per_node = models.PositiveSmallIntegerField(default=8, validators=[MinValueValidator(1)])
+    gpus_per_node = models.PositiveSmallIntegerField("GPUs per node", default=8, validators=[MinValueValidator(1)])
     scaleup_domain_gpus = models.PositiveSmallIntegerField(
         "scale-up domain (GPUs)",
         null=True,
@@ -93,10 +93,10 @@ class Cluster(TimeStamped):
 
     slug = SlugField()
     name = models.CharField(max_length=100)
-    sku = models.ForeignKey(HardwareSku, on_delete=models.PROTECT, related_name="clusters")
+    sku = models.ForeignKey(HardwareSku, on_delete=models.PROTECT, related_name="clusters", verbose_name="SKU")
     nodes = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
     gpus_per_node = models.PositiveSmallIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Defaults to the SKU's."
+        "GPUs per node", null=True, blank=True, validators=[MinValueValidator(1)], help_text="Defaults to the SKU's."
     )
     provider = models.CharField(max_length=100)
     region = models.CharField(max_length=100, blank=True)
@@ -264,17 +264,22 @@ class Deployment(TimeStamped):
         help_text="--block-size / --page-size as served; blank: the engine's default.",
     )
     base_url = models.CharField(
+        "base URL",
         max_length=300,
         blank=True,
         validators=[URLValidator(schemes=["http", "https"])],
         help_text="The server's root, e.g. http://10.0.0.5:8000 (without /v1).",
     )
-    served_model_id = models.CharField(max_length=200, blank=True)
-    kv_cache_dtype = models.CharField(max_length=10, choices=[(d, d) for d in KV_CACHE_DTYPES], default="bf16")
-    max_model_len = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
-    gpu_memory_utilization = models.FloatField(default=0.9, validators=[utilisation])
+    served_model_id = models.CharField("served model ID", max_length=200, blank=True)
+    kv_cache_dtype = models.CharField(
+        "KV cache dtype", max_length=10, choices=[(d, d) for d in KV_CACHE_DTYPES], default="bf16"
+    )
+    max_model_len = models.PositiveIntegerField(
+        "max model length (tokens)", null=True, blank=True, validators=[MinValueValidator(1)]
+    )
+    gpu_memory_utilization = models.FloatField("GPU memory utilization (0-1)", default=0.9, validators=[utilisation])
     api_key_encrypted = models.TextField(blank=True, default="", editable=False)
-    poll_interval_s = models.PositiveIntegerField(default=15, validators=[MinValueValidator(5)])
+    poll_interval_s = models.PositiveIntegerField("poll interval (s)", default=15, validators=[MinValueValidator(5)])
     enabled = models.BooleanField(default=True)
     # Live state, written by the poller (fleet.polling): the last status and when it changed,
     # the last poll time and the latest normalised metrics (so pages need no join to the polls).

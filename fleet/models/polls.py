@@ -121,16 +121,24 @@ class EndpointPollHourly(models.Model):
 
 
 class DailyPollCount(models.Model):
-    """Polls of one deployment on one day (UTC) and how many saw running requests.
+    """Polls of one deployment on one day (UTC): how many, how many saw running requests, and the
+    requests running summed (for utilisation = running / admitted capacity, planner.spend).
 
     Kept beside the polls so that utilisation for spend reads a few thousand rows a month instead
-    of scanning every raw poll (one deployment polled every 15 s writes 5,760 polls a day).
+    of scanning every raw poll (one deployment polled every 15 s writes 5,760 polls a day). Rows
+    counted before ``running_polls`` existed have 0 there: their utilisation is unknown, not zero.
     """
 
     deployment = models.ForeignKey("fleet.Deployment", on_delete=models.CASCADE, related_name="daily_polls")
     day = models.DateField()
     polls = models.PositiveIntegerField(default=0)
     busy_polls = models.PositiveIntegerField(default=0)
+    running_polls = models.PositiveIntegerField(
+        default=0,
+        help_text="Polls that read a running-requests figure, or found the endpoint not up (0 running): "
+        "the polls utilisation is averaged over.",
+    )
+    running_sum = models.FloatField(default=0, help_text="Requests running, summed over those polls.")
 
     class Meta:
         ordering = ["-day"]

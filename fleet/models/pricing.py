@@ -21,21 +21,26 @@ class GpuQuoteQuerySet(models.QuerySet):
     """Quotes in force, filtered in SQL with the rules of ``planner.engine.costs.quotes``.
 
     A quote is in force on a day when it was quoted on or before it and its ``valid_until``
-    (inclusive) has not passed. Per SKU, provider and pricing kind the latest such quote wins (same
-    day: the cheaper, then the larger id); across providers the cheapest (then the latest quote,
-    then the provider name). ``tests/test_quotes_in_force.py`` checks it against the engine.
+    (inclusive) has not passed. Per SKU, provider, pricing kind and ``list_price`` the latest such
+    quote wins (same day: the cheaper, then the larger id); across providers the cheapest of the
+    fleet's own quotes (then the latest quote, then the provider name): a public list price is shown
+    beside them and never taken as the SKU's price (``cheapest``). ``tests/test_quotes_in_force.py``
+    checks it against the engine.
     """
 
     def valid_on(self, on: date) -> GpuQuoteQuerySet:
         """Quotes quoted on or before ``on`` that have not expired by then."""
         return self.filter(Q(valid_until__isnull=True) | Q(valid_until__gte=on), quoted_on__lte=on)
 
-    def in_force(self, sku: HardwareSku, on: date) -> GpuQuoteQuerySet:
-        """The quotes of ``sku`` in force on ``on``: one per provider and pricing kind (the latest)."""
-        mine = self.filter(sku=sku).valid_on(on)
+    def in_force_on(self, on: date) -> GpuQuoteQuerySet:
+        """The quotes of every SKU in force on ``on``: per SKU, provider, pricing kind and
+        ``list_price``, the latest (the pages mark them; pricing asks ``in_force`` per SKU)."""
         superseding = (
             GpuQuote.objects.filter(
-                sku=OuterRef("sku"), provider=OuterRef("provider"), pricing_kind=OuterRef("pricing_kind")
+                sku=OuterRef("sku"),
+                provider=OuterRef("provider"),
+                pricing_kind=OuterRef("pricing_kind"),
+                list_price=OuterRef("list_price"),
             )
             .valid_on(on)
             .filter(
@@ -48,18 +53,28 @@ class GpuQuoteQuerySet(models.QuerySet):
                 )
             )
         )
-        return mine.exclude(Exists(superseding))
+        return self.valid_on(on).exclude(Exists(superseding))
+
+    def in_force(self, sku: HardwareSku, on: date) -> GpuQuoteQuerySet:
+        """The quotes of ``sku`` in force on ``on``: one per provider and pricing kind (the latest),
+        and apart from those, one public list price per provider and kind (the latest)."""
+        return self.filter(sku=sku).in_force_on(on)
 
     def cheapest(self, kind: str = "on-demand") -> Quote | None:
-        """The cheapest quote of ``kind`` among these (after ``in_force``: the price in force), as
-        the engine's ``Quote`` (what pricing, plans and decision snapshots use); None when none."""
-        row = (
-            self.filter(pricing_kind=kind)
+        """The cheapest quote of ``kind`` among these, public list prices left out (after
+        ``in_force``: the price in force), as the engine's ``Quote`` (what pricing, plans and decision
+        snapshots use); None when none."""
+        row = self.cheapest_row(kind)
+        return None if row is None else Quote.from_record(row, sku=row.sku.slug)
+
+    def cheapest_row(self, kind: str = "on-demand") -> GpuQuote | None:
+        """The row ``cheapest`` converts (the pages mark it as the price in force)."""
+        return (
+            self.filter(pricing_kind=kind, list_price=False)
             .select_related("sku")
             .order_by("usd_per_gpu_hour", "-quoted_on", "provider")
             .first()
         )
-        return None if row is None else Quote.from_record(row, sku=row.sku.slug)
 
 
 class GpuQuote(TimeStamped):
@@ -77,6 +92,12 @@ class GpuQuote(TimeStamped):
     quoted_on = models.DateField()
     valid_until = models.DateField(null=True, blank=True)
     source = models.TextField(blank=True)
+    list_price = models.BooleanField(
+        "public list price",
+        default=False,
+        help_text="A provider's published price list, kept for comparison: it prices a cluster at this provider "
+        "(spend), but is never taken as the SKU's price for plans, what-if, rent vs API or /metrics.",
+    )
 
     objects = GpuQuoteQuerySet.as_manager()
 

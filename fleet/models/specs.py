@@ -41,18 +41,25 @@ class ModelSpec(TimeStamped, Sourced):
 
     slug = SlugField()
     name = models.CharField(max_length=100)
-    total_params = models.BigIntegerField(validators=[positive])
-    active_params = models.BigIntegerField(validators=[positive], help_text="Parameters used per token.")
-    expert_params = models.BigIntegerField(
-        null=True, blank=True, validators=[positive], help_text="Parameters inside all routed experts."
+    total_params = models.BigIntegerField("total parameters", validators=[positive])
+    active_params = models.BigIntegerField(
+        "active parameters", validators=[positive], help_text="Parameters used per token."
     )
-    n_routed_experts = models.PositiveIntegerField(default=0)
-    n_active_experts = models.PositiveIntegerField(default=0)
-    n_shared_experts = models.PositiveIntegerField(default=0)
+    expert_params = models.BigIntegerField(
+        "routed-expert parameters",
+        null=True,
+        blank=True,
+        validators=[positive],
+        help_text="Parameters inside all routed experts.",
+    )
+    n_routed_experts = models.PositiveIntegerField("routed experts", default=0)
+    n_active_experts = models.PositiveIntegerField("active experts per token", default=0)
+    n_shared_experts = models.PositiveIntegerField("shared experts", default=0)
     hidden_size = models.PositiveIntegerField(validators=[MinValueValidator(1)])
-    vocab_size = models.PositiveIntegerField(validators=[MinValueValidator(1)])
-    max_context_tokens = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    vocab_size = models.PositiveIntegerField("vocabulary size", validators=[MinValueValidator(1)])
+    max_context_tokens = models.PositiveIntegerField("max context (tokens)", validators=[MinValueValidator(1)])
     attention_heads = models.PositiveIntegerField(
+        "attention (query) heads",
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
@@ -60,6 +67,7 @@ class ModelSpec(TimeStamped, Sourced):
     )
     weight_format = models.CharField(max_length=8, choices=WEIGHT_FORMAT_CHOICES, default="bf16")
     expert_weight_format = models.CharField(
+        "routed experts' weight format",
         max_length=8,
         choices=WEIGHT_FORMAT_CHOICES,
         blank=True,

@@ -163,6 +163,10 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # Numbers and byte counts read the same on every page (thousands separators: intcomma;
+            # bytes in binary units with the exact bytes on hover: planner/templatetags/reading.py),
+            # with no {% load %} to forget in a template.
+            "builtins": ["django.contrib.humanize.templatetags.humanize", "planner.templatetags.reading"],
         },
     },
 ]

@@ -15,6 +15,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.middleware import HtmxDetails
 
+from fleet.errors import InputError
+from fleet.prices import delete_record
+
 View = Callable[..., HttpResponse]
 
 
@@ -36,8 +39,8 @@ def perms_required(*perms: str) -> Callable[[View], View]:
 
 
 def add_or_change_required(app_label: str, model_name: str) -> Callable[[View], View]:
-    """For a form page that creates (no ``slug``) or edits (``slug``) a record: ``add_<model>`` or
-    ``change_<model>``, checked as :func:`perms_required` does."""
+    """For a form page that creates (no ``slug`` or ``pk``) or edits (``slug`` or ``pk``) a record:
+    ``add_<model>`` or ``change_<model>``, checked as :func:`perms_required` does."""
 
     def decorator(view: View) -> View:
         add = perms_required(f"{app_label}.add_{model_name}")(view)
@@ -45,7 +48,8 @@ def add_or_change_required(app_label: str, model_name: str) -> Callable[[View], 
 
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            return (change if kwargs.get("slug") else add)(request, *args, **kwargs)
+            editing = kwargs.get("slug") or kwargs.get("pk")
+            return (change if editing else add)(request, *args, **kwargs)
 
         return wrapped
 
@@ -53,8 +57,10 @@ def add_or_change_required(app_label: str, model_name: str) -> Callable[[View], 
 
 
 def is_partial(request: HtmxHttpRequest) -> bool:
-    """An HTMX request for a fragment (not a boosted navigation): render the partial only."""
-    return bool(getattr(request, "htmx", False)) and not request.htmx.boosted
+    """An HTMX request for a fragment (not a boosted navigation, nor htmx restoring a pushed URL
+    missing from its history cache, which needs the whole page): render the partial only."""
+    htmx = getattr(request, "htmx", None)
+    return bool(htmx) and not htmx.boosted and not htmx.history_restore_request
 
 
 def record_form_page(
@@ -76,3 +82,20 @@ def record_form_page(
         messages.success(request, message)
         return redirect(url)
     return render(request, "form_page.html", {"form": form, "title": title, "cancel": cancel})
+
+
+def record_delete_page(request: HttpRequest, record: Model, *, back: str, done: str) -> HttpResponse:
+    """Confirm (GET) and delete (POST) one record through ``fleet.prices.delete_record``: a record
+    others depend on stays, with the reason on the page (never a 500). ``back``/``done``: URLs."""
+    error = None
+    if request.method == "POST":
+        name = str(record)
+        try:
+            delete_record(record)
+        except InputError as exc:
+            error = " ".join(" ".join(m) for m in exc.errors.values())
+        else:
+            messages.success(request, f"{record._meta.verbose_name.capitalize()} {name} deleted.")
+            return redirect(done)
+    context = {"record": record, "kind": record._meta.verbose_name, "back": back, "error": error}
+    return render(request, "confirm_delete.html", context, status=400 if error else 200)

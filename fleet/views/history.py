@@ -67,6 +67,9 @@ def record_history(request: HttpRequest, kind: str, key: str) -> HttpResponse:
 
 
 def _page_of(kind: str, record: Model) -> str | None:
-    """The record's own page, where it has one."""
+    """The record's own page, where it has one; else the list page it is managed on."""
     names = {"cluster": "cluster", "deployment": "deployment", "model": "model"}
-    return reverse(names[kind], args=[record.slug]) if kind in names else None
+    lists = {"sku": "skus", "workload": "workloads", "gpu-quote": "gpu-quotes", "api-price": "api-prices"}
+    if kind in names:
+        return reverse(names[kind], args=[record.slug])
+    return reverse(lists[kind]) if kind in lists else None

@@ -189,8 +189,116 @@ class SpendCsvRenderer(BaseRenderer):
         return spend_csv(data).encode()
 
 
+def _usd(help_text: str = "", **kwargs: Any) -> serializers.CharField:
+    """A Decimal written as a string (USD: 2 decimals; rates and fractions: 4)."""
+    return serializers.CharField(help_text=help_text, **kwargs)
+
+
+LINE_KINDS = ["cluster", "deployment", "unassigned", "team", "provider", "model", "total"]
+
+
+class SpendLineSerializer(serializers.Serializer):
+    """One line of a month: a cluster, a deployment (or a cluster's unassigned GPUs), or a subtotal.
+    ``cost_usd`` = ``actual_cost_usd`` + ``projected_cost_usd``: only the actual part was spent."""
+
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(
+        choices=["cluster", "deployment", "unassigned", "team", "provider", "model", "total"]
+    )
+    cluster = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_null=True)
+    team = serializers.CharField(allow_null=True)
+    provider = serializers.CharField(allow_null=True)
+    sku = serializers.CharField(allow_null=True)
+    gpus = serializers.IntegerField(help_text="The most GPUs held on any day of the month.")
+    gpu_hours = _usd("Actual + projected GPU-hours (priced).")
+    cost_usd = _usd("Actual + projected USD: the month as expected, not all spent.")
+    actual_gpu_hours = _usd("GPU-hours of the days through today (priced).")
+    actual_cost_usd = _usd("USD spent: days through today, hardware and quote in force each day.")
+    projected_gpu_hours = _usd("GPU-hours of the days after today (priced).")
+    projected_cost_usd = _usd("USD projected: days after today at the quotes in force today.")
+    unpriced_gpu_hours = _usd("GPU-hours of days without any quote in force: in no USD figure (see warnings).")
+    utilisation = _usd(
+        "Running sequences / admitted capacity over the month's polls, 0..1; null: unknown.", allow_null=True
+    )
+    idle_cost_usd = _usd("Actual cost x (1 - utilisation), where utilisation is known; null: unknown.", allow_null=True)
+    idle_unknown_usd = _usd("Actual USD of the lines whose utilisation is unknown.")
+    polls = serializers.IntegerField(allow_null=True, help_text="Polls behind the utilisation (deployments).")
+    active_days = serializers.IntegerField(allow_null=True, help_text="Days billed this month (clusters).")
+    members = serializers.ListField(child=serializers.CharField(), help_text="Lines summed into this one.")
+    assumptions = serializers.ListField(child=serializers.CharField())
+
+
+class SpendClusterSerializer(SpendLineSerializer):
+    cluster = serializers.CharField()
+    usd_per_gpu_hour = _usd("Cost / GPU-hours (the GPU-hour-weighted mean rate).", allow_null=True)
+
+
+class SpendWarningSerializer(serializers.Serializer):
+    """A quote missing (those GPU-hours are unpriced) or borrowed (another provider's quote was used),
+    or deployments holding more GPUs than their cluster had, for one cluster and run of days."""
+
+    kind = serializers.CharField(help_text="missing, borrowed or over_assigned.")
+    part = serializers.ChoiceField(choices=["actual", "projected"])
+    cluster = serializers.CharField()
+    sku = serializers.CharField()
+    provider = serializers.CharField()
+    first_day = serializers.DateField()
+    last_day = serializers.DateField()
+    days = serializers.IntegerField()
+    gpu_hours = _usd()
+    borrowed_from = serializers.CharField(allow_null=True)
+    usd_per_gpu_hour = _usd(allow_null=True)
+    message = serializers.CharField()
+
+
+class SpendTrendSerializer(serializers.Serializer):
+    month = serializers.CharField(help_text="YYYY-MM")
+    status = serializers.CharField(help_text="actual, partial or projected.")
+    actual_cost_usd = _usd()
+    projected_cost_usd = _usd()
+    unpriced_gpu_hours = _usd()
+    warnings = serializers.IntegerField()
+
+
+class SpendResponseSerializer(serializers.Serializer):
+    """``GET /api/v1/spend/``: a month's spend, actual (days through ``today``) and projected (the rest)
+    apart, by cluster, deployment, team, provider and model, with warnings and a 12-month trend."""
+
+    year = serializers.IntegerField()
+    month = serializers.IntegerField()
+    days_in_month = serializers.IntegerField()
+    today = serializers.DateField()
+    status = serializers.CharField(
+        help_text="actual (a past month), partial (this month) or projected (a future month)."
+    )
+    actual_days = serializers.IntegerField()
+    projected_days = serializers.IntegerField()
+    pricing_kind = serializers.CharField()
+    previous_month = serializers.CharField(allow_null=True)
+    next_month = serializers.CharField(allow_null=True)
+    clusters = SpendClusterSerializer(many=True)
+    deployments = SpendLineSerializer(many=True, help_text="Deployment lines and each cluster's unassigned GPUs.")
+    by_team = serializers.DictField(child=SpendLineSerializer())
+    by_provider = serializers.DictField(child=SpendLineSerializer())
+    by_model = serializers.DictField(child=SpendLineSerializer())
+    total_gpu_hours = _usd("Actual + projected.")
+    total_cost_usd = _usd("Actual + projected USD (the month as expected).")
+    actual_gpu_hours = _usd()
+    actual_cost_usd = _usd("USD spent so far.")
+    projected_gpu_hours = _usd()
+    projected_cost_usd = _usd("USD projected for the rest of the month.")
+    unpriced_gpu_hours = _usd()
+    total_idle_cost_usd = _usd(allow_null=True)
+    idle_unknown_usd = _usd()
+    warnings = SpendWarningSerializer(many=True)
+    trend = SpendTrendSerializer(many=True, help_text="The 12 months ending with this one.")
+    assumptions = serializers.ListField(child=serializers.CharField())
+
+
 class SpendView(APIView):
-    """GPU spend for a calendar month from the dated cluster history, with the rate in force each day."""
+    """GPU spend for a calendar month from the dated cluster history, with the rate in force each
+    day: actual and projected apart, breakdowns, idle cost, quote warnings and a 12-month trend."""
 
     permission_classes = [IsAuthenticated, require("fleet.view_clusterstate", "fleet.view_gpuquote")]
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer, SpendCsvRenderer]
@@ -205,12 +313,12 @@ class SpendView(APIView):
             ),
             OpenApiParameter("format", str, enum=["json", "csv"]),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: SpendResponseSerializer},
     )
     def get(self, request: Request) -> Response:
-        result = spend_for(request.query_params.get("month"), timezone.now().date())
-        response = Response(result.to_dict())
+        report = spend_for(request.query_params.get("month"), timezone.now().date())
+        response = Response(report.to_dict())
         if request.accepted_renderer.format == "csv":
-            month = f"{result.year:04d}-{result.month:02d}"
+            month = f"{report.spend.year:04d}-{report.spend.month:02d}"
             response["Content-Disposition"] = f'attachment; filename="gpu-spend-{month}.csv"'
         return response

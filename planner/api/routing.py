@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 
 from fleet.api.permissions import require
 from fleet.limits import MAX_SLO_MS, MAX_TOKENS
-from planner.engine import MODALITIES, RequestClass
+from planner.engine import KINDS, MODALITIES, RequestClass
 from planner.routing import litellm_model_list, route
 
 READ = require("fleet.view_deployment", "fleet.view_apiprice")
@@ -64,7 +64,9 @@ class RouteRequestSerializer(serializers.Serializer):
 
 class DestinationSerializer(serializers.Serializer):
     rank = serializers.IntegerField(help_text="1 = best.")
-    kind = serializers.ChoiceField(choices=["deployment", "api"])
+    # A string, not an enum: spend lines have a "kind" of their own, and two enums of one field name
+    # collide in the schema's component names.
+    kind = serializers.CharField(help_text=f"One of {', '.join(KINDS)}.")
     slug = serializers.CharField(help_text="The deployment's or the API price's slug.")
     model = serializers.CharField(allow_null=True, help_text="Model slug it serves (null: an API price not linked).")
     eligible = serializers.BooleanField()

@@ -22,7 +22,7 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``routing`` (the routing advisor): ``rank`` over ``RequestClass``, ``DeploymentCandidate``
   (with its ``Serving``), ``ApiCandidate`` -> ``RouteResult`` of ``Destination``; ``stale_limit_s``,
   ``reusable_prefix_tokens``, ``MODALITIES``;
-- ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``,
+- ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``, ``spend_month``,
   ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
 - ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
   ``ImportedModel``;
@@ -34,17 +34,25 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 from planner.engine.costs import (
     MAX_PRICE_USD,
     PRICING_KINDS,
+    UNASSIGNED,
     BreakevenResult,
     ClusterState,
+    DeploymentShare,
+    MonthSpend,
     Quote,
+    Rate,
+    SpendLine,
     SpendResult,
+    SpendWarning,
     blended_input_usd_per_mtok,
     breakeven,
     monthly_spend,
     quote_in_force,
     quotes_in_force,
     rate_from_quotes,
+    spend_month,
     unit_economics,
+    utilisation_from_polls,
     weights_storage,
 )
 from planner.engine.errors import EngineInputError
@@ -53,6 +61,7 @@ from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
 from planner.engine.profiles import ENGINES, NEWEST_SGLANG, NEWEST_VLLM, EngineAllocation
 from planner.engine.routing import (
+    KINDS,
     MODALITIES,
     ApiCandidate,
     DeploymentCandidate,
@@ -110,6 +119,7 @@ __all__ = [
     "GIB",
     "HOURS_PER_DAY",
     "KIB",
+    "KINDS",
     "KV_CACHE_DTYPES",
     "MAX_LOG_BYTES",
     "MAX_PRICE_USD",
@@ -124,6 +134,7 @@ __all__ = [
     "SECONDS_PER_DAY",
     "SECONDS_PER_HOUR",
     "TB",
+    "UNASSIGNED",
     "WEIGHT_FORMATS",
     "Accelerator",
     "ApiCandidate",
@@ -131,6 +142,7 @@ __all__ = [
     "CapacityPoint",
     "ClusterState",
     "DeploymentCandidate",
+    "DeploymentShare",
     "Destination",
     "EngineAllocation",
     "EngineInputError",
@@ -138,7 +150,9 @@ __all__ = [
     "LayerGroup",
     "Layout",
     "ModelArch",
+    "MonthSpend",
     "Quote",
+    "Rate",
     "RequestClass",
     "RouteResult",
     "SearchCancelled",
@@ -150,7 +164,9 @@ __all__ = [
     "SpeedCorrection",
     "SpeedPrediction",
     "SpeedSample",
+    "SpendLine",
     "SpendResult",
+    "SpendWarning",
     "StartupLog",
     "ThroughputOptions",
     "ThroughputResult",
@@ -180,9 +196,11 @@ __all__ = [
     "sensitivity",
     "single_gpu_fit",
     "size",
+    "spend_month",
     "stale_limit_s",
     "state_bytes_per_sequence",
     "unit_economics",
+    "utilisation_from_polls",
     "weights_bytes",
     "weights_storage",
 ]

@@ -27,8 +27,9 @@ RATIO_FLAG_TITLE = (
 
 
 def _number(value: float | int | None) -> str:
-    """A figure as the template printed it: whole floats without their ``.0`` in labels."""
-    return "?" if value is None else str(round(value))
+    """A figure as the template printed it: whole floats without their ``.0`` in labels, with
+    thousands separators."""
+    return "?" if value is None else f"{round(value):,}"
 
 
 def _e(value: object) -> str:
@@ -42,13 +43,14 @@ def _bar(h: Headroom) -> str:
     if not h.fits:
         return '<span class="error">does not fit</span>'
     observed, percent, capacity = h.observed, h.used_percent, _e(h.capacity)
+    shown_capacity = _e(_number(h.capacity))
     hot = " hot" if percent and percent >= 90 else ""
     return (
         f'<div class="bar" role="meter" aria-valuemin="0" aria-valuemax="{capacity}" '
         f'aria-valuenow="{_e(0 if observed is None else observed)}" '
         f'aria-label="{_e("unknown" if observed is None else observed)} running of {capacity} predicted">'
         f'<span class="fill{hot}" data-percent="{_e(percent or 0)}"></span></div>'
-        f'<span class="bar-label">{_e(_number(observed))} / {capacity}</span>'
+        f'<span class="bar-label">{_e(_number(observed))} / {shown_capacity}</span>'
     )
 
 
@@ -74,7 +76,7 @@ def _row(h: Headroom, prefix: str) -> str:
             f' <span class="badge down ratio-flag" role="alert" title="{_e(RATIO_FLAG_TITLE)}">'
             f"capacity ratio {d.calibration_ratio:.2f}</span>"
         )
-    free = "\u2013" if h.free is None else _e(h.free)  # an en dash, as the table shows for unknown
+    free = "\u2013" if h.free is None else _e(_number(h.free))  # an en dash, as the table shows for unknown
     return (
         f'<tr data-deployment="{slug}"><td><a href="{_e(prefix)}{slug}/">{slug}</a></td><td>{_e(d.model.name)}</td>'
         f'<td><span class="badge {status}">{status}</span>{flag}</td><td>{_bar(h)}</td><td class="num">{free}</td></tr>'

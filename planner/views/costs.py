@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
 
 from fleet.errors import FIELD_ERRORS
 from fleet.forms import add_service_errors
-from fleet.views.access import perms_required
+from fleet.tables import csv_response, table_context
+from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from fleet.views.history import history_page
+from planner import tables
 from planner.breakeven import compare, cost_curve
 from planner.decisions import record_decision as record_decision_service
-from planner.forms import DecisionForm, RentVsApiForm, SpendForm
+from planner.forms import DecisionForm, DecisionTableForm, RentVsApiForm, SpendForm
 from planner.models import Decision
 from planner.spend import spend_for
 
@@ -71,26 +73,54 @@ def record_decision(request: HttpRequest) -> HttpResponse:
     return _rent_page(request, request.POST, decision_form=decision_form, status=400)
 
 
+def _trend_chart(trend: list[dict]) -> dict:
+    """The trend chart's data (``static/js/charts.js``, ``spendTrend``): USD per month, actual and
+    projected as two stacked series; months with unpriced GPU-hours are named."""
+    return {
+        "labels": [t["month"] for t in trend],
+        "actual": [float(t["actual_cost_usd"]) for t in trend],
+        "projected": [float(t["projected_cost_usd"]) for t in trend],
+        "incomplete": [t["month"] for t in trend if t["unpriced_gpu_hours"] != "0.00"],
+    }
+
+
 @perms_required("fleet.view_clusterstate", "fleet.view_gpuquote")
 def spend(request: HttpRequest) -> HttpResponse:
-    """A month's GPU spend; a bad month is reported beside its input, a month that cannot be
-    priced (a day without any quote) above the table."""
+    """A month's GPU spend, actual and projected apart, with its breakdowns, warnings and 12-month
+    trend; a bad month is reported beside its input (400)."""
     month = request.GET.get("month") or timezone.now().strftime("%Y-%m")
     form = SpendForm({"month": month})
     context: dict = {"month": month, "form": form}
     if form.is_valid():
         try:
-            context["spend"] = spend_for(month, timezone.now().date()).to_dict()
+            data = spend_for(month, timezone.now().date()).to_dict()
         except FIELD_ERRORS as exc:
             add_service_errors(form, exc)
+        else:
+            context.update(spend=data, trend_chart=_trend_chart(data["trend"]))
     return render(request, "planner/spend.html", context, status=400 if form.errors else 200)
 
 
 @perms_required("planner.view_decision")
-def decisions(request: HttpRequest) -> HttpResponse:
-    rows = Decision.objects.select_related("workload", "superseded_by")[:200]
-    items = [{"d": d, "inputs": json.dumps(d.inputs, indent=1, default=str)} for d in rows]
-    return render(request, "planner/decisions.html", {"items": items, "zero": Decimal(0)})
+@vary_on_headers("HX-Request")
+def decisions(request: HtmxHttpRequest) -> HttpResponse:
+    """The decision log, searched and sorted (``DecisionTableForm``); the table alone for HTMX."""
+    form = DecisionTableForm(request.GET)
+    page = form.paginate(form.apply(tables.decisions()))
+    context = table_context(form, page, tables.decision_items(page.object_list)) | {"zero": Decimal(0)}
+    if is_partial(request):
+        return render(request, "planner/_decisions_table.html", context)
+    return render(request, "planner/decisions.html", context)
+
+
+@perms_required("planner.view_decision")
+def decisions_csv(request: HttpRequest) -> HttpResponse:
+    """Every decision the log's search selects, in its order, as CSV (a refused input: 400)."""
+    form = DecisionTableForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form.errors.as_text(), content_type="text/plain")
+    rows = tables.decision_csv_rows(form.apply(tables.decisions()))
+    return csv_response("decisions", tables.DECISION_CSV, rows, timezone.now().date())
 
 
 @perms_required("planner.view_decision")

@@ -3,10 +3,12 @@ cluster and deployment detail), and calibrating a deployment from its engine's s
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -15,11 +17,14 @@ from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, WorkerHeartbeat
+from fleet.poll_rollups import PollHistory, PollPoint, poll_history
+from fleet.tables import csv_response
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from fleet.views.history import history_section
+from planner import tables
 from planner.calibrations import calibrate
 from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
-from planner.forms import CalibrationForm
+from planner.forms import CalibrationForm, FleetTableForm, PollRangeForm
 from planner.headroom import capacity_points, envelope, headroom
 from planner.models.calibrations import RATIO_BAND
 
@@ -29,13 +34,15 @@ CLUSTERS_PER_PAGE = 25
 
 @perms_required("fleet.view_cluster", "fleet.view_deployment")
 def fleet(request: HtmxHttpRequest) -> HttpResponse:
-    """Full page, or only the table when HTMX refreshes it (every few seconds)."""
+    """Full page, or only the table when HTMX refreshes it (every few seconds). The filters, the
+    search and the cluster order (``FleetTableForm``) travel in the URL, so the refresh keeps them."""
     # Each model once per page (a prefetch shares one instance among its deployments), not once per
     # deployment as a join would: a model row is wide (layer groups, formats) and a page shows ~125 rows.
     models = Prefetch("model", ModelSpec.objects.defer("source", "assumptions"))
     deployments = Deployment.objects.defer("created", "updated", "api_key_encrypted", "poll_lease_until")
     deployments = deployments.prefetch_related(models)
-    clusters = ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku")).qs
+    table = FleetTableForm(request.GET)
+    clusters = table.apply(ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku")).qs)
     page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
     shown = list(page.object_list.prefetch_related(Prefetch("deployments", deployments.order_by("slug"))))
     # One headroom pass over every deployment on the page shares one engine object per model.
@@ -48,6 +55,7 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
         "page": page,
         "filters": request.GET,
         "query": request.GET.copy(),
+        "table": table,
     }
     context["query"].pop("page", None)
     if is_partial(request):
@@ -60,6 +68,17 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
         "workers": WorkerHeartbeat.objects.all()[:10],
     }
     return render(request, "fleet/fleet.html", context)
+
+
+@perms_required("fleet.view_cluster", "fleet.view_deployment")
+def fleet_csv(request: HtmxHttpRequest) -> HttpResponse:
+    """Every deployment of the clusters the fleet page's filters, search and order select (every
+    page), with its headroom, as CSV (a refused input: 400)."""
+    table = FleetTableForm(request.GET)
+    if not table.is_valid():
+        return HttpResponseBadRequest(table.errors.as_text(), content_type="text/plain")
+    clusters = table.apply(ClusterFilter(request.GET, queryset=tables.clusters()).qs)
+    return csv_response("fleet", tables.FLEET_CSV, tables.fleet_csv_rows(clusters), timezone.now().date())
 
 
 @perms_required("fleet.view_cluster", "fleet.view_deployment")
@@ -79,6 +98,8 @@ def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @perms_required("fleet.view_deployment", "fleet.view_endpointpoll")
 def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     deployment = get_object_or_404(Deployment.objects.select_related("cluster__sku", "model"), slug=slug)
+    if is_partial(request) and request.htmx.target == "poll-range":
+        return render(request, "fleet/_poll_range.html", {"d": deployment, **_poll_range(request, deployment)})
     return _deployment_page(request, deployment)
 
 
@@ -95,11 +116,20 @@ def _deployment_page(
             "envelope": envelope(result, observed),
             "envelope_full": envelope(result),
             "curve": capacity_points(deployment),
+            "curve_mark": _context_mark(deployment),
         }
     context |= _poll_series(deployment)
+    context |= _poll_range(request, deployment)
     context |= _calibrations(request, deployment, form)
     context |= history_section(deployment, "deployment")
     return render(request, "fleet/deployment.html", context, status=status)
+
+
+def _context_mark(deployment: Deployment) -> dict:
+    """Where the capacity chart marks the deployment's context limit: its max_model_len, else the model's."""
+    tokens = deployment.planning_context_tokens
+    what = "max_model_len" if deployment.max_model_len else "max_model_len (the model's maximum context)"
+    return {"tokens": tokens, "label": f"{what}: {tokens:,} tokens"}
 
 
 #: Calibrations listed on a deployment's page, newest first (the latest one in full).
@@ -150,6 +180,61 @@ def deployment_calibrate(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     return _deployment_page(request, deployment, form, status=400)
 
 
+def _poll_range(request: HtmxHttpRequest, deployment: Deployment) -> dict:
+    """The polls over the range the page's form chooses (``PollRangeForm``; a refused range is said
+    beside its input and the last hour drawn), from the raw polls and the hourly rollups."""
+    form = PollRangeForm(request.GET if "range" in request.GET or "start" in request.GET else None)
+    start, end = form.bounds(timezone.now())
+    history = poll_history(deployment.pk, start, end)
+    return {"range_form": form, "range_history": history, **_range_charts(history, deployment)}
+
+
+def _range_charts(history: PollHistory, deployment: Deployment) -> dict:
+    """A poll history as the three range charts (the ``timeseries`` chart of static/js/charts.js)."""
+    fmt = "%H:%M:%S" if history.resolution == "poll" else "%Y-%m-%d %H:00"
+    points, w = history.points, deployment.workload
+    if history.resolution == "hour":
+        # Every hour of the range on the axis, the hours without polls blank: a gap shows as a gap.
+        by_hour = {p.at: p for p in points}
+        hour = history.start.replace(minute=0, second=0, microsecond=0)
+        slots = []
+        while hour < history.end:
+            slots.append((hour, by_hour.get(hour)))
+            hour += timedelta(hours=1)
+        labels = [at.strftime(fmt) for at, _ in slots]
+        points = [p or PollPoint.empty(at) for at, p in slots]
+    else:
+        labels = [p.at.strftime(fmt) for p in points]
+    worst = "" if history.resolution == "poll" else ", worst in the hour"
+    mean = "" if history.resolution == "poll" else " (mean)"
+
+    def line(label: str, values: list, color: str, dash: list[int] | None = None) -> dict:
+        return {"label": label, "values": values, "color": color, **({"dash": dash} if dash else {})}
+
+    latency = [
+        line(f"TTFT p95 (ms{worst})", [p.ttft_p95_max for p in points], "#2856d8"),
+        line(f"TPOT p95 (ms{worst})", [p.tpot_p95_max for p in points], "#2f8f6b"),
+    ]
+    if w:
+        latency += [
+            line("TTFT SLO", [w.ttft_slo_ms] * len(points), "#2856d8", [6, 4]),
+            line("TPOT SLO", [w.tpot_slo_ms] * len(points), "#2f8f6b", [6, 4]),
+        ]
+    load = [line(f"Running requests{mean}", [p.running_avg for p in points], "#4a5a80")]
+    if history.resolution == "hour":
+        load.append(line("Running requests (most in the hour)", [p.running_max for p in points], "#c53030", [4, 3]))
+    fractions = [
+        line(f"KV cache usage{mean}", [p.kv_avg for p in points], "#d08c2e"),
+        line("Polls up (fraction)", [p.up_fraction for p in points], "#2f8f6b"),
+    ]
+    return {
+        "range_latency": {"labels": labels, "series": latency, "unit": "ms"},
+        "range_load": {"labels": labels, "series": load, "unit": "sequences"},
+        "range_fractions": {"labels": labels, "series": fractions, "unit": "fraction"},
+        "range_rows": history.points[::-1],
+    }
+
+
 #: Polls drawn on the deployment page (newest last).
 RECENT_POLLS = 120
 
@@ -162,17 +247,20 @@ def _poll_series(deployment: Deployment) -> dict:
     labels = [p.polled_at.strftime("%H:%M:%S") for p in polls]
     w = deployment.workload
 
-    def line(label, values, color, dash=None):
-        return {"label": label, "values": values, "color": color, **({"dash": dash} if dash else {})}
+    def line(label, values, color, dash=None, axis=None):
+        return {"label": label, "values": values, "color": color, **({"dash": dash} if dash else {}),
+                **({"axis": axis} if axis else {})}  # fmt: skip
 
+    # TTFT (hundreds to thousands of ms) and TPOT (tens of ms) on their own axes, each SLO on its own:
+    # on one axis TPOT and its SLO lay flat along the bottom.
     latency = [
-        line("TTFT p95 (ms)", [p.ttft_p95_ms for p in polls], "#2856d8"),
-        line("Time per output token p95 (ms)", [p.itl_p95_ms for p in polls], "#2f8f6b"),
+        line("TTFT p95 (ms)", [p.ttft_p95_ms for p in polls], "#2856d8", axis="ttft"),
+        line("Time per output token p95 (ms)", [p.itl_p95_ms for p in polls], "#2f8f6b", axis="tpot"),
     ]
     if w:
         latency += [
-            line("TTFT SLO", [w.ttft_slo_ms] * len(polls), "#2856d8", [6, 4]),
-            line("TPOT SLO", [w.tpot_slo_ms] * len(polls), "#2f8f6b", [6, 4]),
+            line(f"TTFT SLO ({w.ttft_slo_ms:,g} ms)", [w.ttft_slo_ms] * len(polls), "#2856d8", [6, 4], "ttft"),
+            line(f"TPOT SLO ({w.tpot_slo_ms:,g} ms)", [w.tpot_slo_ms] * len(polls), "#2f8f6b", [6, 4], "tpot"),
         ]
     fractions = [
         line("KV cache usage", [p.kv_cache_usage for p in polls], "#d08c2e"),
@@ -187,7 +275,12 @@ def _poll_series(deployment: Deployment) -> dict:
     blocks = next((p for p in reversed(polls) if p.block_ratios is not None), None)
     return {
         "polls": polls[-10:][::-1],
-        "latency_chart": {"labels": labels, "series": latency, "unit": "ms"},
+        "latency_chart": {
+            "labels": labels,
+            "series": latency,
+            "unit": "ms",
+            "axes": {"ttft": {"title": "TTFT p95 (ms)"}, "tpot": {"title": "TPOT p95 (ms)"}},
+        },
         "fraction_chart": {"labels": labels, "series": fractions, "unit": "fraction"},
         "tokens_chart": {"labels": labels, "series": tokens, "unit": "tokens/s"},
         "calibration": calibrated,

@@ -7,17 +7,21 @@ import math
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
 
 from fleet import registration
 from fleet.errors import ConflictError, InputError
 from fleet.filters import ModelSpecFilter
 from fleet.forms import ModelImportForm, ModelSpecForm
 from fleet.models import HardwareSku, ModelSpec
-from fleet.views.access import add_or_change_required, perms_required, record_form_page
+from fleet.tables import csv_response, table_context
+from fleet.views.access import HtmxHttpRequest, add_or_change_required, is_partial, perms_required, record_form_page
 from fleet.views.history import history_section
+from planner import tables
 from planner.engine import (
     WEIGHT_FORMATS,
     kv_bytes_per_token,
@@ -26,13 +30,34 @@ from planner.engine import (
     state_bytes_per_sequence,
     weights_bytes,
 )
+from planner.forms import ModelTableForm
+
+
+def _models(request: HttpRequest, form: ModelTableForm):
+    """The models the list's filters (``ModelSpecFilter``), search and sort select."""
+    return form.apply(ModelSpecFilter(request.GET, queryset=tables.models()).qs)
 
 
 @perms_required("fleet.view_modelspec")
-def model_list(request: HttpRequest) -> HttpResponse:
-    models = ModelSpecFilter(request.GET, queryset=ModelSpec.objects.all()).qs
-    rows = [{"m": m, "weights_tb": weights_bytes(m.to_engine()) / 1e12} for m in models]
-    return render(request, "planner/models.html", {"rows": rows})
+@vary_on_headers("HX-Request")
+def model_list(request: HtmxHttpRequest) -> HttpResponse:
+    """The model catalogue, searched and sorted (``ModelTableForm``); the table alone for HTMX."""
+    form = ModelTableForm(request.GET)
+    page = form.paginate(_models(request, form))
+    context = table_context(form, page, tables.model_rows(page.object_list))
+    if is_partial(request):
+        return render(request, "planner/_models_table.html", context)
+    return render(request, "planner/models.html", context)
+
+
+@perms_required("fleet.view_modelspec")
+def model_list_csv(request: HttpRequest) -> HttpResponse:
+    """Every model the list selects, in its order, as CSV (a refused input: 400)."""
+    form = ModelTableForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form.errors.as_text(), content_type="text/plain")
+    rows = tables.model_csv_rows(tables.model_rows(_models(request, form)))
+    return csv_response("models", tables.MODEL_CSV, rows, timezone.now().date())
 
 
 @perms_required("fleet.view_modelspec", "fleet.view_hardwaresku")

@@ -1,24 +1,53 @@
-"""Plans: start a layout search, follow its progress (HTMX), read the frontier and the ranking."""
+"""Plans: start a layout search, follow its progress (HTMX), read the frontier and the ranking,
+list and search them, compare two, and download a list or a ranking as CSV."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
 
 from fleet.errors import InputError
 from fleet.forms import add_service_errors
+from fleet.tables import csv_response, table_context
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
-from planner.forms import PlanForm
+from planner import tables
+from planner.forms import PlanCompareForm, PlanForm, PlanTableForm
 from planner.models import Plan
-from planner.plans import cancel, may_cancel, submit_plan
+from planner.plans import cancel, compare_plans, may_cancel, plan_ranking, ranking_csv_rows, submit_plan
+
+#: Finished plans offered to compare with on a plan's page.
+COMPARE_CHOICES = 20
 
 
 @perms_required("planner.view_plan")
-def plan_list(request: HttpRequest, form: PlanForm | None = None, status: int = 200) -> HttpResponse:
-    context = {"plans": Plan.objects.select_related("model", "workload")[:50], "form": form or PlanForm()}
+@vary_on_headers("HX-Request")
+def plan_list(request: HtmxHttpRequest, form: PlanForm | None = None, status: int = 200) -> HttpResponse:
+    """Recent plans, searched and sorted (``PlanTableForm``), with two boxes to tick to compare;
+    the table alone for HTMX."""
+    table = PlanTableForm(request.GET)
+    page = table.paginate(table.apply(tables.plans()))
+    context = table_context(table, page, page.object_list)
+    if is_partial(request) and form is None:
+        return render(request, "planner/_plans_table.html", context)
+    context["form"] = form or PlanForm()
     return render(request, "planner/plans.html", context, status=status)
+
+
+@perms_required("planner.view_plan")
+def plan_list_csv(request: HttpRequest) -> HttpResponse:
+    """Every plan the list's search selects, in its order, as CSV (a refused input: 400)."""
+    form = PlanTableForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form.errors.as_text(), content_type="text/plain")
+    rows = tables.plan_csv_rows(form.apply(tables.plans()))
+    return csv_response("plans", tables.PLAN_CSV, rows, timezone.now().date())
 
 
 @perms_required("planner.add_plan")
@@ -39,53 +68,60 @@ def plan_start(request: HttpRequest) -> HttpResponse:
     return plan_list(request, form=form, status=400)
 
 
-def layout_text(pool: dict | None) -> str:
-    """A pool's layout as the ranking shows it: ``2 x tp 4 · dp 2 · ep 8`` (replicas x sizes above 1)."""
-    if not pool:
-        return ""
-    layout = pool.get("layout") or {}
-    parts = [f"{name} {layout[name]}" for name in ("tp", "pp", "dp", "ep", "etp") if (layout.get(name) or 1) > 1]
-    sizes = " · ".join(parts) or "1 GPU"
-    replicas = pool.get("replicas") or 1
-    return f"{replicas} x {sizes}" if replicas > 1 else sizes
-
-
 def _rows(plan: Plan) -> dict:
     """Chart and table data from a finished plan's result: each ranked configuration with its SKU's
-    name and its layout (decode and prefill pools apart for disaggregated serving)."""
+    name and its layout (``planner.plans.plan_ranking``)."""
     result = plan.result or {}
     frontier = [{"x": c["tpot_ms"], "y": c["usd_per_mtok"]} for c in result.get("frontier", [])]
     points = [{"x": c["tpot_ms"], "y": c["usd_per_mtok"]} for c in result.get("top", [])]
-    names = {s.slug: s.name for s in plan.skus.all()}
-    ranking = [
-        {
-            **c,
-            "sku_name": names.get(c["sku"], c["sku"]),
-            "decode_layout": layout_text(c.get("decode")),
-            "prefill_layout": layout_text(c.get("prefill")),
-        }
-        for c in result.get("top", [])
-    ]
     rejected = result.get("rejected") or {}
     losing = {r: v for r, v in rejected.items() if r not in ("costs_more", "same_cost")}
     considered = result.get("feasible", 0) + sum(v.get("count", 0) for v in losing.values())
     return {
         "chart": {"frontier": frontier, "points": points},
         "result": result,
-        "ranking": ranking,
+        "ranking": plan_ranking(plan),
         "considered": considered,
         "rejected_count": considered - result.get("feasible", 0),
     }
 
 
+def _plan(pk: object) -> Plan:
+    return get_object_or_404(Plan.objects.select_related("model", "workload").prefetch_related("skus"), pk=pk)
+
+
 @perms_required("planner.view_plan")
 def plan_detail(request: HtmxHttpRequest, pk: str) -> HttpResponse:
-    plan = get_object_or_404(Plan.objects.select_related("model", "workload").prefetch_related("skus"), pk=pk)
+    plan = _plan(pk)
     can_cancel = request.user.has_perm("planner.change_plan") and may_cancel(plan, request.user)
     context = {"plan": plan, "can_cancel": can_cancel, **_rows(plan)}
     if is_partial(request):
         return render(request, "planner/_plan_status.html", context)
+    others = Plan.objects.filter(status=Plan.Status.DONE).exclude(pk=plan.pk).select_related("model", "workload")
+    context["compare_with"] = others.defer("result", "progress_log")[:COMPARE_CHOICES]
     return render(request, "planner/plan.html", context)
+
+
+@perms_required("planner.view_plan")
+def plan_ranking_csv(request: HttpRequest, pk: str) -> HttpResponse:
+    """A plan's ranking as CSV (empty but for the header until it is done)."""
+    plan = _plan(pk)
+    header, rows = ranking_csv_rows(plan)
+    return csv_response(f"plan-{plan.pk}-ranking", header, rows, timezone.now().date())
+
+
+@perms_required("planner.view_plan")
+def plan_compare(request: HttpRequest) -> HttpResponse:
+    """Two plans side by side (``?a=&b=``); two ticked boxes of the plans list redirect here. A
+    missing or malformed id is said on the page (400), an unknown one is a 404."""
+    form = PlanCompareForm(request.GET)
+    if not form.is_valid():
+        return render(request, "planner/plan_compare.html", {"compare_form": form}, status=400)
+    a, b = form.cleaned_data["a"], form.cleaned_data["b"]
+    if "plan" in request.GET:
+        return redirect(f"{reverse('plan-compare')}?{urlencode({'a': a, 'b': b})}")
+    context = {"a": _plan(a), "b": _plan(b), "compare_form": form}
+    return render(request, "planner/plan_compare.html", context | compare_plans(context["a"], context["b"]))
 
 
 @perms_required("planner.change_plan")

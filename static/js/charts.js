@@ -6,7 +6,8 @@
   const COLORS = { weights: "#4a5a80", runtime: "#8f6bb3", state: "#d08c2e", kv: "#2f8f6b", free: "#d7dce6",
                    reserve: "#f0f1f4", rent: "#c53030", api: "#2856d8", capacity: "#677085", load: "#c53030",
                    point: "#2856d8", frontier: "#c53030",
-                   memory: "#2f8f6b", compute: "#4a5a80", communication: "#d08c2e", overhead: "#8f6bb3" };
+                   memory: "#2f8f6b", compute: "#4a5a80", communication: "#d08c2e", overhead: "#8f6bb3",
+                   gpu: "#c53030", mark: "#8f6bb3" };
 
   function readJSON(id) {
     const el = id && document.getElementById(id);
@@ -18,13 +19,18 @@
       const parts = ["weights", "runtime", "state", "kv", "free", "reserve"];
       const labels = { weights: "Weights", runtime: "Runtime", state: "State", kv: "KV cache", free: "Free",
                        reserve: "Outside utilisation" };
-      return {
-        type: "bar",
-        data: { labels: ["GiB per GPU"], datasets: parts.map((p) => ({ label: labels[p], data: [data[p]],
-          backgroundColor: COLORS[p] })) },
-        options: { indexAxis: "y", animation: false, responsive: true,
-          scales: { x: { stacked: true, title: { display: true, text: "GiB" } }, y: { stacked: true } } },
-      };
+      const datasets = parts.map((p) => ({ label: labels[p], data: [data[p]], backgroundColor: COLORS[p] }));
+      const scales = { x: { stacked: true, title: { display: true, text: "GiB (binary: 1 GiB = 1,073,741,824 bytes)" } },
+                       y: { stacked: true } };
+      if (typeof data.gpu === "number") {
+        // The GPU's whole memory as a vertical line across the bar (its own hidden 0-1 axis).
+        datasets.push({ type: "line", label: `GPU memory (${data.gpu.toFixed(1)} GiB)`, yAxisID: "mark", stack: "mark",
+                        data: [{ x: data.gpu, y: 0 }, { x: data.gpu, y: 1 }], borderColor: COLORS.gpu,
+                        backgroundColor: COLORS.gpu, borderWidth: 2, borderDash: [6, 4], pointRadius: 0 });
+        scales.mark = { type: "linear", min: 0, max: 1, display: false };
+      }
+      return { type: "bar", data: { labels: ["GiB per GPU"], datasets },
+               options: { indexAxis: "y", animation: false, responsive: true, scales } };
     },
     breakdown(data) {
       // One decode step's parts (ms), as planner.estimates.breakdown gives them.
@@ -39,16 +45,26 @@
       };
     },
     capacity(data, canvas) {
+      // Both axes logarithmic: sequences span orders of magnitude from 1k to 1M tokens of context.
+      // A context where nothing fits (0 sequences) has no place on a log axis: a gap (the table has it).
       const load = readJSON(canvas.dataset.load);
-      const datasets = [{ label: "Predicted concurrent sequences", data: data.map((p) => ({ x: p.context, y: p.sequences })),
+      const mark = readJSON(canvas.dataset.mark);
+      const points = data.map((p) => ({ x: p.context, y: p.sequences > 0 ? p.sequences : null }));
+      const datasets = [{ label: "Predicted concurrent sequences", data: points,
                           borderColor: COLORS.capacity, backgroundColor: COLORS.capacity, tension: 0 }];
+      const shown = points.map((p) => p.y).filter((y) => y !== null);
       if (load !== null && load !== undefined) {
-        datasets.push({ label: "Running now", data: data.map((p) => ({ x: p.context, y: load })),
+        datasets.push({ label: "Running now", data: data.map((p) => ({ x: p.context, y: load > 0 ? load : null })),
                         borderColor: COLORS.load, borderDash: [6, 4], pointRadius: 0 });
+        if (load > 0) shown.push(load);
+      }
+      if (mark && mark.tokens && shown.length) {
+        datasets.push({ label: mark.label, data: [{ x: mark.tokens, y: Math.min(...shown) }, { x: mark.tokens, y: Math.max(...shown) }],
+                        borderColor: COLORS.mark, backgroundColor: COLORS.mark, borderDash: [4, 4], borderWidth: 2, pointRadius: 0 });
       }
       return { type: "line", data: { datasets }, options: { animation: false, parsing: false,
-        scales: { x: { type: "logarithmic", title: { display: true, text: "context (tokens)" } },
-                  y: { beginAtZero: true, title: { display: true, text: "sequences" } } } } };
+        scales: { x: { type: "logarithmic", title: { display: true, text: "context (tokens, log scale)" } },
+                  y: { type: "logarithmic", title: { display: true, text: "concurrent sequences (log scale)" } } } } };
     },
     breakeven(data) {
       const ds = [
@@ -75,9 +91,19 @@
                     y: { title: { display: true, text: "USD per million output tokens" } } } } };
     },
     timeseries(data) {
-      return { type: "line", data: { labels: data.labels, datasets: data.series.map((s) => ({ label: s.label, data: s.values,
-        borderColor: s.color, borderDash: s.dash || [], pointRadius: 0, spanGaps: true })) },
-        options: { animation: false, scales: { y: { beginAtZero: true, title: { display: !!data.unit, text: data.unit } } } } };
+      // ``data.axes`` (optional): one y axis per unit, e.g. TTFT on the left and TPOT on the right, each
+      // series naming its own (``axis``) with its SLO drawn as a flat series on the same axis.
+      const datasets = data.series.map((s) => ({ label: s.label, data: s.values, yAxisID: s.axis || "y",
+        borderColor: s.color, backgroundColor: s.color, borderDash: s.dash || [], pointRadius: 0, spanGaps: true }));
+      let scales = { y: { beginAtZero: true, title: { display: !!data.unit, text: data.unit } } };
+      if (data.axes) {
+        scales = {};
+        Object.entries(data.axes).forEach(([id, axis], i) => {
+          scales[id] = { beginAtZero: true, position: i === 0 ? "left" : "right", grid: { drawOnChartArea: i === 0 },
+                         title: { display: true, text: axis.title } };
+        });
+      }
+      return { type: "line", data: { labels: data.labels, datasets }, options: { animation: false, scales } };
     },
   };
 
@@ -97,4 +123,35 @@
   window.fleetcapCharts = { draw };
   document.addEventListener("DOMContentLoaded", () => draw(document));
   document.addEventListener("htmx:afterSettle", (event) => draw(event.target));
+})();
+
+/* Spend trend (templates/planner/spend.html): USD per month over 12 months, spent and projected as
+   two stacked bars, so a projection never reads as spent. Self-contained: its own draw on load and
+   after HTMX swaps, for <canvas data-chart="spendTrend" data-source="json-script-id">. */
+(function () {
+  "use strict";
+  function drawSpendTrend(root) {
+    if (typeof Chart === "undefined") return;
+    (root || document).querySelectorAll('canvas[data-chart="spendTrend"]').forEach((canvas) => {
+      const el = document.getElementById(canvas.dataset.source);
+      if (!el) return;
+      const data = JSON.parse(el.textContent);
+      const existing = Chart.getChart(canvas);
+      if (existing) existing.destroy();
+      const unpriced = new Set(data.incomplete || []);
+      new Chart(canvas, {
+        type: "bar",
+        data: { labels: data.labels.map((m) => (unpriced.has(m) ? m + " (unpriced days)" : m)), datasets: [
+          { label: "Spent (USD)", data: data.actual, backgroundColor: "#2856d8", stack: "usd" },
+          { label: "Projected (USD)", data: data.projected, backgroundColor: "rgba(40, 86, 216, 0.25)",
+            borderColor: "#2856d8", borderWidth: 1, borderDash: [4, 3], stack: "usd" },
+        ] },
+        options: { animation: false, responsive: true, aspectRatio: 3,
+          scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, title: { display: true, text: "USD" } } } },
+      });
+      canvas.dataset.drawn = "1";
+    });
+  }
+  document.addEventListener("DOMContentLoaded", () => drawSpendTrend(document));
+  document.addEventListener("htmx:afterSettle", (event) => drawSpendTrend(event.target));
 })();

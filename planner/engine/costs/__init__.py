@@ -19,7 +19,8 @@ Modules, one concept each:
   ``weights_storage``);
 - ``breakeven``: the rent-versus-API comparison (``breakeven``);
 - ``quotes``: GPU quotes in force on a date;
-- ``spend``: monthly spend from a dated cluster history.
+- ``spend``: monthly spend from a dated cluster history;
+- ``ledger``: a month's spend actual and projected apart, per deployment, with quote warnings.
 """
 
 from .breakeven import BreakevenResult, Cheaper, breakeven
@@ -44,6 +45,17 @@ from .formulas import (
     idle_cost_usd,
     rent_usd,
 )
+from .ledger import (
+    UNASSIGNED,
+    DeploymentShare,
+    MonthSpend,
+    Rate,
+    SpendLine,
+    SpendPart,
+    SpendWarning,
+    spend_month,
+    utilisation_from_polls,
+)
 from .money import MAX_PRICE_USD
 from .quotes import PRICING_KINDS, Quote, quote_in_force, quotes_in_force, rate_from_quotes
 from .spend import STATUSES, ClusterSpend, ClusterState, SpendResult, SpendSubtotal, monthly_spend
@@ -52,15 +64,22 @@ __all__ = [
     "MAX_PRICE_USD",
     "PRICING_KINDS",
     "STATUSES",
+    "UNASSIGNED",
     "BreakevenResult",
     "Cheaper",
     "ClusterSpend",
     "ClusterState",
+    "DeploymentShare",
     "DownloadResult",
+    "MonthSpend",
     "Quote",
+    "Rate",
     "RentResult",
+    "SpendLine",
+    "SpendPart",
     "SpendResult",
     "SpendSubtotal",
+    "SpendWarning",
     "StorageResult",
     "UnitEconomics",
     "api_cost_usd",
@@ -78,7 +97,9 @@ __all__ = [
     "quotes_in_force",
     "rate_from_quotes",
     "rent_usd",
+    "spend_month",
     "unit_economics",
+    "utilisation_from_polls",
     "weights_download",
     "weights_storage",
 ]

@@ -6,6 +6,12 @@ K3 launch). A quote is *in force* on day ``on`` when it was quoted on or before 
 kind the latest such quote wins (a newer quote supersedes the provider's older ones; an expired
 newer quote does not); across providers the cheapest wins per pricing kind.
 
+A quote marked ``list_price`` is a provider's public price list, kept for comparison: it is never
+the market's cheapest (``quotes_in_force`` leaves list prices out unless asked for them alone), and
+it prices a cluster only at that provider, when the fleet holds no quote of its own from it
+(``rate_from_quotes``). So adding public prices never moves a figure computed from the fleet's
+quotes (the seeds' 2.50 USD assumption included).
+
 Ties are broken deterministically: same provider, kind and ``quoted_on`` -> the cheaper quote,
 then the larger ``id``; several providers at the same price -> the latest ``quoted_on``, then the
 provider name in alphabetical order.
@@ -40,6 +46,7 @@ class Quote:
 
     ``sku`` is the SKU's slug (or any stable key); ``valid_until`` is inclusive, ``None`` when the
     quote has no end date. ``id`` is the database id when the quote came from a row.
+    ``list_price``: a public price list's figure, not a quote the fleet holds (see the module).
     """
 
     sku: str
@@ -49,6 +56,7 @@ class Quote:
     quoted_on: date
     valid_until: date | None = None
     id: int | None = None
+    list_price: bool = False
 
     def __post_init__(self) -> None:
         f = Fields()
@@ -82,6 +90,7 @@ class Quote:
             quoted_on=record.quoted_on,
             valid_until=record.valid_until,
             id=getattr(record, "id", None),
+            list_price=bool(getattr(record, "list_price", False)),
         )
 
     def in_force(self, on: date) -> bool:
@@ -89,7 +98,7 @@ class Quote:
         return self.quoted_on <= on and (self.valid_until is None or self.valid_until >= on)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "sku": self.sku,
             "provider": self.provider,
@@ -98,6 +107,9 @@ class Quote:
             "quoted_on": self.quoted_on.isoformat(),
             "valid_until": None if self.valid_until is None else self.valid_until.isoformat(),
         }
+        if self.list_price:  # only then: snapshots of the fleet's quotes keep their shape
+            out["list_price"] = True
+        return out
 
 
 def _day(on: Any) -> date:
@@ -116,15 +128,19 @@ def _cheapest_key(q: Quote) -> tuple:
     return (q.usd_per_gpu_hour, -q.quoted_on.toordinal(), q.provider)
 
 
-def quotes_in_force(quotes: Iterable[Quote], on: date | datetime, sku: str | None = None) -> dict[str, Quote]:
+def quotes_in_force(
+    quotes: Iterable[Quote], on: date | datetime, sku: str | None = None, list_prices: bool = False
+) -> dict[str, Quote]:
     """The quote in force for each pricing kind on ``on``: per provider the latest quote in force,
     then the cheapest provider. ``{}`` when none is in force.
 
     ``quotes`` should be one SKU's quotes; give ``sku`` to filter a mixed list. A mixed list
     without ``sku`` raises ``EngineInputError`` (prices of different SKUs are not comparable).
+    Only the fleet's quotes count (``list_price`` False), or with ``list_prices`` only public list
+    prices.
     """
     day = _day(on)
-    pool = [q for q in quotes if sku is None or q.sku == sku]
+    pool = [q for q in quotes if (sku is None or q.sku == sku) and q.list_price == list_prices]
     skus = {q.sku for q in pool}
     if len(skus) > 1:
         raise EngineInputError.single(
@@ -160,7 +176,9 @@ def rate_from_quotes(
 
     For the state's SKU, the quote of ``kind`` in force that day; with ``match_provider`` (the
     default) only the state's own provider's quotes count (a cluster pays its provider's price,
-    not the market's cheapest).
+    not the market's cheapest), and when the fleet holds none from it, that provider's public list
+    price. Without ``match_provider``, list prices never count (the market's cheapest is the
+    cheapest quote the fleet holds).
     """
     if kind not in PRICING_KINDS:
         raise EngineInputError.single("kind", f"Unknown pricing kind {kind!r}; use one of {', '.join(PRICING_KINDS)}.")
@@ -173,7 +191,10 @@ def rate_from_quotes(
         provider = state.provider if match_provider else None
         key = (state.sku, provider, day)
         if key not in memo:
-            found = quotes_in_force(by_key.get((state.sku, provider), []), day).get(kind)
+            pool = by_key.get((state.sku, provider), [])
+            found = quotes_in_force(pool, day).get(kind)
+            if found is None and match_provider:
+                found = quotes_in_force(pool, day, list_prices=True).get(kind)
             memo[key] = None if found is None else found.usd_per_gpu_hour
         return memo[key]
 

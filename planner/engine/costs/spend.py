@@ -176,7 +176,9 @@ def _seconds_into_day(value: date | datetime) -> float:
     return 0.0
 
 
-def _check_states(f: Fields, states: Iterable[ClusterState]) -> dict[str, list[_State]]:
+def check_states(f: Fields, states: Iterable[ClusterState]) -> dict[str, list[_State]]:
+    """Each cluster's valid states in the order they take effect (errors added to ``f`` by field);
+    shared with ``ledger.spend_month``."""
     by_cluster: dict[str, list[_State]] = {}
     for n, s in enumerate(states):
         p = f"states.{n}."
@@ -257,7 +259,7 @@ def monthly_spend(
     y = f.integer("year", year, minimum=1, maximum=9999)
     m = f.integer("month", month, minimum=1, maximum=12)
     states = list(states)
-    by_cluster = _check_states(f, states)
+    by_cluster = check_states(f, states)
     util: dict[str, Decimal] = {}
     for slug, value in (utilisation or {}).items():
         u = f.fraction(f"utilisation.{slug}", value)
@@ -303,7 +305,7 @@ def monthly_spend(
                     f"{plain(signature[2])} h a day."
                 )
             elif previous is not None and signature != previous:
-                changes.append(_describe_change(previous, signature, day))
+                changes.append(describe_change(previous, signature, day))
             previous = signature
             if st.source.status != "active":
                 continue
@@ -376,7 +378,8 @@ def monthly_spend(
     )
 
 
-def _describe_change(before: tuple, after: tuple, day: date) -> str:
+def describe_change(before: tuple, after: tuple, day: date) -> str:
+    """``(status, gpus, hours per day)`` before and after a change on ``day``, in words."""
     (s0, g0, h0), (s1, g1, h1) = before, after
     parts = []
     if s0 != s1:

@@ -12,7 +12,10 @@ from planner.spend import spend_csv, spend_for
 
 
 class Command(BaseCommand):
-    help = "GPU spend for a calendar month, per cluster with subtotals by team and provider (mirrors /api/v1/spend/)."
+    help = (
+        "GPU spend for a calendar month, actual and projected apart, per cluster with subtotals by team, "
+        "provider and model (mirrors /api/v1/spend/)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--month", default=None, help="YYYY-MM (default: this month)")
@@ -31,7 +34,10 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(data, indent=2))
             return
-        self.stdout.write(f"GPU spend {raw} ({data['days_in_month']} days)")
+        self.stdout.write(
+            f"GPU spend {raw} ({data['days_in_month']} days: {data['actual_days']} actual, "
+            f"{data['projected_days']} projected; {data['status']})"
+        )
         self.stdout.write(f"{'cluster':<24}{'team':<16}{'provider':<16}{'GPUs':>6}{'GPU-hours':>14}{'USD':>14}")
         for c in data["clusters"]:
             self.stdout.write(
@@ -41,6 +47,13 @@ class Command(BaseCommand):
             self.stdout.write(f"-- {title}")
             for name, s in data[key].items():
                 self.stdout.write(f"{name:<56}{'':>6}{s['gpu_hours']:>14}{s['cost_usd']:>14}")
-        self.stdout.write(f"{'total':<62}{data['total_gpu_hours']:>14}{data['total_cost_usd']:>14}")
+        for label, hours, usd in (
+            ("total (actual + projected)", "total_gpu_hours", "total_cost_usd"),
+            ("  actual (spent)", "actual_gpu_hours", "actual_cost_usd"),
+            ("  projected", "projected_gpu_hours", "projected_cost_usd"),
+        ):
+            self.stdout.write(f"{label:<62}{data[hours]:>14}{data[usd]:>14}")
+        for w in data["warnings"]:
+            self.stdout.write(f"  ! {w['message']}")
         for a in data["assumptions"]:
             self.stdout.write(f"  - {a}")

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('fleet', '0009_apiprice_model'),
+        ('fleet', '0012_verbose_names'),
     ]
 
     operations = [

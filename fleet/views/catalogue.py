@@ -1,0 +1,70 @@
+"""The hardware catalogue and workloads as pages: list, add, edit, delete (refused, naming what
+depends on the record), each row linking to its change history."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+
+from fleet import prices
+from fleet.forms import HardwareSkuForm, WorkloadForm
+from fleet.models import GpuQuote, HardwareSku, Workload
+
+from .access import add_or_change_required, perms_required, record_delete_page, record_form_page
+
+
+@perms_required("fleet.view_hardwaresku")
+def sku_list(request: HttpRequest) -> HttpResponse:
+    """Every SKU with its figures and, where the user may read quotes, its on-demand price in force."""
+    skus = list(HardwareSku.objects.all())
+    price = {}
+    if request.user.has_perm("fleet.view_gpuquote"):
+        in_force = GpuQuote.objects.in_force_on(timezone.now().date()).select_related("sku")
+        price = {sku_id: q for (sku_id, kind), q in prices.prices_in_force(in_force).items() if kind == "on-demand"}
+    rows = [{"sku": s, "price": price.get(s.pk)} for s in skus]
+    return render(request, "fleet/skus.html", {"rows": rows})
+
+
+@add_or_change_required("fleet", "hardwaresku")
+def sku_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
+    sku = get_object_or_404(HardwareSku, slug=slug) if slug else None
+    return record_form_page(
+        request,
+        HardwareSkuForm,
+        sku,
+        title=f"Edit {sku.name}" if sku else "Add a hardware SKU",
+        saved=lambda s: (f"SKU {s.name} saved.", reverse("skus")),
+        cancel="skus",
+    )
+
+
+@perms_required("fleet.delete_hardwaresku")
+def sku_delete(request: HttpRequest, slug: str) -> HttpResponse:
+    sku = get_object_or_404(HardwareSku, slug=slug)
+    return record_delete_page(request, sku, back=reverse("skus"), done=reverse("skus"))
+
+
+@perms_required("fleet.view_workload")
+def workload_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "fleet/workloads.html", {"workloads": Workload.objects.all()})
+
+
+@add_or_change_required("fleet", "workload")
+def workload_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
+    workload = get_object_or_404(Workload, slug=slug) if slug else None
+    return record_form_page(
+        request,
+        WorkloadForm,
+        workload,
+        title=f"Edit {workload.name}" if workload else "Add a workload",
+        saved=lambda w: (f"Workload {w.name} saved.", reverse("workloads")),
+        cancel="workloads",
+    )
+
+
+@perms_required("fleet.delete_workload")
+def workload_delete(request: HttpRequest, slug: str) -> HttpResponse:
+    workload = get_object_or_404(Workload, slug=slug)
+    return record_delete_page(request, workload, back=reverse("workloads"), done=reverse("workloads"))

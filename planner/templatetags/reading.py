@@ -1,0 +1,222 @@
+"""Presentation filters every page shares: byte counts in binary units with the exact bytes on hover,
+numbers with thousands separators, a model's layer groups as labelled rows, and a record's source
+text with its web addresses linked and no internal paths.
+
+They change how a figure is written, never the figure: every value comes from the engine or a
+service as it was computed.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from html import escape
+from typing import Any
+
+from django import template
+from django.utils.safestring import SafeString, mark_safe
+
+register = template.Library()
+
+#: Binary (IEC) units: 1 KiB = 1,024 bytes, 1 GiB = 1,073,741,824 bytes. Decimal GB and TB are
+#: written out as such where a page means them (a SKU's nominal "80 GB" of HBM).
+BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+#: What a page shows for an unknown figure (an en dash, as the tables do).
+UNKNOWN = "\u2013"
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _as_number(value: Any) -> float | int | None:
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    try:
+        return float(Decimal(str(value)))
+    except (ArithmeticError, ValueError):
+        return None
+
+
+def binary_parts(value: Any, digits: int = 2) -> tuple[str, str] | None:
+    """``(number, unit)`` of a byte count in the largest binary unit it reaches: ``("1.50", "GiB")``."""
+    n = _as_number(value)
+    if n is None:
+        return None
+    size, unit = abs(float(n)), 0
+    while size >= 1024 and unit < len(BINARY_UNITS) - 1:
+        size /= 1024
+        unit += 1
+    sign = "-" if n < 0 else ""
+    if unit == 0:
+        return f"{sign}{round(size):,}", "B"
+    return f"{sign}{size:,.{digits}f}", BINARY_UNITS[unit]
+
+
+def exact_bytes(value: Any) -> str:
+    """``1,073,741,824 bytes`` (rounded to a whole byte: figures derived in GiB carry float noise)."""
+    n = _as_number(value)
+    return "" if n is None else f"{round(n):,} bytes"
+
+
+@register.filter
+def bytes_text(value: Any, digits: int = 2) -> str:
+    """A byte count as plain text in binary units (``1.50 GiB``), for attributes and titles."""
+    parts = binary_parts(value, int(digits))
+    return UNKNOWN if parts is None else f"{parts[0]} {parts[1]}"
+
+
+@register.filter(is_safe=True)
+def binary_bytes(value: Any, digits: int = 2) -> SafeString:
+    """A byte count in binary units with the exact bytes in its title:
+    ``<span class="bytes" title="1,610,612,736 bytes (binary units: 1 GiB = 1,073,741,824 bytes)">1.50 GiB</span>``.
+    """
+    parts = binary_parts(value, int(digits))
+    if parts is None:
+        return mark_safe(UNKNOWN)  # noqa: S308 (a constant)
+    number, unit = parts
+    title = exact_bytes(value)
+    if unit != "B":
+        title += f" (binary units: 1 {unit} = {1024 ** BINARY_UNITS.index(unit):,} bytes)"
+    return mark_safe(f'<span class="bytes" title="{_e(title)}">{_e(number)} {_e(unit)}</span>')  # noqa: S308
+
+
+@register.filter(is_safe=True)
+def in_gib(value: Any, digits: int = 1) -> SafeString:
+    """A byte count always in GiB (``1,398.5 GiB``), as the deficit messages of the services say it,
+    with the exact bytes in its title."""
+    n = _as_number(value)
+    if n is None:
+        return mark_safe(UNKNOWN)  # noqa: S308 (a constant)
+    title = f"{exact_bytes(n)} (binary units: 1 GiB = {1024**3:,} bytes)"
+    return mark_safe(f'<span class="bytes" title="{_e(title)}">{n / 1024**3:,.{int(digits)}f} GiB</span>')  # noqa: S308
+
+
+@register.filter(is_safe=True)
+def gib_bytes(value: Any, digits: int = 2) -> SafeString:
+    """A figure a service gives in GiB (``planner.headroom.envelope``) written as ``binary_bytes`` does."""
+    n = _as_number(value)
+    return binary_bytes(None if n is None else n * 1024**3, digits)
+
+
+#: Decimal units a page may mean on purpose: a SKU's nominal HBM ("80 GB"), the seeds' weights in TB.
+DECIMAL_UNITS = {"GB": 10**9, "TB": 10**12}
+
+
+def _decimal(value: Any, unit: str, digits: int) -> SafeString:
+    n = _as_number(value)
+    if n is None:
+        return mark_safe(UNKNOWN)  # noqa: S308 (a constant)
+    exact = n * DECIMAL_UNITS[unit]
+    number = f"{n:,.{digits}f}" if digits >= 0 else f"{round(n):,}" if float(n).is_integer() else f"{n:,}"
+    title = f"{exact_bytes(exact)} = {bytes_text(exact)} (decimal units: 1 {unit} = {DECIMAL_UNITS[unit]:,} bytes)"
+    return mark_safe(f'<span class="bytes" title="{_e(title)}">{_e(number)} {unit}</span>')  # noqa: S308
+
+
+@register.filter(is_safe=True)
+def gb_bytes(value: Any, digits: int | str = -1) -> SafeString:
+    """A figure given in decimal GB (a SKU's nominal HBM) as ``80 GB``, exact bytes and GiB on hover;
+    ``gb_bytes:"binary"`` writes it in binary units instead (``74.51 GiB``), to sit beside other
+    binary figures."""
+    if digits == "binary":
+        n = _as_number(value)
+        return binary_bytes(None if n is None else n * DECIMAL_UNITS["GB"])
+    return _decimal(value, "GB", int(digits))
+
+
+@register.filter(is_safe=True)
+def tb_bytes(value: Any, digits: int = 3) -> SafeString:
+    """A figure given in decimal TB (weights as the seeds count them) as ``1.400 TB``, exact bytes and
+    TiB on hover."""
+    return _decimal(value, "TB", int(digits))
+
+
+@register.filter
+def grouped(value: Any, digits: int | None = None) -> str:
+    """A number with thousands separators: ``1234567`` -> ``1,234,567``; ``digits`` fixes the decimals
+    (``{{ x|grouped:2 }}`` -> ``14,400.00``). Text that is not a number is returned unchanged."""
+    n = _as_number(value)
+    if n is None:
+        return UNKNOWN if value is None else str(value)
+    if digits is not None:
+        return f"{n:,.{int(digits)}f}"
+    if isinstance(value, int | float):
+        return f"{value:,}"
+    return f"{Decimal(str(value)):,}"  # a Decimal or numeric text keeps its own decimals
+
+
+#: What a layer group's keys mean (planner.engine.spec.LayerGroup), as a page says them.
+LAYER_KINDS = {
+    "full": "Full attention",
+    "sliding": "Sliding-window attention",
+    "mla": "Multi-head latent attention (MLA)",
+    "linear": "Linear attention",
+}
+LAYER_FIGURES = {
+    "kv_heads": ("KV heads", ""),
+    "head_dim": ("Head dim", ""),
+    "window": ("Window", " tokens"),
+    "kv_lora_rank": ("KV latent rank", ""),
+    "qk_rope_head_dim": ("RoPE head dim", ""),
+    "key_heads": ("Key heads", ""),
+    "value_heads": ("Value heads", ""),
+    "key_dim": ("Key dim", ""),
+    "value_dim": ("Value dim", ""),
+    "conv_kernel": ("Convolution kernel", ""),
+    "state_dtype": ("State dtype", ""),
+    "conv_dtype": ("Convolution dtype", ""),
+    "variant": ("Kernel", ""),
+}
+
+
+@register.filter
+def layer_group_rows(groups: Any) -> list[dict[str, Any]]:
+    """A model's layer groups (their JSON form) as rows: kind, layer count and labelled figures."""
+    rows = []
+    for group in groups or []:
+        if not isinstance(group, dict):
+            continue
+        kind = str(group.get("kind", ""))
+        figures = []
+        for key, value in group.items():
+            if key in ("kind", "count"):
+                continue
+            label, unit = LAYER_FIGURES.get(key, (key.replace("_", " ").capitalize(), ""))
+            text = grouped(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
+            if key == "variant":
+                text = text.upper()
+            figures.append({"label": label, "value": f"{text}{unit}"})
+        rows.append({"kind": LAYER_KINDS.get(kind, kind), "count": group.get("count"), "figures": figures})
+    return rows
+
+
+#: Web addresses a source names, with or without their scheme (``huggingface.co/org/model``).
+_URL = re.compile(r"(?:https?://|(?<![\w/.])(?=(?:huggingface\.co|github\.com)/))[^\s()<>\"']+[^\s()<>\"'.,;:]")
+#: Paths of this repository or machine (``fleet/catalog/...``, ``/work/...``): never shown.
+_INTERNAL_PATH = re.compile(
+    r"(?<![\w.:/])(?:/(?:work|home|srv|opt|tmp|var|usr)/[^\s,;()\"']+|(?:fleet|planner|tests|docs|static|templates)"
+    r"/[^\s,;()\"']+)"
+)
+
+
+@register.filter(is_safe=True)
+def source_html(text: Any) -> SafeString:
+    """A record's source as a page shows it: its web addresses as links, internal paths left out."""
+    text = _INTERNAL_PATH.sub("", str(text or ""))
+    text = re.sub(r"\(\s*,\s*", "(", re.sub(r"\s+,", ",", text))
+    out, last = [], 0
+    for match in _URL.finditer(text):
+        out.append(_e(text[last : match.start()]))
+        url = match.group(0)
+        href = url if url.startswith(("http://", "https://")) else f"https://{url}"
+        out.append(f'<a href="{_e(href)}" rel="noopener noreferrer">{_e(url)}</a>')
+        last = match.end()
+    out.append(_e(text[last:]))
+    return mark_safe("".join(out))  # noqa: S308 (every piece escaped)
+
+
+def has_internal_path(text: str) -> bool:
+    """Whether ``text`` names a path of this repository or machine (the page tests' check)."""
+    return bool(_INTERNAL_PATH.search(text))

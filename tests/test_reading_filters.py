@@ -1,0 +1,129 @@
+"""The reading filters (planner/templatetags/reading.py): byte counts in binary units with the exact
+bytes in the title, decimal GB and TB said to be decimal, thousands separators, layer groups as
+labelled rows, sources without internal paths (issue 15, "Reading")."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.template import Context, Template
+
+from planner.templatetags.reading import (
+    binary_bytes,
+    bytes_text,
+    gb_bytes,
+    gib_bytes,
+    grouped,
+    has_internal_path,
+    layer_group_rows,
+    source_html,
+    tb_bytes,
+)
+
+UNKNOWN = "\u2013"  # an en dash
+
+GIB = 1024**3
+
+
+@pytest.mark.parametrize(
+    ("n", "shown"),
+    [
+        (0, "0 B"),
+        (512, "512 B"),
+        (1024, "1.00 KiB"),
+        (27_648, "27.00 KiB"),
+        (1536 * 1024, "1.50 MiB"),
+        (GIB, "1.00 GiB"),
+        (int(44.59 * GIB), "44.59 GiB"),
+        (1_600_974_405_632, "1.46 TiB"),
+        (-3 * GIB, "-3.00 GiB"),
+    ],
+)
+def test_bytes_in_the_largest_binary_unit_they_reach(n, shown):
+    assert bytes_text(n) == shown
+    assert f">{shown}</span>" in binary_bytes(n)
+
+
+def test_the_exact_bytes_and_the_unit_are_in_the_title():
+    html = binary_bytes(449_372_160)
+    assert html == (
+        '<span class="bytes" title="449,372,160 bytes (binary units: 1 MiB = 1,048,576 bytes)">428.55 MiB</span>'
+    )
+    assert 'title="512 bytes"' in binary_bytes(512)
+
+
+def test_figures_in_gib_round_to_whole_bytes_and_none_is_a_dash():
+    assert 'title="75,161,927,680 bytes' in gib_bytes(70.0)
+    assert binary_bytes(None) == UNKNOWN and gib_bytes("") == UNKNOWN and bytes_text(None) == UNKNOWN
+    assert ">1.5 GiB<" in binary_bytes(int(1.5 * GIB), 1)
+
+
+def test_decimal_units_say_they_are_decimal_with_bytes_and_binary_on_hover():
+    assert gb_bytes(80) == (
+        '<span class="bytes" title="80,000,000,000 bytes = 74.51 GiB (decimal units: 1 GB = 1,000,000,000 bytes)">'
+        "80 GB</span>"
+    )
+    assert ">1.601 TB<" in tb_bytes(1.600974405632) and "1,600,974,405,632 bytes = 1.46 TiB" in tb_bytes(1.600974405632)
+    assert ">141.5 GB<" in gb_bytes(141.5)
+
+
+def test_values_are_escaped():
+    assert "<script>" not in binary_bytes("<script>")  # not a number: a dash
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "shown"),
+    [
+        (1234567, None, "1,234,567"),
+        (1234.5, None, "1,234.5"),
+        (Decimal("14400.00"), None, "14,400.00"),
+        ("95040.5", None, "95,040.5"),
+        (1234.5678, 2, "1,234.57"),
+        (None, None, UNKNOWN),
+        ("n/a", None, "n/a"),
+        (12, None, "12"),
+    ],
+)
+def test_grouped_puts_thousands_separators(value, digits, shown):
+    assert (grouped(value) if digits is None else grouped(value, digits)) == shown
+
+
+def test_filters_load_in_a_template():
+    out = Template("{% load reading %}{{ n|binary_bytes }} {{ m|grouped }}").render(Context({"n": GIB, "m": 10**6}))
+    title = "1,073,741,824 bytes (binary units: 1 GiB = 1,073,741,824 bytes)"
+    assert out == f'<span class="bytes" title="{title}">1.00 GiB</span> 1,000,000'
+
+
+def test_layer_groups_as_labelled_rows_not_field_names():
+    rows = layer_group_rows(
+        [
+            {"kind": "linear", "count": 69, "key_heads": 96, "value_heads": 96, "key_dim": 128, "value_dim": 128,
+             "conv_kernel": 4, "variant": "kda"},
+            {"kind": "mla", "count": 24, "kv_lora_rank": 512, "qk_rope_head_dim": 64},
+            {"kind": "sliding", "count": 18, "kv_heads": 8, "head_dim": 64, "window": 128},
+        ]
+    )  # fmt: skip
+    assert [r["kind"] for r in rows] == ["Linear attention", "Multi-head latent attention (MLA)",
+                                         "Sliding-window attention"]  # fmt: skip
+    assert rows[0]["figures"][0] == {"label": "Key heads", "value": "96"}
+    assert rows[0]["figures"][-1] == {"label": "Kernel", "value": "KDA"}
+    assert rows[2]["figures"][-1] == {"label": "Window", "value": "128 tokens"}
+    labels = " ".join(f["label"] for r in rows for f in r["figures"])
+    assert "_" not in labels
+
+
+def test_sources_link_web_addresses_and_leave_internal_paths_out():
+    text = (
+        "config.json (fleet/catalog/hf-configs/x_config.json, shipped; see /work/shared/DESIGN.md) and "
+        "huggingface.co/Qwen/Qwen3-32B config.json, https://example.org/a."
+    )
+    html = source_html(text)
+    assert not has_internal_path(html) and "DESIGN.md" not in html and "fleet/" not in html
+    assert (
+        '<a href="https://huggingface.co/Qwen/Qwen3-32B" rel="noopener noreferrer">huggingface.co/Qwen/Qwen3-32B</a>'
+        in html
+    )
+    assert '<a href="https://example.org/a"' in html and html.endswith("</a>.")
+    assert "config.json (shipped;" in html
+    assert source_html("<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;"
