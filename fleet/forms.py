@@ -140,6 +140,7 @@ class ModelSpecForm(forms.ModelForm):
             "slug",
             "hf_model_id",
             *ModelSpec.FIGURES,
+            "modalities",
             "source",
         ]
 
@@ -147,6 +148,10 @@ class ModelSpecForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk and not self.is_bound:
             self.initial["layer_groups"] = json.dumps(self.instance.layer_groups, indent=1)
+        self.fields["modalities"].required = False  # left blank: text, the model's default
+
+    def clean_modalities(self) -> str:
+        return self.cleaned_data.get("modalities") or "text"
 
 
 def parse_json_object(raw: bytes | str, what: str) -> tuple[dict | None, str | None]:

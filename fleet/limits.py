@@ -27,3 +27,5 @@ MAX_FIGURE = 1e9
 MAX_REQUESTS_PER_DAY = 10**9
 #: Sequences at once (a workload's peak, a batch).
 MAX_CONCURRENCY = 1 << 30
+#: A latency SLO in milliseconds (a day; the engine's own limit, ``MAX_SLO_MS`` in its limits).
+MAX_SLO_MS = 86_400_000.0

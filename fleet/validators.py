@@ -33,3 +33,17 @@ def utilisation(value: float) -> None:
 def hours_per_day(value: Decimal) -> None:
     if value is not None and not (0 < value <= 24):
         raise ValidationError("Hours per day must be greater than 0 and at most 24.", code="bad_hours")
+
+
+#: Input modalities a model may take (``planner.engine.MODALITIES`` holds the same names).
+MODALITIES = ("text", "image", "audio", "video")
+
+
+def modalities(value: str) -> None:
+    """A comma-separated list of input modalities, each one of ``MODALITIES``, at least one."""
+    names = [part.strip() for part in (value or "").split(",")]
+    unknown = [name for name in names if name not in MODALITIES]
+    if not value or unknown:
+        raise ValidationError(
+            f"Give one or more of {', '.join(MODALITIES)}, separated by commas.", code="bad_modalities"
+        )

@@ -231,8 +231,9 @@ def correction_for(
     return latest_for(deployment) if same else None
 
 
-def to_engine(correction: SpeedCorrection) -> EngineCorrection:
-    """The engine's ``SpeedCorrection`` of a stored one."""
+def to_engine(correction: SpeedCorrection, with_assumptions: bool = True) -> EngineCorrection:
+    """The engine's ``SpeedCorrection`` of a stored one (``with_assumptions=False``: without its
+    assumptions, which ``latest_for_many`` leaves unread: reading them is a query per correction)."""
     return EngineCorrection(
         decode_factor=correction.decode_factor,
         prefill_factor=correction.prefill_factor,
@@ -242,7 +243,7 @@ def to_engine(correction: SpeedCorrection) -> EngineCorrection:
         prefill_residual=correction.prefill_residual,
         fitted_at=correction.fitted_at,
         ignored_samples=correction.ignored_polls,
-        assumptions=tuple(correction.assumptions),
+        assumptions=tuple(correction.assumptions) if with_assumptions else (),
     )
 
 

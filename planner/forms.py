@@ -12,7 +12,7 @@ from typing import Any
 from django import forms
 
 from fleet.errors import InputError
-from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_TOKENS
+from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_SLO_MS, MAX_TOKENS
 from fleet.models import ApiPrice, Deployment, HardwareSku, ModelSpec, Workload
 from fleet.tables import Column, TableForm
 from planner.breakeven import BreakevenRequest
@@ -24,10 +24,12 @@ from planner.engine import (
     KV_CACHE_DTYPES,
     MAX_LOG_BYTES,
     MAX_TRACE_BYTES,
+    MODALITIES,
     MODES,
     NEWEST_VLLM,
     PREFIX_ENGINES,
     RETENTIONS,
+    RequestClass,
 )
 from planner.models import Decision
 from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PRICE_BASES, PlanRequest
@@ -517,3 +519,67 @@ class PrefixCacheForm(forms.Form):
         data.pop("trace_file", None)
         data["trace_csv"] = data.pop("trace_text", None) or EXAMPLE_TRACE
         return PrefixCacheRequest(**data)
+
+
+class RouteForm(forms.Form):
+    """The route page's request class (GET, so a ranking's URL can be shared); ``RequestClass``'s
+    fields, checked again by the engine (``RequestClass.check``), whose errors go beside the inputs."""
+
+    #: Where the page starts when the URL names no input: agent-like traffic with a reused prefix.
+    EXAMPLE = {
+        "context_tokens": "8192",
+        "prompt_tokens": "4000",
+        "output_tokens": "300",
+        "prefix_reuse_fraction": "0.8",
+        "ttft_slo_ms": "2000",
+        "tpot_slo_ms": "50",
+    }
+
+    context_tokens = forms.IntegerField(
+        label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, widget=_number(), help_text=">= prompt + output."
+    )
+    prompt_tokens = forms.IntegerField(label="Prompt (tokens)", min_value=1, max_value=MAX_TOKENS, widget=_number())
+    output_tokens = forms.IntegerField(label="Output (tokens)", min_value=1, max_value=MAX_TOKENS, widget=_number())
+    prefix_reuse_fraction = forms.FloatField(
+        label="Prefix reuse (0-1)",
+        min_value=0,
+        max_value=1,
+        required=False,
+        widget=forms.NumberInput(attrs={"step": "0.05", "min": "0", "max": "1", "placeholder": "0"}),
+    )
+    ttft_slo_ms = forms.FloatField(
+        label="TTFT SLO (ms)",
+        min_value=0.001,
+        max_value=MAX_SLO_MS,
+        required=False,
+        widget=forms.NumberInput(attrs={"step": "any", "min": "0"}),
+    )
+    tpot_slo_ms = forms.FloatField(
+        label="TPOT SLO (ms)",
+        min_value=0.001,
+        max_value=MAX_SLO_MS,
+        required=False,
+        widget=forms.NumberInput(attrs={"step": "any", "min": "0"}),
+    )
+    model = forms.ChoiceField(label="Model", required=False)
+    modality = forms.ChoiceField(
+        label="Modality", required=False, choices=[("", "text"), *((m, m) for m in MODALITIES if m != "text")]
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = [("", "any"), *ModelSpec.objects.values_list("slug", "name")]
+
+    def to_request(self) -> RequestClass:
+        """The request class of a valid form (blank: no SLO, any model, text, no reuse)."""
+        data = self.cleaned_data
+        return RequestClass(
+            context_tokens=data["context_tokens"],
+            prompt_tokens=data["prompt_tokens"],
+            output_tokens=data["output_tokens"],
+            prefix_reuse_fraction=data.get("prefix_reuse_fraction") or 0.0,
+            ttft_slo_ms=data.get("ttft_slo_ms"),
+            tpot_slo_ms=data.get("tpot_slo_ms"),
+            model=data.get("model") or None,
+            modality=data.get("modality") or None,
+        )

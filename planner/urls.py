@@ -1,8 +1,8 @@
-"""Pages of the planner: the fleet's headroom, models, what-if, plans, rent vs API, spend, decisions."""
+"""Pages of the planner: the fleet's headroom, models, what-if, route, plans, rent vs API, spend, decisions."""
 
 from django.urls import path
 
-from planner.views import costs, fleet, models, plans, prefix_cache, whatif
+from planner.views import costs, fleet, models, plans, prefix_cache, route, whatif
 
 urlpatterns = [
     path("", fleet.fleet, name="fleet"),
@@ -18,6 +18,7 @@ urlpatterns = [
     path("models/<str:slug>/edit/", models.model_form, name="model-edit"),
     path("what-if/", whatif.what_if, name="what-if"),
     path("prefix-cache/", prefix_cache.prefix_cache_page, name="prefix-cache"),
+    path("route/", route.route_page, name="route"),
     path("plans/", plans.plan_list, name="plans"),
     path("plans/export.csv", plans.plan_list_csv, name="plans-csv"),
     path("plans/compare/", plans.plan_compare, name="plan-compare"),

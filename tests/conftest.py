@@ -66,10 +66,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    """API throttles and login lockouts count in the cache: each test starts from zero."""
+    """API throttles and login lockouts count in the cache: each test starts from zero; so does the
+    routing advisor's fleet snapshot (planner/routing.py)."""
     from django.core.cache import cache
 
+    from planner.routing import clear_snapshot
+
     cache.clear()
+    clear_snapshot()
 
 
 @pytest.fixture(autouse=True)

@@ -110,6 +110,7 @@ def api_routes() -> list[Route]:
         Route("api", "post", "/api/v1/breakeven/", EVERYONE, ("fleet.view_gpuquote", "fleet.view_apiprice")),
         Route("api", "post", "/api/v1/prefix-cache/", EVERYONE, ("fleet.view_modelspec", "fleet.view_hardwaresku")),
         Route("api", "get", "/api/v1/spend/", EVERYONE, ("fleet.view_clusterstate", "fleet.view_gpuquote")),
+        Route("api", "post", "/api/v1/route/", EVERYONE, ("fleet.view_deployment", "fleet.view_apiprice")),
     ]
     return routes
 

@@ -267,6 +267,7 @@ class ModelSpecSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "name",
             "hf_model_id",
             *ModelSpec.FIGURES,
+            "modalities",
             "is_moe",
             "source",
             "assumptions",

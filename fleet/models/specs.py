@@ -9,7 +9,7 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.urls import reverse
 
-from fleet.validators import positive
+from fleet.validators import modalities, positive
 from planner.engine import MODEL_RECORD_FIELDS, WEIGHT_FORMATS, EngineInputError, ModelArch, parse_layer_groups
 
 from .base import SlugField, Sourced, TimeStamped
@@ -74,6 +74,13 @@ class ModelSpec(TimeStamped, Sourced):
         help_text="Routed experts' format, if different.",
     )
     layer_groups = models.JSONField(validators=[validate_layer_groups])
+    modalities = models.CharField(
+        max_length=50,
+        default="text",
+        validators=[modalities],
+        help_text="Input modalities it takes, comma-separated: text, image, audio, video (the routing advisor's "
+        "eligibility).",
+    )
     hf_model_id = models.CharField(
         "Hugging Face model id",
         max_length=200,
@@ -106,6 +113,11 @@ class ModelSpec(TimeStamped, Sourced):
             errors.setdefault("expert_params", []).append("Only a model with routed experts has expert parameters.")
         if errors:
             raise ValidationError(errors)
+
+    @property
+    def modality_list(self) -> tuple[str, ...]:
+        """``modalities`` as a tuple of names (``("text",)``)."""
+        return tuple(part.strip() for part in self.modalities.split(",") if part.strip())
 
     @property
     def is_moe(self) -> bool:

@@ -12,13 +12,14 @@ from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
 from planner.api.estimate import EstimateView
 from planner.api.plans import PlanViewSet
 from planner.api.prefix_cache import PrefixCacheView
+from planner.api.routing import LiteLLMView, RouteView
 from planner.api.sizing import SizingView
 
 app_name = "api"
 
 
 class Router(DefaultRouter):
-    """The API root lists the computations (sizing, estimate, breakeven, spend) beside the records."""
+    """The API root lists the computations (sizing, estimate, breakeven, spend, route) beside the records."""
 
     EXTRA = {
         "sizing": "sizing",
@@ -26,6 +27,8 @@ class Router(DefaultRouter):
         "breakeven": "breakeven",
         "spend": "spend",
         "prefix-cache": "prefix-cache",
+        "route": "route",
+        "route-litellm": "route-litellm",
     }
 
     def get_api_root_view(self, api_urls=None):
@@ -56,5 +59,7 @@ urlpatterns = [
     path("breakeven/", BreakevenView.as_view(), name="breakeven"),
     path("spend/", SpendView.as_view(), name="spend"),
     path("prefix-cache/", PrefixCacheView.as_view(), name="prefix-cache"),
+    path("route/", RouteView.as_view(), name="route"),
+    path("route/litellm/", LiteLLMView.as_view(), name="route-litellm"),
     *router.urls,
 ]

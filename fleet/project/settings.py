@@ -364,6 +364,12 @@ POLL_ROLLUP_RETENTION_DAYS = envint("FLEETCAP_POLL_ROLLUP_RETENTION_DAYS", 400)
 SPEED_CORRECTION_WINDOW_HOURS = float(os.environ.get("FLEETCAP_SPEED_CORRECTION_WINDOW_HOURS", "24"))
 SPEED_CORRECTION_MIN_SAMPLES = envint("FLEETCAP_SPEED_CORRECTION_MIN_SAMPLES", 10)
 SPEED_CORRECTION_MAX_AGE_HOURS = float(os.environ.get("FLEETCAP_SPEED_CORRECTION_MAX_AGE_HOURS", "168"))
+#: Routing advisor (planner/routing.py, docs/routing.md): a deployment is stale, and never routed to,
+#: when its last poll is older than max(ROUTE_STALE_POLL_INTERVALS x its poll interval, ROUTE_STALE_MIN_S)
+#: seconds; a hosted API's prefix cache is assumed to match in blocks of ROUTE_API_CACHE_BLOCK_TOKENS.
+ROUTE_STALE_POLL_INTERVALS = float(os.environ.get("FLEETCAP_ROUTE_STALE_POLL_INTERVALS", "3"))
+ROUTE_STALE_MIN_S = float(os.environ.get("FLEETCAP_ROUTE_STALE_MIN_S", "120"))
+ROUTE_API_CACHE_BLOCK_TOKENS = envint("FLEETCAP_ROUTE_API_CACHE_BLOCK_TOKENS", 128)
 
 LOGGING = {
     "version": 1,
