@@ -192,9 +192,9 @@ def deployment_candidates(deployments: list[Deployment], now: datetime) -> list[
                 requests_waiting=_metric(metrics, "requests_waiting"),
                 kv_cache_usage=_metric(metrics, "kv_cache_usage"),
                 usd_per_gpu_hour=None if quote is None else quote.usd_per_gpu_hour,
-                # granularity_tokens left None: the engine profile's block size (vLLM block_size, SGLang
-                # page_size). Where issue 16's prefix-cache work (planner/engine/prefix_cache.py) gives a
-                # coarser reusable unit (a hybrid model's state-checkpoint interval), pass it here.
+                # granularity_tokens left None: the engine works it out from the deployment's allocation
+                # (planner.engine.prefix_granularity_tokens: vLLM's block; SGLang's page, or max(64, page)
+                # for a hybrid under extra_buffer).
             )
         )
     return out

@@ -65,6 +65,7 @@ from typing import Any
 
 from .errors import EngineInputError, is_number
 from .limits import MAX_CONTEXT_TOKENS, MAX_SLO_MS
+from .prefix_cache import prefix_granularity_tokens
 from .sizing.capacity import size
 from .spec import Accelerator, Layout, ModelArch
 from .throughput.correction import SpeedCorrection, apply_correction
@@ -441,8 +442,10 @@ def assess_deployment(request: RequestClass, d: DeploymentCandidate) -> Destinat
         )
     except EngineInputError as exc:
         return out(False, [f"The sizing engine cannot model it: {exc}"])
-    if granularity is None:
-        granularity = sizing.engine_block_size_tokens
+    if granularity is None and sizing.allocation is not None:
+        # The token multiple a hit lands on (prefix_cache.py: the block for vLLM; for an SGLang hybrid
+        # max(64, page) under extra_buffer, 1 under no_buffer).
+        granularity = prefix_granularity_tokens(sizing.allocation)
     if not sizing.fits:
         return out(False, ["The weights do not fit its GPUs (the sizing engine)."])
     capacity = sizing.max_concurrent_sequences

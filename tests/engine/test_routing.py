@@ -331,3 +331,17 @@ def test_never_an_ineligible_or_stale_destination_first(fleet, request):
     assert [d.rank for d in found] == list(range(1, len(found) + 1))
     again = rank(request, deployments_, apis_)
     assert [d.to_dict() for d in again.destinations] == [d.to_dict() for d in found]
+
+
+def test_a_hybrid_deployment_reuses_the_prefix_in_its_raised_attention_blocks():
+    """Qwen3-Next at tp 2 under vLLM: the attention block is raised to 544 tokens (vLLM's log, "Setting
+    attention block size to 544 tokens"), so a 1,000-token shared prefix is reusable only up to one block:
+    floor(1000 / 544) x 544 = 544 tokens, not the 992 a 16-token block would give."""
+    qwen = model("qwen3-next-80b-a3b")
+    h200 = accelerator("h200-141gb")
+    hybrid = Serving(model=qwen, accelerator=h200, layout=Layout(tp=2), replicas=1, engine="vllm")
+    request = RequestClass(context_tokens=4096, prompt_tokens=2000, output_tokens=100, prefix_reuse_fraction=0.5)
+    d = deployment("qwen-next", model="qwen3-next-80b-a3b", serving=hybrid, requests_running=0.0,
+                   requests_waiting=0.0, kv_cache_usage=0.0)  # fmt: skip
+    (dest,) = rank(request, deployments=[d]).destinations
+    assert (dest.granularity_tokens, dest.cache_state, dest.reusable_prefix_tokens) == (544, "warm", 544)
