@@ -405,7 +405,7 @@ def compared_models(rented: ModelSpec | None, api: ApiPrice | None) -> dict[str,
             else f"renting a model at least as large as {priced.name}, priced against {priced.name}'s API"
         )
         body["note"] = (
-            f"Different models: the GPUs serve {rented.name}, the API price is for {priced.name}. This is {why}; "
+            f"The GPUs serve {rented.name}, the API price is for {priced.name}. This is {why}; "
             "it only answers the question if the rented model is good enough for the workload."
         )
     return body

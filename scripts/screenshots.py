@@ -25,6 +25,12 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("what-if.png", f"/what-if/?{WHAT_IF}", "canvas"),
     ("rent-vs-api.png", "/rent-vs-api/", "main"),
     ("spend.png", "/spend/", "main"),
+    (
+        "route.png",
+        "/route/?context_tokens=8192&prompt_tokens=4000&output_tokens=300&prefix_reuse_fraction=0.8"
+        "&ttft_slo_ms=2000&tpot_slo_ms=50",
+        "main",
+    ),
 )
 
 
