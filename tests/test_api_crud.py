@@ -195,5 +195,5 @@ def test_api_root_lists_every_endpoint(viewer_api):
         "plans",
         "calibrations",
     }
-    assert set(root) == records | {"sizing", "estimate", "breakeven", "spend", "route", "route-litellm"}
+    assert set(root) == records | {"sizing", "estimate", "breakeven", "spend", "prefix-cache", "route", "route-litellm"}
     assert root["sizing"].endswith("/api/v1/sizing/")

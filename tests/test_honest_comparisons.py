@@ -47,7 +47,8 @@ def test_a_llama_deployment_against_the_kimi_k3_api_says_it_compares_different_m
     r = viewer_api.post(URL, {"deployment": "llama", "api_price": "kimi-k3-api", **VOLUME}, format="json").json()
     models = r["models"]
     assert models["rented"] == "llama-3.1-70b" and models["api"] == "kimi-k3" and models["same"] is False
-    assert "Different models" in models["note"] and "tier 2" in models["note"]
+    assert "The GPUs serve Llama-3.1-70B-Instruct, the API price is for Kimi K3" in models["note"]
+    assert "tier 2" in models["note"]
     assert r["assumptions"][0] == models["note"]
 
 
