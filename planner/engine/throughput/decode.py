@@ -486,6 +486,25 @@ def check_step(batch: Any, context: Any, kv_cache_dtype: str, options: Throughpu
         raise EngineInputError(errors)
 
 
+def decode_model(
+    model: ModelArch,
+    accelerator: Accelerator,
+    layout: Layout,
+    kv_cache_dtype: str = "bf16",
+    options: ThroughputOptions = DEFAULT_OPTIONS,
+    weight_format: str | None = None,
+    include_scale_overhead: bool = True,
+) -> DecodeModel:
+    """A ``DecodeModel`` memoised per model on the other inputs (it is read-only once built): a
+    router or a page timing the same deployments at many batches and prompts builds each once
+    (``bench/bench_route.py``: three builds per estimate before)."""
+    key = ("decode_model", accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
+    return model_constants(model).text(
+        key,
+        lambda: DecodeModel(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead),
+    )
+
+
 def decode_step(
     model: ModelArch,
     accelerator: Accelerator,
@@ -506,7 +525,7 @@ def decode_step(
     layout = layout or Layout()
     check_step(batch, context_tokens, kv_cache_dtype, options)
     check_layout(model, layout)
-    dm = DecodeModel(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
+    dm = decode_model(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
     t, mem, comp, comm, over, m, d, dense, experts, kv, state, flops, launch, step_o, saved, graph, kern = dm.parts(
         batch, context_tokens
     )

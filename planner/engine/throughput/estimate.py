@@ -38,7 +38,7 @@ from ..spec import Accelerator, Layout, ModelArch, accelerator_errors
 from ..units import SECONDS_PER_HOUR, TOKENS_PER_MTOK
 from .decode import DecodeModel, DecodeStep, check_layout, check_step, decode_step
 from .options import DEFAULT_OPTIONS, ThroughputOptions
-from .prefill import PrefillEstimate, PrefillModel, PrefillParts, prefill
+from .prefill import PrefillEstimate, PrefillParts, prefill, prefill_model
 
 
 def parse_usd(value: Any, field: str = "usd_per_gpu_hour") -> Decimal:
@@ -282,8 +282,8 @@ def _estimate(
         gpu_memory_utilization=gpu_memory_utilization,
         **formats,
     )
-    dm = DecodeModel(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
-    pm = PrefillModel(dm)
+    pm = prefill_model(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
+    dm = pm.dm
     cached = min(prompt_tokens - 1, int(prompt_tokens * hit))
     pre = pm.parts(prompt_tokens, cached)
     memory_limit = sized.max_concurrent_sequences_per_replica

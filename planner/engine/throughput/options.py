@@ -121,7 +121,18 @@ class ThroughputOptions:
     gemm_tile_tokens: int = DEFAULT_GEMM_TILE_TOKENS
 
     def errors(self) -> dict[str, list[str]]:
-        """Field errors (empty when every option is usable)."""
+        """Field errors (empty when every option is usable); a fresh dict the caller may extend.
+
+        Memoised per options object (frozen; kept alive by the memo, so its id is not reused): every
+        estimate checks its options several times, mostly the same ``DEFAULT_OPTIONS``."""
+        hit = _ERRORS_MEMO.get(id(self))
+        if hit is None or hit[0] is not self:
+            if len(_ERRORS_MEMO) >= 256:
+                _ERRORS_MEMO.clear()
+            hit = _ERRORS_MEMO[id(self)] = (self, self._errors())
+        return {name: list(messages) for name, messages in hit[1].items()}
+
+    def _errors(self) -> dict[str, list[str]]:
         errors: dict[str, list[str]] = {}
         for name in ("memory_bandwidth_efficiency", "compute_efficiency", "link_efficiency"):
             value = getattr(self, name)
@@ -165,6 +176,7 @@ class ThroughputOptions:
         return asdict(self)
 
 
+_ERRORS_MEMO: dict[int, tuple[ThroughputOptions, dict[str, list[str]]]] = {}
 DEFAULT_OPTIONS = ThroughputOptions()
 
 

@@ -42,7 +42,7 @@ from ..sizing.memo import model_constants
 from ..sizing.runtime import default_batch_tokens
 from ..spec import Accelerator, Layout, ModelArch
 from ..units import ceil_div
-from .decode import DecodeModel, check_layout, overlapped
+from .decode import DecodeModel, check_layout, decode_model, overlapped
 from .options import DEFAULT_OPTIONS, ThroughputOptions
 from .perf import distinct_experts, sliding_pairs
 
@@ -235,6 +235,25 @@ class PrefillModel:
         )
 
 
+def prefill_model(
+    model: ModelArch,
+    accelerator: Accelerator,
+    layout: Layout,
+    kv_cache_dtype: str = "bf16",
+    options: ThroughputOptions = DEFAULT_OPTIONS,
+    weight_format: str | None = None,
+    include_scale_overhead: bool = True,
+) -> PrefillModel:
+    """A ``PrefillModel`` on ``decode_model(...)``, memoised the same way (read-only once built)."""
+    key = ("prefill_model", accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
+    return model_constants(model).text(
+        key,
+        lambda: PrefillModel(
+            decode_model(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
+        ),
+    )
+
+
 def prefill(
     model: ModelArch,
     accelerator: Accelerator,
@@ -260,8 +279,7 @@ def prefill(
     if errors:
         raise EngineInputError(errors)
     check_layout(model, layout)
-    dm = DecodeModel(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
-    pm = PrefillModel(dm)
+    pm = prefill_model(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
     p = pm.parts(prompt_tokens, cached_tokens)
     return PrefillEstimate(
         model=model.name,
@@ -284,5 +302,5 @@ def prefill(
         kv_transfer_bytes=int(p.transfer_bytes),
         kv_transfer_s=p.transfer_s,
         kv_transfer_exposed_s=p.exposed_s,
-        assumptions=pm.assumptions() + dm.assumptions()[1:],
+        assumptions=pm.assumptions() + pm.dm.assumptions()[1:],
     )
