@@ -8,9 +8,11 @@ says why these defaults, docs/benchmarks.md ("Load") shows the measurements behi
 * ``FLEETCAP_BIND`` (``0.0.0.0:8000``)
 * ``FLEETCAP_WEB_WORKER_CLASS`` (``gthread``): threads share a process, so a request waiting on
   PostgreSQL or a slow client does not hold a whole process; pages are CPU-bound Python otherwise.
-* ``FLEETCAP_WEB_WORKERS`` (number of cores): processes; the GIL lets one thread run Python at a time
-  in each, so more processes than cores buys nothing for CPU-bound pages.
-* ``FLEETCAP_WEB_THREADS`` (4): threads per process; each thread holds its own database connection
+* ``FLEETCAP_WEB_WORKERS`` (two per core): processes. The GIL lets one thread run Python at a time in
+  each, and a keep-alive connection stays with the process that accepted it, so with one process per
+  core one process can hold most of the busy clients while the other idles; two per core, two threads
+  each, measured better (docs/benchmarks.md, "Load": p95 100 against 140-260 ms for 2 x 4).
+* ``FLEETCAP_WEB_THREADS`` (2): threads per process; each thread holds its own database connection
   (``CONN_MAX_AGE`` 60 s), so PostgreSQL needs ``workers x threads`` connections per machine.
 * ``FLEETCAP_WEB_TIMEOUT_S`` (30): a request running longer restarts its worker (nothing a page or
   the API does should take more than a second; long work is a Celery task).
@@ -28,8 +30,8 @@ import os
 
 bind = os.environ.get("FLEETCAP_BIND", "0.0.0.0:8000")
 worker_class = os.environ.get("FLEETCAP_WEB_WORKER_CLASS", "gthread")
-workers = int(os.environ.get("FLEETCAP_WEB_WORKERS") or os.cpu_count() or 2)
-threads = int(os.environ.get("FLEETCAP_WEB_THREADS", "4"))
+workers = int(os.environ.get("FLEETCAP_WEB_WORKERS") or 2 * (os.cpu_count() or 1))
+threads = int(os.environ.get("FLEETCAP_WEB_THREADS", "2"))
 timeout = int(os.environ.get("FLEETCAP_WEB_TIMEOUT_S", "30"))
 graceful_timeout = 30
 keepalive = 5

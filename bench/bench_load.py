@@ -4,7 +4,7 @@ One command, from the repository root (PostgreSQL on 127.0.0.1:5432, user ``post
 Redis on 127.0.0.1:6379):
 
     .venv/bin/python bench/bench_load.py                   # the 50-user run, two worker models, the steps
-    .venv/bin/python bench/bench_load.py --models gthread:2:4 --no-steps
+    .venv/bin/python bench/bench_load.py --models gthread:4:2 --no-steps
     .venv/bin/python bench/bench_load.py --models sync:4:1,gthread:2:4,gthread:4:4 --steps 4,8,16,32
 
 What it does, each step stopping the run on failure and everything torn down at the end (also on error
@@ -233,7 +233,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="gthread:2:4,sync:4:1", help="class:workers:threads, comma separated")
+    parser.add_argument("--models", default="gthread:4:2,sync:4:1", help="class:workers:threads, comma separated")
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--spawn-rate", type=float, default=10)
     parser.add_argument("--run-time", type=int, default=60, help="seconds of each 50-user run")

@@ -8,6 +8,7 @@ import calendar
 import csv
 import io
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -166,10 +167,17 @@ def _rate_lookup(quotes: list[Quote], pricing_kind: str) -> Callable[[StateSegme
     for q in quotes:
         own.setdefault((q.sku, q.provider), []).append(q)
         market.setdefault(q.sku, []).append(q)
-    memo: dict[tuple[str, str, date], Rate | None] = {}
+    # Which of a SKU's quotes are in force changes only on a quote's first day or the day after it
+    # expires; between two such days the answer is the same, so it is looked up once per stretch
+    # (a 12-month trend asks ~365 days per cluster).
+    changes: dict[str, list[date]] = {
+        sku: sorted({q.quoted_on for q in pool} | {q.valid_until + timedelta(days=1) for q in pool if q.valid_until})
+        for sku, pool in market.items()
+    }
+    memo: dict[tuple[str, str, int], Rate | None] = {}
 
     def lookup(state: StateSegment, day: date) -> Rate | None:
-        key = (state.sku, state.provider, day)
+        key = (state.sku, state.provider, bisect_right(changes.get(state.sku, ()), day))
         if key not in memo:
             pool = own.get((state.sku, state.provider), [])
             found = quotes_in_force(pool, day).get(pricing_kind) or quotes_in_force(pool, day, list_prices=True).get(
