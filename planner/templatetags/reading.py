@@ -180,7 +180,11 @@ def layer_group_rows(groups: Any) -> list[dict[str, Any]]:
             continue
         kind = str(group.get("kind", ""))
         figures = []
-        for key, value in group.items():
+        # LAYER_FIGURES's order, then anything else by name: the same on every database (PostgreSQL's
+        # jsonb keeps keys sorted by length, SQLite's JSON as written).
+        order = {key: i for i, key in enumerate(LAYER_FIGURES)}
+        for key in sorted(group, key=lambda k: (order.get(k, len(order)), k)):
+            value = group[key]
             if key in ("kind", "count"):
                 continue
             label, unit = LAYER_FIGURES.get(key, (key.replace("_", " ").capitalize(), ""))
