@@ -24,7 +24,7 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``routing`` (the routing advisor): ``rank`` over ``RequestClass``, ``DeploymentCandidate``
   (with its ``Serving``), ``ApiCandidate`` -> ``RouteResult`` of ``Destination``; ``stale_limit_s``,
   ``reusable_prefix_tokens``, ``MODALITIES``;
-- ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``monthly_spend``, ``spend_month``,
+- ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``spend_month``,
   ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
 - ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
   ``ImportedModel``;
@@ -44,11 +44,9 @@ from planner.engine.costs import (
     Quote,
     Rate,
     SpendLine,
-    SpendResult,
     SpendWarning,
     blended_input_usd_per_mtok,
     breakeven,
-    monthly_spend,
     quote_in_force,
     quotes_in_force,
     rate_from_quotes,
@@ -188,7 +186,6 @@ __all__ = [
     "SpeedPrediction",
     "SpeedSample",
     "SpendLine",
-    "SpendResult",
     "SpendWarning",
     "StartupLog",
     "ThroughputOptions",
@@ -206,7 +203,6 @@ __all__ = [
     "layout_errors",
     "min_gpus_for_weights",
     "model_record_from_config",
-    "monthly_spend",
     "parse_layer_groups",
     "parse_startup_log",
     "parse_trace_csv",

@@ -34,6 +34,7 @@ from planner.engine import (
     WEIGHT_FORMATS,
     Accelerator,
     ClusterState,
+    DeploymentShare,
     EngineInputError,
     Layout,
     ModelArch,
@@ -51,7 +52,6 @@ from planner.engine import (
     kv_bytes_per_token,
     min_gpus_for_weights,
     model_record_from_config,
-    monthly_spend,
     parse_startup_log,
     quote_in_force,
     quotes_in_force,
@@ -60,6 +60,7 @@ from planner.engine import (
     sensitivity,
     single_gpu_fit,
     size,
+    spend_month,
     state_bytes_per_sequence,
     unit_economics,
     weights_bytes,
@@ -551,7 +552,10 @@ def test_breakeven_extremes(
 )
 def test_spend_and_quotes_extremes(gpus, hours, rate, year, month, utilisation, day):
     states = [ClusterState("c1", "team", "prov", "h100", day, gpus, hours)]
-    outcome(monthly_spend, states, year, month, {"h100": rate}, {"c1": utilisation})
+    share = DeploymentShare("d1", "c1", "m", 1, date(2026, 7, 1))
+    outcome(
+        spend_month, states, year, month, date(2026, 7, 15), lambda _s, _d: rate, None, [share], {"d1": utilisation}
+    )
     try:
         quote = Quote("h100", "prov", rate, PRICING_KINDS[0], day)
     except EngineInputError as exc:
@@ -796,8 +800,20 @@ DEFECTS = {
     ),
     "unit_economics rate 1e300": (lambda: unit_economics(8, "1e300", 1000), "usd_per_gpu_hour"),
     "weights_storage 1e30": (lambda: weights_storage(10**12, "1e30"), "usd_per_gb_month"),
-    "monthly_spend gpus 10**30": (
-        lambda: monthly_spend([ClusterState("c", "t", "p", "h", date(2026, 7, 1), 10**30)], 2026, 7, {"h": "2"}),
+    "spend_month a signalling-NaN rate (TypeError: unhashable, in the rate memo)": (
+        lambda: spend_month(
+            [ClusterState("c", "t", "p", "h", date(2026, 7, 1), 8)],
+            2026,
+            7,
+            date(2026, 8, 1),
+            lambda _s, _d: Decimal("sNaN"),
+        ),
+        "rates.h",
+    ),
+    "spend_month gpus 10**30": (
+        lambda: spend_month(
+            [ClusterState("c", "t", "p", "h", date(2026, 7, 1), 10**30)], 2026, 7, date(2026, 8, 1), lambda _s, _d: "2"
+        ),
         "states.0.gpus",
     ),
 }

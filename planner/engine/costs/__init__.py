@@ -58,7 +58,7 @@ from .ledger import (
 )
 from .money import MAX_PRICE_USD
 from .quotes import PRICING_KINDS, Quote, quote_in_force, quotes_in_force, rate_from_quotes
-from .spend import STATUSES, ClusterSpend, ClusterState, SpendResult, SpendSubtotal, monthly_spend
+from .spend import STATUSES, ClusterState
 
 __all__ = [
     "MAX_PRICE_USD",
@@ -67,7 +67,6 @@ __all__ = [
     "UNASSIGNED",
     "BreakevenResult",
     "Cheaper",
-    "ClusterSpend",
     "ClusterState",
     "DeploymentShare",
     "DownloadResult",
@@ -77,8 +76,6 @@ __all__ = [
     "RentResult",
     "SpendLine",
     "SpendPart",
-    "SpendResult",
-    "SpendSubtotal",
     "SpendWarning",
     "StorageResult",
     "UnitEconomics",
@@ -92,7 +89,6 @@ __all__ = [
     "gpu_hours",
     "idle_cost_usd",
     "monthly_rent",
-    "monthly_spend",
     "quote_in_force",
     "quotes_in_force",
     "rate_from_quotes",

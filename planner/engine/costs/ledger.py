@@ -2,7 +2,7 @@
 
 Issue 15 ("Spend"): a projection must never be labelled as spent, idle cost must come from how
 much of the admitted capacity ran, and a missing or borrowed quote must be said, not hidden. The
-pro-rating rule is ``spend.monthly_spend``'s (docs/costs.md, "Monthly spend and the pro-rating
+pro-rating rule is the one in ``spend.py``'s docstring (docs/costs.md, "Monthly spend and the pro-rating
 rule"); this module adds, day by day:
 
 - **Actual or projected.** A day on or before ``today`` is *actual*: the state in force that day
@@ -451,6 +451,8 @@ def _walk(
             rate = checked[raw]
         except KeyError:
             rate = checked[raw] = _rate(raw, f, st.source.sku)
+        except TypeError:  # an unhashable rate (a signalling NaN): checked, refused, never memoised
+            rate = _rate(raw, f, st.source.sku)
         while k < len(own_shares) and own_shares[k].since <= day:
             k += 1
         key = (idx, part, rate, k)
@@ -528,6 +530,7 @@ def spend_month(
             slug, by_cluster[slug], shares.get(slug, []), days, today, actual_rate, projected_rate, checked, f,
             raw_warnings,
         )  # fmt: skip
+        f.raise_if_any()  # a rate the lookup gave that is not a usable price (negative, not a number)
         acc, dep_acc, rest, last, active_days = walk.acc, walk.dep_acc, walk.rest, walk.last, walk.active_days
         if last is None:
             continue

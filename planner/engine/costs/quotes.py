@@ -172,7 +172,7 @@ def quote_in_force(
 def rate_from_quotes(
     quotes: Iterable[Quote], kind: str = "on-demand", match_provider: bool = True
 ) -> Callable[[Any, date], Decimal | None]:
-    """A rate lookup for ``spend.monthly_spend``: ``(state, day) -> USD per GPU-hour | None``.
+    """A rate lookup for ``ledger.spend_month``: ``(state, day) -> USD per GPU-hour | None``.
 
     For the state's SKU, the quote of ``kind`` in force that day; with ``match_provider`` (the
     default) only the state's own provider's quotes count (a cluster pays its provider's price,
