@@ -52,7 +52,7 @@ def test_chart_marks_the_engines_block_and_redraws_after_an_upload(open_page, li
     page.set_input_files("input[name=trace_file]", str(trace))
     with page.expect_response(lambda r: r.url.endswith("/prefix-cache/") and r.request.method == "POST"):
         page.click("button:has-text('Analyse')")
-    page.wait_for_function("document.querySelector('#prefix-verdict').innerText.includes('(dense)')")
+    page.wait_for_function("() => document.querySelector('#prefix-verdict').innerText.includes('(dense)')")
     page.wait_for_selector('canvas[data-chart="prefix-cache"][data-drawn="1"]')
     after = page.evaluate(CHART)
     reuse = dict(zip(after["labels"], after["reuse"], strict=True))

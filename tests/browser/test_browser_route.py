@@ -57,7 +57,7 @@ def test_a_platform_engineer_ranks_a_request_class(open_page, live_server, world
     # A 1 ms TPOT contract no deployment meets: the hosted API (latency unknown) moves first.
     with page.expect_response(lambda r: "/route/" in r.url and r.request.headers.get("hx-request") == "true"):
         page.fill("input[name=tpot_slo_ms]", "1")
-    page.wait_for_function("document.querySelector('#route-table tbody tr').dataset.slug === 'llama-hosted'")
+    page.wait_for_function("() => document.querySelector('#route-table tbody tr').dataset.slug === 'llama-hosted'")
     assert "misses the latency SLO" in page.inner_text("#route-table tr[data-slug='llama-live']")
     assert "tpot_slo_ms=1" in page.url  # the ranking's URL can be shared
     # An impossible class: the message sits beside the context input.

@@ -55,7 +55,7 @@ def test_spend_shows_spent_and_projected_apart_and_names_a_missing_quote(open_pa
 
     chart = page.locator("canvas#spend-trend")
     chart.wait_for()
-    page.wait_for_function("document.querySelector('canvas#spend-trend').dataset.drawn === '1'")
+    page.wait_for_function("() => document.querySelector('canvas#spend-trend').dataset.drawn === '1'")
     assert chart.bounding_box()["height"] > 50
 
     warning = page.locator("#spend-warnings .warning-missing").first
