@@ -11,7 +11,7 @@ says why these defaults, docs/benchmarks.md ("Load") shows the measurements behi
 * ``FLEETCAP_WEB_WORKERS`` (two per core): processes. The GIL lets one thread run Python at a time in
   each, and a keep-alive connection stays with the process that accepted it, so with one process per
   core one process can hold most of the busy clients while the other idles; two per core, two threads
-  each, measured better (docs/benchmarks.md, "Load": p95 100 against 140-260 ms for 2 x 4).
+  each, measured better (docs/benchmarks.md, "Load": p95 100-120 against 140-260 ms for 2 x 4).
 * ``FLEETCAP_WEB_THREADS`` (2): threads per process; each thread holds its own database connection
   (``CONN_MAX_AGE`` 60 s), so PostgreSQL needs ``workers x threads`` connections per machine.
 * ``FLEETCAP_WEB_TIMEOUT_S`` (30): a request running longer restarts its worker (nothing a page or
