@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -21,27 +22,29 @@ def _max(*values: float | None) -> float | None:
     return max(present) if present else None
 
 
+def _hourly() -> dict[str, Any]:
+    """How raw polls sum into one hour: the same for the rollups pruning writes and for the hourly points
+    of a range whose raw polls are not pruned yet (so a range reads the same before and after pruning)."""
+    return {
+        "polls": Count("id"),
+        "up_polls": Count("id", filter=Q(status="up")),
+        "busy_polls": Count("id", filter=Q(requests_running__gt=0)),
+        "running_avg": Avg("requests_running"),
+        "running_max": Max("requests_running"),
+        "kv_avg": Avg("kv_cache_usage"),
+        "gen_avg": Avg("generation_tokens_per_s"),
+        "ttft_max": Max("ttft_p95_ms"),
+        "itl_max": Max("itl_p95_ms"),
+    }
+
+
 def prune_polls(now: datetime | None = None) -> tuple[int, int]:
     """Roll raw polls older than the retention into hourly rows, delete them, and delete rollups
     older than theirs. Idempotent: an hour already rolled up is merged, never duplicated."""
     now = now or timezone.now()
     cutoff = (now - timedelta(days=settings.POLL_RETENTION_DAYS)).replace(minute=0, second=0, microsecond=0)
     old = EndpointPoll.objects.filter(polled_at__lt=cutoff)
-    groups = (
-        old.annotate(hour=TruncHour("polled_at"))
-        .values("deployment_id", "hour")
-        .annotate(
-            polls=Count("id"),
-            up_polls=Count("id", filter=Q(status="up")),
-            busy_polls=Count("id", filter=Q(requests_running__gt=0)),
-            running_avg=Avg("requests_running"),
-            running_max=Max("requests_running"),
-            kv_avg=Avg("kv_cache_usage"),
-            gen_avg=Avg("generation_tokens_per_s"),
-            ttft_max=Max("ttft_p95_ms"),
-            itl_max=Max("itl_p95_ms"),
-        )
-    )
+    groups = old.annotate(hour=TruncHour("polled_at")).values("deployment_id", "hour").annotate(**_hourly())
     rolled = 0
     with transaction.atomic():
         for g in groups:
@@ -164,22 +167,7 @@ def poll_history(deployment_id: int, start: datetime, end: datetime) -> PollHist
             ttft_p95_max=r.ttft_p95_ms_max,
             tpot_p95_max=r.itl_p95_ms_max,
         )
-    groups = (
-        raw.annotate(hour=TruncHour("polled_at"))
-        .values("hour")
-        .annotate(
-            polls=Count("id"),
-            up_polls=Count("id", filter=Q(status="up")),
-            busy_polls=Count("id", filter=Q(requests_running__gt=0)),
-            running_avg=Avg("requests_running"),
-            running_max=Max("requests_running"),
-            kv_avg=Avg("kv_cache_usage"),
-            gen_avg=Avg("generation_tokens_per_s"),
-            ttft_max=Max("ttft_p95_ms"),
-            itl_max=Max("itl_p95_ms"),
-        )
-        .order_by("hour")
-    )
+    groups = raw.annotate(hour=TruncHour("polled_at")).values("hour").annotate(**_hourly()).order_by("hour")
     for g in groups:
         point = PollPoint(
             at=g["hour"],
