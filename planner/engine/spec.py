@@ -386,9 +386,22 @@ ACCELERATOR_COUNTS: dict[str, tuple[int, int]] = {
 def accelerator_errors(values: Mapping[str, Any] | Accelerator, *, speed: bool = False) -> dict[str, list[str]]:
     """Field errors of an accelerator's figures (a record, or an ``Accelerator``); ``None`` is "not stated".
 
-    With ``speed``, the figures a speed estimate divides by (HBM bandwidth, bf16 TFLOPS) must be stated."""
+    With ``speed``, the figures a speed estimate divides by (HBM bandwidth, bf16 TFLOPS) must be stated.
+    A fresh dict the caller may extend; an ``Accelerator``'s (frozen) are checked once per object and
+    ``speed`` (every throughput estimate asks), kept with the object so its id is not reused."""
     if isinstance(values, Accelerator):
-        values = {key: getattr(values, key) for key in ACCELERATOR_RECORD_FIELDS}
+        memo_key = (id(values), speed)
+        hit = _ACCELERATOR_ERRORS.get(memo_key)
+        if hit is None or hit[0] is not values:
+            if len(_ACCELERATOR_ERRORS) >= 512:
+                _ACCELERATOR_ERRORS.clear()
+            found = _accelerator_errors({key: getattr(values, key) for key in ACCELERATOR_RECORD_FIELDS}, speed)
+            hit = _ACCELERATOR_ERRORS[memo_key] = (values, found)
+        return {name: list(messages) for name, messages in hit[1].items()}
+    return _accelerator_errors(values, speed)
+
+
+def _accelerator_errors(values: Mapping[str, Any], speed: bool) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     if speed:
         for key, what in (("hbm_bandwidth_tbps", "HBM bandwidth (TB/s)"), ("bf16_tflops", "dense bf16 TFLOPS")):
@@ -408,6 +421,9 @@ def accelerator_errors(values: Mapping[str, Any] | Accelerator, *, speed: bool =
             if message:
                 errors[key] = [message]
     return errors
+
+
+_ACCELERATOR_ERRORS: dict[tuple[int, bool], tuple[Accelerator, dict[str, list[str]]]] = {}
 
 
 @dataclass(frozen=True, slots=True)

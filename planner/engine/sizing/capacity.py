@@ -528,12 +528,8 @@ def size(
         state_slots_per_sequence, engine, engine_version, max_model_len, block_size_tokens,
         available_kv_cache_gib, prefix_caching,
     )  # fmt: skip
-    key = ("size", *((type(value), value) for value in inputs))
-    try:
-        hash(key)
-    except TypeError:  # an unhashable input (a caller's list): computed, and refused or answered, unmemoised
-        return _size(model, *inputs)
-    return model_constants(model).result(key, lambda: _size(model, *inputs))
+    key = (tuple(map(type, inputs)), inputs)  # 1, 1.0 and True are equal keys: their types tell them apart
+    return model_constants(model).result("size", key, lambda: _size(model, *inputs))
 
 
 def _size(

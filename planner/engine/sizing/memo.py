@@ -34,7 +34,7 @@ class ModelConstants:
         self._geometry: dict[tuple[str, int, int], tuple[KvGeometry, int, int, tuple[str, ...]]] = {}
         self._layouts: dict[tuple[Any, ...], dict[str, list[str]]] = {}
         self._text: dict[Any, Any] = {}
-        self._results: dict[Any, Any] = {}
+        self._results: dict[str, dict[Any, Any]] = {}
 
     def weights(
         self, weight_format: str | None, include_scale_overhead: bool
@@ -69,15 +69,24 @@ class ModelConstants:
             hit = self._layouts[key] = _layout_errors(self.model, layout)
         return hit
 
-    def result(self, key: Any, build: Any) -> Any:
-        """A memoised whole result (``size()``, ``estimate()``): ``build()`` once per ``key``; its
-        own bound (``MAX_RESULTS``), so a layout search sizing thousands of layouts once each does
-        not push out the assumption texts and allocations every call reuses."""
-        hit = self._results.get(key)
+    def result(self, kind: str, key: Any, build: Any) -> Any:
+        """A memoised whole result of one ``kind`` (``"size"``, ``"estimate"``): ``build()`` once per
+        ``key``. Each kind has its own bound (``MAX_RESULTS``), so estimates of ever new request
+        classes (a gateway's) do not push out the sizings every one of them reuses, and a layout
+        search sizing thousands of layouts once each does not push out the assumption texts and
+        allocations every call reuses. An unhashable ``key`` (a caller's list) is built unmemoised
+        (and refused or answered by ``build()``)."""
+        memo = self._results.get(kind)
+        if memo is None:
+            memo = self._results[kind] = {}
+        try:
+            hit = memo.get(key)
+        except TypeError:
+            return build()
         if hit is None:
-            if len(self._results) >= MAX_RESULTS:
-                self._results.clear()
-            hit = self._results[key] = build()
+            if len(memo) >= MAX_RESULTS:
+                memo.clear()
+            hit = memo[key] = build()
         return hit
 
     def text(self, key: Any, build: Any) -> Any:

@@ -222,6 +222,7 @@ class DecodeModel:
         "kv_dtype",
         "layout",
         "model",
+        "notes",
         "options",
         "overhead",
         "overlap",
@@ -255,6 +256,7 @@ class DecodeModel:
         tp, pp, dp, ep = layout.tp, layout.pp, layout.dp, layout.ep
         self.model, self.accelerator, self.layout, self.options, self.perf = model, accelerator, layout, options, perf
         self.kv_dtype, self.tp, self.pp, self.dp = kv_cache_dtype, tp, pp, dp
+        self.notes: tuple[str, ...] | None = None
         geo = geometry or model_constants(model).geometry(kv_cache_dtype, tp, pp)
         self.geometry, self.state_gpu = geo[0], geo[2]
         self.bw = accelerator.hbm_bandwidth_tbps * TB * options.memory_bandwidth_efficiency
@@ -446,6 +448,12 @@ class DecodeModel:
         return self.parts(batch, context)[0]
 
     def assumptions(self) -> tuple[str, ...]:
+        """The step's assumption texts (built once: the model is read-only)."""
+        if self.notes is None:
+            self.notes = self._assumptions()
+        return self.notes
+
+    def _assumptions(self) -> tuple[str, ...]:
         o, acc, perf = self.options, self.accelerator, self.perf
         notes = [
             f"Decode step = max(memory time, compute time) + communication + {o.step_overhead_s * 1e3:g} ms overhead; "
@@ -526,16 +534,23 @@ def decode_step(
     check_step(batch, context_tokens, kv_cache_dtype, options)
     check_layout(model, layout)
     dm = decode_model(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
+    return step_of(dm, batch, context_tokens)
+
+
+def step_of(dm: DecodeModel, batch: int, context_tokens: int) -> DecodeStep:
+    """The ``DecodeStep`` of ``dm`` at ``batch`` sequences and ``context_tokens``, inputs already checked
+    (``decode_step()`` checks them; ``estimate()`` has, once for all its steps)."""
+    layout = dm.layout
     t, mem, comp, comm, over, m, d, dense, experts, kv, state, flops, launch, step_o, saved, graph, kern = dm.parts(
         batch, context_tokens
     )
     return DecodeStep(
-        model=model.name,
-        accelerator=accelerator.name,
+        model=dm.model.name,
+        accelerator=dm.accelerator.name,
         layout=layout,
         batch=batch,
         context_tokens=context_tokens,
-        kv_cache_dtype=kv_cache_dtype,
+        kv_cache_dtype=dm.kv_dtype,
         time_s=t,
         memory_time_s=mem,
         compute_time_s=comp,

@@ -36,9 +36,9 @@ from ..sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, size
 from ..sizing.memo import model_constants
 from ..spec import Accelerator, Layout, ModelArch, accelerator_errors
 from ..units import SECONDS_PER_HOUR, TOKENS_PER_MTOK
-from .decode import DecodeModel, DecodeStep, check_layout, check_step, decode_step
+from .decode import DecodeModel, DecodeStep, check_layout, check_step, step_of
 from .options import DEFAULT_OPTIONS, ThroughputOptions
-from .prefill import PrefillEstimate, PrefillParts, prefill, prefill_model
+from .prefill import PrefillEstimate, PrefillParts, prefill_model, prefill_of
 
 
 def parse_usd(value: Any, field: str = "usd_per_gpu_hour") -> Decimal:
@@ -223,12 +223,8 @@ def estimate(
         ttft_slo_ms, tpot_slo_ms, usd_per_gpu_hour, kv_cache_dtype, weight_format, include_scale_overhead,
         gpu_memory_utilization, options,
     )  # fmt: skip
-    key = ("estimate", *((type(value), value) for value in inputs))
-    try:
-        hash(key)
-    except TypeError:  # an unhashable input: computed (and refused or answered) unmemoised
-        return _estimate(model, *inputs)
-    return model_constants(model).result(key, lambda: _estimate(model, *inputs))
+    key = (tuple(map(type, inputs)), inputs)  # 1, 1.0 and True are equal keys: their types tell them apart
+    return model_constants(model).result("estimate", key, lambda: _estimate(model, *inputs))
 
 
 def _estimate(
@@ -294,20 +290,10 @@ def _estimate(
         slo_limit = _slo_limit(dm, pre, memory_limit, mean_context, output_tokens, tpot_slo, ttft_slo)
     limit = memory_limit if slo_limit is None else min(memory_limit, slo_limit)
     b = batch if batch is not None else max(1, limit)
-    step = decode_step(
-        model, accelerator, layout, b, mean_context, kv_cache_dtype=kv_cache_dtype, options=options, **formats
-    )
+    check_step(b, mean_context, kv_cache_dtype, options)
+    step = step_of(dm, b, mean_context)
     tpot, ttft, queue, share = aggregated_latency(step.time_s, b, output_tokens, pre.time_s, pre.busy_s, pre.chunks)
-    pre_est = prefill(
-        model,
-        accelerator,
-        layout,
-        prompt_tokens,
-        cached_tokens=cached,
-        kv_cache_dtype=kv_cache_dtype,
-        options=options,
-        **formats,
-    )
+    pre_est = prefill_of(pm, prompt_tokens, cached, pre)
     gpus = layout.gpus
     per_replica = b / tpot
     usd_hour = tok_usd = usd_mtok = None

@@ -121,10 +121,11 @@ class PrefillParts(NamedTuple):
 class PrefillModel:
     """Prefill constants of one (model, accelerator, layout, KV dtype, options), built on a ``DecodeModel``."""
 
-    __slots__ = ("attn", "chunk", "dm", "kv_token_gpu", "layers", "mla_share", "net_rate", "state_logical")
+    __slots__ = ("attn", "chunk", "dm", "kv_token_gpu", "layers", "mla_share", "net_rate", "notes", "state_logical")
 
     def __init__(self, dm: DecodeModel, chunk_tokens: int | None = None):
         self.dm = dm
+        self.notes: tuple[str, ...] | None = None
         self.chunk = chunk_tokens or dm.options.prefill_chunk_tokens or default_batch_tokens(dm.accelerator)
         tp, pp = dm.tp, dm.pp
         self.attn = tuple(
@@ -225,6 +226,12 @@ class PrefillModel:
         )
 
     def assumptions(self) -> tuple[str, ...]:
+        """The prefill's own assumption texts (built once: the model is read-only)."""
+        if self.notes is None:
+            self.notes = self._assumptions()
+        return self.notes
+
+    def _assumptions(self) -> tuple[str, ...]:
         return (
             f"Prefill in chunks of {self.chunk} tokens per data-parallel rank; every rank prefills in the same "
             "step under load; prompt time = pp x stage + hops + overhead + (chunks - 1) x (stage + overhead).",
@@ -280,11 +287,16 @@ def prefill(
         raise EngineInputError(errors)
     check_layout(model, layout)
     pm = prefill_model(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
-    p = pm.parts(prompt_tokens, cached_tokens)
+    return prefill_of(pm, prompt_tokens, cached_tokens, pm.parts(prompt_tokens, cached_tokens))
+
+
+def prefill_of(pm: PrefillModel, prompt_tokens: int, cached_tokens: int, p: PrefillParts) -> PrefillEstimate:
+    """The ``PrefillEstimate`` of ``p = pm.parts(prompt_tokens, cached_tokens)``, inputs already checked
+    (``prefill()`` checks them; ``estimate()`` has, and reuses the parts it timed)."""
     return PrefillEstimate(
-        model=model.name,
-        accelerator=accelerator.name,
-        layout=layout,
+        model=pm.dm.model.name,
+        accelerator=pm.dm.accelerator.name,
+        layout=pm.dm.layout,
         prompt_tokens=prompt_tokens,
         cached_tokens=cached_tokens,
         chunk_tokens=pm.chunk,
