@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from fleet.catalog import reference
 from planner.engine import Layout, estimate, size
+from planner.engine.sizing import memo
 from planner.engine.throughput.decode import decode_step
 from planner.engine.throughput.prefill import prefill
-from planner.engine.sizing import memo
 
 
 def test_new_estimates_do_not_evict_the_sizings_they_reuse(monkeypatch):
