@@ -36,6 +36,7 @@ MODELS: tuple[str, ...] = (
     "workload",
     "workerheartbeat",
     "outboxmessage",
+    "capacitysnapshot",
 )
 #: Records the platform team writes.
 INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload")
@@ -66,7 +67,11 @@ def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
 
 VIEW_ALL = codenames(["view"], MODELS)
 #: The table as migration 0002 applied it, before the outbox existed (0007 applies ``GRANTS``).
-GRANTS_0002: dict[str, frozenset[str]] = _table(tuple(m for m in MODELS if m != "outboxmessage"))
+GRANTS_0002: dict[str, frozenset[str]] = _table(
+    tuple(m for m in MODELS if m not in ("outboxmessage", "capacitysnapshot"))
+)
+#: The table as migration 0007 applied it, before capacity snapshots existed (0014 applies ``GRANTS``).
+GRANTS_0007: dict[str, frozenset[str]] = _table(tuple(m for m in MODELS if m != "capacitysnapshot"))
 #: role -> fleet permission codenames.
 GRANTS: dict[str, frozenset[str]] = _table(MODELS)
 

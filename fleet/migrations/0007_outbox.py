@@ -2,7 +2,8 @@
 
 from django.db import migrations, models
 
-from fleet.permissions import GRANTS, create_permissions_now, grant
+from fleet.permissions import GRANTS_0007 as GRANTS  # the table as this migration applied it
+from fleet.permissions import create_permissions_now, grant
 
 
 def grant_roles(apps, schema_editor):

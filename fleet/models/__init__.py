@@ -5,11 +5,13 @@ from .inventory import Cluster, Deployment, HardwareSku
 from .ops import OutboxMessage, WorkerHeartbeat
 from .polls import DailyPollCount, EndpointPoll, EndpointPollHourly
 from .pricing import ApiPrice, GpuQuote
+from .snapshots import CapacitySnapshot
 from .specs import ModelSpec
 from .workloads import Workload
 
 __all__ = [
     "ApiPrice",
+    "CapacitySnapshot",
     "Cluster",
     "ClusterState",
     "DailyPollCount",

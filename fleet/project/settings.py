@@ -315,7 +315,14 @@ CELERY_BEAT_SCHEDULE = {
     "prune-polls": {"task": "fleet.prune_polls", "schedule": 3600.0},
     "apply-cluster-changes": {"task": "fleet.apply_cluster_changes", "schedule": 3600.0},
     "fit-speed-corrections": {"task": "planner.fit_speed_corrections", "schedule": 3600.0},
+    # Every deployment's capacity snapshot, every workload's breakeven and every decision's review,
+    # recomputed in batches (planner.snapshots); changes send their own recomputation at once.
+    "refresh-answers": {"task": "planner.refresh_answers", "schedule": 300.0, "options": {"expires": 600}},
 }
+#: A capacity snapshot older than this is shown as stale (seconds): three beats of "refresh-answers".
+SNAPSHOT_MAX_AGE_S = float(os.environ.get("FLEETCAP_SNAPSHOT_MAX_AGE_S", "900"))
+#: Deployments (and workloads) per recomputation task: one query and one transaction per batch.
+SNAPSHOT_BATCH = int(os.environ.get("FLEETCAP_SNAPSHOT_BATCH", "200"))
 #: Each worker's main process records a beat this often (seconds); three missed beats = silent.
 WORKER_HEARTBEAT_S = float(os.environ.get("FLEETCAP_WORKER_HEARTBEAT_S", "30"))
 #: Enqueueing gives up after this many seconds when the broker is unreachable (the API answers 503):

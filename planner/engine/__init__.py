@@ -25,7 +25,7 @@ Layout, by concept (each package's ``__init__`` lists its modules):
   (with its ``Serving``), ``ApiCandidate`` -> ``RouteResult`` of ``Destination``; ``stale_limit_s``,
   ``reusable_prefix_tokens``, ``MODALITIES``;
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``spend_month``,
-  ``quotes_in_force``, ``quote_in_force``, ``rate_from_quotes``;
+  ``quotes_in_force``, ``quote_in_force``, ``next_quote_change``, ``rate_from_quotes``;
 - ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
   ``ImportedModel``;
 - ``startup_log`` (calibration input): ``parse_startup_log`` reads a vLLM or SGLang startup log into
@@ -47,6 +47,7 @@ from planner.engine.costs import (
     SpendWarning,
     blended_input_usd_per_mtok,
     breakeven,
+    next_quote_change,
     quote_in_force,
     quotes_in_force,
     rate_from_quotes,
@@ -203,6 +204,7 @@ __all__ = [
     "layout_errors",
     "min_gpus_for_weights",
     "model_record_from_config",
+    "next_quote_change",
     "parse_layer_groups",
     "parse_startup_log",
     "parse_trace_csv",

@@ -57,7 +57,7 @@ from .ledger import (
     utilisation_from_polls,
 )
 from .money import MAX_PRICE_USD
-from .quotes import PRICING_KINDS, Quote, quote_in_force, quotes_in_force, rate_from_quotes
+from .quotes import PRICING_KINDS, Quote, next_quote_change, quote_in_force, quotes_in_force, rate_from_quotes
 from .spend import STATUSES, ClusterState
 
 __all__ = [
@@ -89,6 +89,7 @@ __all__ = [
     "gpu_hours",
     "idle_cost_usd",
     "monthly_rent",
+    "next_quote_change",
     "quote_in_force",
     "quotes_in_force",
     "rate_from_quotes",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -168,6 +168,23 @@ def quote_in_force(
         raise EngineInputError.single("kind", f"Unknown pricing kind {kind!r}; use one of {', '.join(PRICING_KINDS)}.")
     return quotes_in_force(quotes, on, sku=sku).get(kind)
 
+
+
+def next_quote_change(quotes: Iterable[Quote], on: date | datetime, sku: str | None = None) -> date | None:
+    """The first day after ``on`` on which the quotes in force (``quotes_in_force``) may differ: the day
+    after a quote in force ends (``valid_until`` is inclusive), or the day a later-dated quote starts.
+    ``None`` when no quote of ``sku`` ends or starts after ``on``. A figure priced on ``on`` is priced
+    on the quotes in force until then (a capacity snapshot is stale from that day)."""
+    day = _day(on)
+    days = []
+    for q in quotes:
+        if sku is not None and q.sku != sku:
+            continue
+        if q.quoted_on > day:
+            days.append(q.quoted_on)
+        elif q.valid_until is not None and q.valid_until >= day:
+            days.append(q.valid_until + timedelta(days=1))
+    return min(days, default=None)
 
 def rate_from_quotes(
     quotes: Iterable[Quote], kind: str = "on-demand", match_provider: bool = True

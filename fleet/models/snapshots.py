@@ -1,0 +1,103 @@
+"""Stored answers about a deployment, kept current by the workers: its capacity snapshot.
+
+A ``CapacitySnapshot`` is what the sizing and throughput engines said about one deployment the last
+time a worker asked them (``planner.snapshots`` computes and writes it; pages, the API and
+``/metrics`` only read it). Whether it can be shown as current is decided here, from what the row
+records, so every reader says the same:
+
+* ``current``: computed, nothing it rests on changed since, and the quote it priced is still the
+  one in force;
+* ``stale``: an input changed after it was computed (``stale_since``, set in the same save as the
+  change by planner's signal handlers, or found by ``state()`` comparing the versions of the records
+  a page has already loaded), or its quote's validity ended (``valid_until``), or it is older than
+  ``SNAPSHOT_MAX_AGE_S``;
+* ``failed``: the last recomputation raised (``error``); the figures are the previous ones;
+* ``pending``: never computed yet.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+#: A snapshot's states, as the pages, the API and /metrics name them.
+SNAPSHOT_STATES: tuple[str, ...] = ("current", "stale", "failed", "pending")
+
+
+class CapacitySnapshot(models.Model):
+    """A deployment's capacity, speed and cost as the engines computed them, dated, with the versions
+    of the inputs they were computed from (one row per deployment, replaced by each recomputation)."""
+
+    deployment = models.OneToOneField(
+        "fleet.Deployment", on_delete=models.CASCADE, related_name="capacity_snapshot", primary_key=True
+    )
+    computed_at = models.DateTimeField(null=True, blank=True, help_text="When the figures were computed.")
+    inputs = models.JSONField(
+        default=dict,
+        help_text="Versions of what the figures rest on: the deployment, cluster, SKU, model and workload "
+        "(their last change), the GPU quote in force, the speed correction and the calibration.",
+    )
+    figures = models.JSONField(default=dict, help_text="The computed figures (planner.snapshots).")
+    valid_until = models.DateTimeField(
+        null=True, blank=True, help_text="When the quote it priced stops being the one in force (None: open)."
+    )
+    stale_since = models.DateTimeField(
+        null=True, blank=True, help_text="An input changed at this time, after the figures were computed."
+    )
+    stale_reason = models.CharField(max_length=200, blank=True, default="")
+    error = models.TextField(blank=True, default="", help_text="Why the last recomputation failed.")
+    failed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["deployment_id"]
+
+    def __str__(self) -> str:
+        return f"capacity of deployment {self.deployment_id} @ {self.computed_at or 'never'}"
+
+    def state(self, now: datetime | None = None, versions: dict[str, Any] | None = None) -> str:
+        """``current``, ``stale``, ``failed`` or ``pending`` (module docstring). ``versions`` are the
+        input versions a reader knows now (``planner.snapshots.record_versions`` of the records it
+        loaded): any that differs from the stored one makes the snapshot stale."""
+        if self.error:
+            return "failed" if self.computed_at is None else "stale"
+        if self.computed_at is None:
+            return "pending"
+        if self.stale_since is not None:
+            return "stale"
+        now = now or timezone.now()
+        if self.valid_until is not None and now >= self.valid_until:
+            return "stale"
+        if now - self.computed_at > timedelta(seconds=settings.SNAPSHOT_MAX_AGE_S):
+            return "stale"
+        if versions and any(self.inputs.get(key) != value for key, value in versions.items()):
+            return "stale"
+        return "current"
+
+    def why_stale(self, now: datetime | None = None, versions: dict[str, Any] | None = None) -> str:
+        """One sentence: why ``state()`` is not ``current`` (empty when it is)."""
+        now = now or timezone.now()
+        state = self.state(now, versions)
+        if state == "current":
+            return ""
+        if state == "pending":
+            return "Not computed yet: a worker computes it shortly."
+        if self.error:
+            prefix = "The last recomputation failed" + (
+                f" ({self.failed_at:%Y-%m-%d %H:%M} UTC)" if self.failed_at else ""
+            )
+            kept = "; the figures shown are the previous ones" if self.computed_at else ""
+            return f"{prefix}: {self.error}{kept}."
+        if self.stale_since is not None:
+            return (
+                f"{self.stale_reason or 'An input changed'} at {self.stale_since:%Y-%m-%d %H:%M:%S} UTC; recomputing."
+            )
+        if self.valid_until is not None and now >= self.valid_until:
+            return f"The GPU quote it priced stopped being in force at {self.valid_until:%Y-%m-%d %H:%M} UTC."
+        if now - self.computed_at > timedelta(seconds=settings.SNAPSHOT_MAX_AGE_S):
+            return f"Computed {self.computed_at:%Y-%m-%d %H:%M} UTC, longer ago than the workers refresh it."
+        changed = sorted(k for k, v in (versions or {}).items() if self.inputs.get(k) != v)
+        return f"Changed since it was computed: {', '.join(changed)}."
