@@ -7,9 +7,12 @@ class PlannerConfig(AppConfig):
 
     def ready(self) -> None:
         from fleet import audit
+        from planner import answers
         from planner.models import Calibration, Decision
 
         # The audit trail (fleet/audit.py). Both are written once and never edited: the entry says
         # who and when; their frozen figures, inputs and parsed logs stay on the records themselves.
         audit.register(Decision, exclude=["figures", "inputs"])
         audit.register(Calibration, exclude=["parsed", "prediction", "figures", "log_text"])
+        # Stored answers (capacity snapshots, breakevens, decision reviews) follow the records they rest on.
+        answers.connect()

@@ -2,8 +2,12 @@
 
 Predicted: concurrent sequences the deployment admits at its planning context
 (``Deployment.planning_context_tokens``). Observed: requests running on the engine at the
-last poll (``last_metrics["requests_running"]``). One engine object is built per model and
-reused, so a page of a thousand deployments costs a thousand ~10 µs sizings and no queries.
+last poll (``last_metrics["requests_running"]``).
+
+Pages and ``/metrics`` read the predicted side from the deployment's stored capacity snapshot
+(``stored_headroom``: no engine call, the snapshot's state said beside it; planner/snapshots.py computes
+it on a worker). ``headroom`` computes it now, for the worker itself and for a deployment page's
+detail (envelope, capacity curve); one engine object is built per model and reused.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleet.models import Deployment
+from fleet.models.snapshots import input_versions, snapshot_of
 from planner.engine import GIB, EngineInputError, ModelArch, SizingResult, capacity_curve
 
 
@@ -23,7 +28,12 @@ class Headroom:
     fits: bool
     observed: float | None  # requests running at the last poll
     error: str = ""
-    result: SizingResult | None = None  # the sizing behind ``capacity`` (None when it failed)
+    result: SizingResult | None = None  # the sizing behind ``capacity`` (None when it failed, or stored)
+    #: The stored snapshot's state (``fleet.models.snapshots.SNAPSHOT_STATES``; "current" when computed now),
+    #: why it is not current, and when it was computed.
+    state: str = "current"
+    state_reason: str = ""
+    computed_at: Any = None
 
     @property
     def used_fraction(self) -> float | None:
@@ -58,6 +68,41 @@ def headroom(deployments: Iterable[Deployment]) -> list[Headroom]:
             rows.append(Headroom(d, None, False, observed, error=str(exc)))
             continue
         rows.append(Headroom(d, result.max_concurrent_sequences, result.fits, observed, result=result))
+    return rows
+
+
+def stored_headroom(deployments: Iterable[Deployment], now: Any = None) -> list[Headroom]:
+    """Headroom of each deployment from its stored capacity snapshot (select_related or prefetch
+    ``capacity_snapshot``, ``cluster__sku``, ``model`` and ``workload`` beforehand: no queries, no
+    engine call). A snapshot that failed without ever computing carries its error; one never computed
+    has no capacity (``pending``)."""
+    from django.utils import timezone
+
+    now = now or timezone.now()
+    rows = []
+    for d in deployments:
+        observed = d.last_metrics.get("requests_running") if d.last_metrics else None
+        snap = snapshot_of(d)
+        if snap is None:
+            rows.append(Headroom(d, None, True, observed, state="pending", state_reason="Not computed yet."))
+            continue
+        versions = input_versions(d)
+        state, reason = snap.state(now, versions), snap.why_stale(now, versions)
+        figures = snap.figures or {}
+        if not figures:
+            rows.append(Headroom(d, None, False, observed, snap.error, state=state, state_reason=reason))
+            continue
+        rows.append(
+            Headroom(
+                d,
+                figures.get("capacity_sequences"),
+                bool(figures.get("fits")),
+                observed,
+                state=state,
+                state_reason=reason,
+                computed_at=snap.computed_at,
+            )
+        )
     return rows
 
 

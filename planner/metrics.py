@@ -1,25 +1,24 @@
-"""Our figures for Prometheus and Grafana: per deployment and per cluster, from the services.
+"""Our figures for Prometheus and Grafana: per deployment and per cluster, read, not recomputed.
 
-``fleet_figures(now)`` gathers, for every deployment and cluster, what the pages and APIs already
-compute (nothing is derived here): predicted capacity and the engine profile's allocation
-(``planner.headroom.headroom``, ``Deployment.sizing()``), headroom against the last poll, the last
-poll's cache and block checks (``EndpointPoll.calibration_ratio`` / ``block_ratios``), the live speed
-correction (``planner.corrections.latest_for_many``), the latest startup-log calibration
-(``Calibration.figures``), the deployment's output rate and its cost per hour and per million output
-tokens as rent vs API prices it (``planner.corrections.corrected_throughput``,
-``planner.breakeven.deployment_output_rate``, the engine's ``quote_in_force`` and ``unit_economics``),
-and per cluster its GPUs and spend so far this month (the actual part of ``planner.spend.spend_for_month``).
+``fleet_figures(now)`` gathers, for every deployment and cluster, what the pages and APIs show: the
+predicted side from each deployment's stored capacity snapshot (``planner.snapshots``, computed by a
+worker: capacity and the engine profile's allocation, the live speed correction and the latest
+startup-log calibration it used, the output rate at the SLO-limited concurrency and the cost per hour
+and per million output tokens at the quote in force), whether that snapshot is current, headroom
+against the last poll, the last poll's cache and block checks (``EndpointPoll.calibration_ratio`` /
+``block_ratios``), and per cluster its GPUs and spend so far this month (the actual part of
+``planner.spend.spend_for_month``).
 
 ``exposition(figures)`` renders them in the Prometheus text format with a ``FleetCollector`` on a
 fresh ``CollectorRegistry`` (no global state). Queries: a fixed handful whatever the fleet's size
-(deployments, clusters, speed corrections, calibrations, quotes, and spend's own). Names, units,
-labels and sources: docs/grafana/README.md.
+(deployments with their snapshots, clusters, and spend's own). Names, units, labels and sources:
+docs/grafana/README.md.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -31,12 +30,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from fleet.errors import FIELD_ERRORS
-from fleet.models import Cluster, Deployment, EndpointPoll, GpuQuote
-from planner.breakeven import deployment_output_rate
-from planner.corrections import calibration_of, corrected_throughput, latest_for_many
-from planner.engine import Quote, quote_in_force, unit_economics
-from planner.headroom import headroom
-from planner.models import Calibration
+from fleet.models import Cluster, Deployment, EndpointPoll
+from fleet.models.snapshots import snapshot_of
+from planner.headroom import stored_headroom
 from planner.spend import spend_for_month
 
 log = logging.getLogger(__name__)
@@ -83,6 +79,8 @@ class DeploymentFigures:
     usd_per_gpu_hour: Decimal | None = None
     usd_per_hour: Decimal | None = None
     usd_per_mtok_output: Decimal | None = None
+    snapshot_current: int = 0  # 1 when the stored capacity snapshot is current
+    snapshot_seconds: float | None = None  # when it was computed (Unix time)
 
 
 @dataclass
@@ -104,19 +102,10 @@ class FleetFigures:
 
 def _deployments() -> list[Deployment]:
     return list(
-        Deployment.objects.select_related("cluster__sku", "model", "workload")
+        Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
         .defer("api_key_encrypted", "model__source", "model__assumptions")
         .order_by("slug")
     )
-
-
-def _latest_calibrations(ids: Iterable[int]) -> dict[int, Calibration]:
-    """The newest calibration of each deployment (one query; logs and predictions left unread)."""
-    rows = Calibration.objects.filter(deployment_id__in=list(ids)).only("id", "deployment_id", "created", "figures")
-    latest: dict[int, Calibration] = {}
-    for row in rows.order_by("deployment_id", "-created", "-id"):
-        latest.setdefault(row.deployment_id, row)
-    return latest
 
 
 def _last_poll_blocks(deployment: Deployment) -> EndpointPoll:
@@ -125,41 +114,16 @@ def _last_poll_blocks(deployment: Deployment) -> EndpointPoll:
     return EndpointPoll(**{name: metrics.get(name) for name in CHECK_FIELDS})
 
 
-def _cost(
-    figures: DeploymentFigures, deployment: Deployment, quote: Quote | None, correction: Any, now: datetime
-) -> None:
-    """Output rate (throughput model, with the live correction) and cost at the quote in force.
-
-    As rent vs API has it (``planner.breakeven.compare``): a deployment that does not fit memory
-    serves nothing, so it has no output rate and no cost per million tokens, only its cost per hour."""
-    tokens_per_s = None
-    if figures.fits:
-        try:
-            speed = corrected_throughput(deployment, correction, now=now).result
-        except FIELD_ERRORS as exc:
-            log.info("no speed figures for deployment %s: %s", deployment.slug, exc)
-        else:
-            tokens_per_s = figures.output_tokens_per_s = deployment_output_rate(deployment, speed)
-    if quote is None:
-        return
-    economics = unit_economics(deployment.gpus, quote.usd_per_gpu_hour, tokens_per_s or 0)
-    figures.usd_per_gpu_hour = quote.usd_per_gpu_hour
-    figures.usd_per_hour = economics.cluster_usd_per_hour
-    figures.usd_per_mtok_output = economics.cost_per_mtok_output_usd if tokens_per_s else None
+def _decimal(value: str | None) -> Decimal | None:
+    return None if value is None else Decimal(value)
 
 
 def deployment_figures(deployments: list[Deployment], now: datetime) -> list[DeploymentFigures]:
-    """Figures of ``deployments`` (select_related cluster__sku, model and workload beforehand)."""
-    corrections = latest_for_many(deployments, now)
-    calibrations = _latest_calibrations(d.pk for d in deployments)
-    today = now.date()
-    quotes = [
-        Quote.from_record(q, sku=q.sku.slug)
-        for q in GpuQuote.objects.filter(quoted_on__lte=today, pricing_kind=PRICING_KIND).select_related("sku")
-    ]
-    in_force: dict[str, Quote | None] = {}
+    """Figures of ``deployments`` (select_related cluster__sku, model, workload and capacity_snapshot
+    beforehand): the predicted side read from each stored capacity snapshot (``planner.snapshots``
+    computed it on a worker; nothing is recomputed per scrape), the live side from the last poll."""
     out = []
-    for row in headroom(deployments):
+    for row in stored_headroom(deployments, now):
         d = row.deployment
         sku = d.cluster.sku.slug
         labels = {"deployment": d.slug, "cluster": d.cluster.slug, "model": d.model.slug, "sku": sku}
@@ -170,33 +134,34 @@ def deployment_figures(deployments: list[Deployment], now: datetime) -> list[Dep
             requests_running=row.observed,
             last_poll_seconds=d.last_polled.timestamp() if d.last_polled else None,
             up=None if d.last_polled is None else d.last_status == "up",
+            snapshot_current=int(row.state == "current"),
+            snapshot_seconds=row.computed_at.timestamp() if row.computed_at else None,
         )
-        if row.result is None:
+        snap = snapshot_of(d)
+        stored = (snap.figures if snap is not None else None) or {}
+        if row.error and not stored:
             figures.sizing_error = row.error
-        else:
-            result = row.result
+        elif stored:
             figures.fits = row.fits
             figures.capacity_sequences = row.capacity
-            figures.planning_context_tokens = result.context_tokens
-            figures.kv_cache_tokens = result.engine_kv_cache_tokens
-            figures.max_concurrency = result.engine_max_concurrency
-            figures.gpu_blocks = result.engine_num_blocks
-            figures.block_size_tokens = result.engine_block_size_tokens
+            figures.planning_context_tokens = stored.get("planning_context_tokens")
+            figures.kv_cache_tokens = stored.get("kv_cache_tokens")
+            figures.max_concurrency = stored.get("max_concurrency")
+            figures.gpu_blocks = stored.get("gpu_blocks")
+            figures.block_size_tokens = stored.get("block_size_tokens")
             figures.headroom_sequences = row.free
             figures.headroom_used_ratio = row.used_fraction
+            figures.speed_factors = dict(stored.get("speed_factors") or {})
+            fitted = stored.get("speed_correction_fitted_at")
+            if fitted:
+                figures.speed_correction_age_s = max(0.0, (now - datetime.fromisoformat(fitted)).total_seconds())
+            figures.startup_ratios = dict(stored.get("startup_ratios") or {})
+            figures.output_tokens_per_s = stored.get("output_tokens_per_s")
+            figures.usd_per_gpu_hour = _decimal(stored.get("usd_per_gpu_hour"))
+            figures.usd_per_hour = _decimal(stored.get("usd_per_hour"))
+            figures.usd_per_mtok_output = _decimal(stored.get("usd_per_mtok_output"))
         figures.cache_calibration_ratio = d.calibration_ratio
         figures.block_ratios = _last_poll_blocks(d).block_ratios
-        correction = corrections.get(d.pk)
-        if correction is not None:
-            shape = calibration_of(correction, now)
-            figures.speed_factors = {"decode": shape["factor_decode"], "prefill": shape["factor_prefill"]}
-            figures.speed_correction_age_s = shape["age_s"]
-        calibration = calibrations.get(d.pk)
-        if calibration is not None:
-            figures.startup_ratios = {f["name"]: f["ratio"] for f in calibration.figures if f.get("ratio") is not None}
-        if sku not in in_force:
-            in_force[sku] = quote_in_force(quotes, today, PRICING_KIND, sku=sku)
-        _cost(figures, d, in_force[sku], correction, now)
         out.append(figures)
     return out
 
@@ -256,6 +221,10 @@ def _flag(attr: str) -> Callable[[Any], list[tuple[tuple[str, ...], Any]]]:
 #: A sample whose value is None (not known) is left out, never shown as 0.
 DEPLOYMENT_GAUGES: tuple[tuple[str, str, Callable[[DeploymentFigures], list], tuple[str, ...]], ...] = (
     ("gpus", "GPUs the deployment occupies (replicas x tp x pp x dp).", _one("gpus"), ()),
+    ("capacity_snapshot_current", "1 when the stored capacity snapshot the predicted figures come from is "
+     "current, 0 when it is stale, failed or not computed yet.", _one("snapshot_current"), ()),
+    ("capacity_snapshot_timestamp_seconds", "When the stored capacity snapshot was computed (Unix time).",
+     _one("snapshot_seconds"), ()),
     ("sizing_error", "1 when the sizing engine cannot model the deployment.",
      lambda r: [((), int(bool(r.sizing_error)))], ()),
     ("fits", "1 when the weights fit (the sizing engine), 0 when they do not.", _flag("fits"), ()),

@@ -37,10 +37,10 @@ from django.utils import timezone
 from fleet import outbox
 from fleet.errors import FIELD_ERRORS
 from fleet.models import CapacitySnapshot, Deployment, GpuQuote, OutboxMessage
+from fleet.models.snapshots import input_versions
 from planner.breakeven import deployment_output_rate
 from planner.corrections import calibration_of, corrected_throughput, estimate_for, latest_for_many, to_engine
-from planner.engine import Quote, next_quote_change, quote_in_force, unit_economics
-from planner.engine.throughput.correction import apply_correction
+from planner.engine import Quote, apply_correction, next_quote_change, quote_in_force, unit_economics
 from planner.models import Calibration
 
 log = logging.getLogger(__name__)
@@ -49,22 +49,6 @@ log = logging.getLogger(__name__)
 REFRESH_TASK = "planner.refresh_answers"
 #: The pricing kind a deployment's cost is quoted in (rent vs API's default).
 PRICING_KIND = "on-demand"
-
-
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
-
-
-def record_versions(d: Deployment) -> dict[str, str | None]:
-    """The versions of the records loaded with ``d`` (their last change): a snapshot computed from
-    other versions is stale. Needs ``d`` with its cluster, SKU, model and workload (select_related)."""
-    return {
-        "deployment": _iso(d.updated),
-        "cluster": _iso(d.cluster.updated),
-        "sku": _iso(d.cluster.sku.updated),
-        "model": _iso(d.model.updated),
-        "workload": _iso(d.workload.updated) if d.workload_id else None,
-    }
 
 
 def request_refresh(
@@ -166,7 +150,7 @@ def compute_batch(deployments: list[Deployment], now: datetime) -> list[Computed
         quote = quote_in_force(quotes, today, PRICING_KIND, sku=sku)
         change = next_quote_change(quotes, today, sku=sku)
         inputs = {
-            **record_versions(d),
+            **input_versions(d),
             "quote": quote.id if quote is not None else None,
             "speed_correction": correction.pk if correction is not None else None,
             "calibration": calibration.pk if calibration is not None else None,
@@ -241,6 +225,7 @@ def compute_figures(
         shape = calibration_of(correction, now)
         figures["speed_factors"] = {"decode": shape["factor_decode"], "prefill": shape["factor_prefill"]}
         figures["speed_correction_age_s"] = shape["age_s"]
+        figures["speed_correction_fitted_at"] = shape["fitted_at"]
     if calibration is not None:
         figures["startup_ratios"] = {f["name"]: f["ratio"] for f in calibration.figures if f.get("ratio") is not None}
     tokens_per_s = None
@@ -310,28 +295,3 @@ def _store(computed: list[Computed], started: datetime, now: datetime) -> None:
             changed,
             ["figures", "inputs", "computed_at", "valid_until", "error", "failed_at", "stale_since", "stale_reason"],
         )
-
-
-def snapshot_of(d: Deployment) -> CapacitySnapshot | None:
-    """``d``'s stored snapshot, or None (without a query when it was prefetched or joined)."""
-    try:
-        return d.capacity_snapshot
-    except CapacitySnapshot.DoesNotExist:
-        return None
-
-
-def describe(snapshot: CapacitySnapshot | None, d: Deployment, now: datetime | None = None) -> dict[str, Any]:
-    """The shape the API and pages give a snapshot: ``state``, ``reason`` (why not current),
-    ``computed_at`` and the figures (None when never computed)."""
-    now = now or timezone.now()
-    if snapshot is None:
-        return {"state": "pending", "reason": "Not computed yet: a worker computes it shortly.", "computed_at": None,
-                "figures": None, "error": ""}  # fmt: skip
-    versions = record_versions(d)
-    return {
-        "state": snapshot.state(now, versions),
-        "reason": snapshot.why_stale(now, versions),
-        "computed_at": snapshot.computed_at,
-        "figures": snapshot.figures or None,
-        "error": snapshot.error,
-    }

@@ -11,11 +11,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 
-from fleet.models import Cluster, ModelSpec
+from fleet.models import Cluster, Deployment, ModelSpec
 from planner.engine import weights_bytes
-from planner.headroom import Headroom, headroom
+from planner.headroom import Headroom, stored_headroom
 from planner.models import Decision, Plan
 
 
@@ -141,10 +141,11 @@ FLEET_CSV = (
 
 def fleet_csv_rows(clusters: QuerySet[Cluster]) -> list[list[Any]]:
     """A row per deployment of the clusters selected (a cluster without any: one row with its figures
-    only), with the headroom the fleet page shows (one pass of ``planner.headroom``)."""
+    only), with the headroom the fleet page shows (the stored snapshots: ``planner.headroom.stored_headroom``)."""
     # The reverse prefetch sets each deployment's cluster to its (select_related sku) parent.
-    shown = list(clusters.prefetch_related("deployments__model"))
-    rows = headroom([d for c in shown for d in c.deployments.all()])
+    deployments = Deployment.objects.select_related("model", "workload", "capacity_snapshot")
+    shown = list(clusters.prefetch_related(Prefetch("deployments", deployments)))
+    rows = stored_headroom([d for c in shown for d in c.deployments.all()])
     by_cluster: dict[int, list[Headroom]] = {}
     for row in rows:
         by_cluster.setdefault(row.deployment.cluster_id, []).append(row)

@@ -69,6 +69,7 @@ def fit_speed_corrections(self, window_end: str | None = None) -> dict[str, int]
 
     from django.utils import timezone
 
+    from planner.answers import coalesced
     from planner.corrections import fit_all
 
     if window_end is None:
@@ -76,4 +77,30 @@ def fit_speed_corrections(self, window_end: str | None = None) -> dict[str, int]
         window_end_at = now.replace(minute=0, second=0, microsecond=0)
     else:
         window_end_at = datetime.fromisoformat(window_end)
-    return fit_all(window_end_at)
+    with coalesced("Live speed corrections refitted"):  # one recomputation for every fit, not one each
+        return fit_all(window_end_at)
+
+
+# Retried on a database blip only (RETRY_ON_TRANSIENT). Idempotent: each run recomputes from the
+# records as they are and stores the same figures for the same inputs (planner.snapshots), so a retry,
+# a redelivery or the sweeper's second send of the same outbox message only repeats the work.
+@shared_task(
+    name="planner.refresh_answers",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=600,
+    time_limit=660,
+    **RETRY_ON_TRANSIENT,
+)
+def refresh_answers(
+    self, deployments: list[int] | None = None, workloads: list[int] | None = None, served: bool = True
+) -> dict:
+    """Recompute stored answers: the capacity snapshots of ``deployments``, and the breakevens and
+    decision reviews of ``workloads`` and (``served``) of the workloads those deployments serve.
+    Without arguments (beat), the whole fleet, fanned out as one message per batch through the outbox."""
+    from planner.answers import fan_out, refresh
+
+    if deployments is None and workloads is None:
+        return fan_out()
+    return refresh(deployments or [], workloads or [], served)

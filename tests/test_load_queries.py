@@ -10,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
+from planner.snapshots import refresh_snapshots
 
 
 @pytest.fixture
@@ -62,6 +63,7 @@ def test_deployment_list_api_queries_do_not_grow_with_workloads(viewer_api, cata
 def test_fleet_page_loads_each_model_once(client, make_user, catalog):
     """Deployments of one model share one loaded model row (a join built it again for every row)."""
     add_served(3, "c")
+    refresh_snapshots()
     client.force_login(make_user("v", "viewer"))
     r = client.get("/", HTTP_HX_REQUEST="true")
     models = [h.deployment.model for row in r.context["rows"] for h in row["deployments"]]

@@ -23,6 +23,7 @@ from fleet.models import Cluster, Deployment, GpuQuote
 from planner.breakeven import BreakevenRequest, compare
 from planner.corrections import latest_for, latest_for_many, serving_of
 from planner.models import Calibration, SpeedCorrection
+from planner.snapshots import refresh_snapshots
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "docs" / "grafana" / "fleetcap.json"
@@ -77,7 +78,11 @@ def viewer(make_user):
     return make_user("prometheus", "viewer")
 
 
-def scrape(client: APIClient) -> dict:
+def scrape(client: APIClient, refresh: bool = True) -> dict:
+    """``/metrics`` parsed; with ``refresh``, after the worker's recomputation of every capacity snapshot
+    (``planner.snapshots.refresh_snapshots``, what ``planner.refresh_answers`` runs): /metrics only reads."""
+    if refresh:
+        refresh_snapshots()
     response = client.get("/metrics")
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/plain; version=")
@@ -240,6 +245,30 @@ def test_speed_correction_and_startup_calibration_ratios(fleet, viewer):
     assert {s.labels["deployment"] for s in families["fleetcap_deployment_speed_correction_factor"]} == {"llama-vllm"}
     assert value(families, "fleetcap_deployment_startup_calibration_ratio", figure="kv_cache_tokens", **one) == 0.98
     assert len(families["fleetcap_deployment_startup_calibration_ratio"]) == 1  # a figure without a ratio: none
+
+
+def test_metrics_read_the_stored_snapshot_and_say_when_it_is_not_current(fleet, viewer):
+    """Before any worker ran: no predicted figures (absent, not 0) and the snapshot flagged not current;
+    after: the figures and a current snapshot; after a change to the deployment: still the stored figures,
+    flagged not current until the worker has recomputed them."""
+    client = bearer(viewer)
+    families = scrape(client, refresh=False)
+    one = {"deployment": "llama-vllm"}
+    assert value(families, "fleetcap_deployment_capacity_snapshot_current", **one) == 0
+    assert "llama-vllm" not in {s.labels["deployment"] for s in families["fleetcap_deployment_capacity_sequences"]}
+    families = scrape(client)
+    assert value(families, "fleetcap_deployment_capacity_snapshot_current", **one) == 1
+    capacity = value(families, "fleetcap_deployment_capacity_sequences", **one)
+    llama = fleet["llama"]
+    llama.gpu_memory_utilization = 0.8
+    llama.save()
+    families = scrape(client, refresh=False)
+    assert value(families, "fleetcap_deployment_capacity_snapshot_current", **one) == 0
+    assert value(families, "fleetcap_deployment_capacity_sequences", **one) == capacity  # the stored one
+    families = scrape(client)
+    assert value(families, "fleetcap_deployment_capacity_snapshot_current", **one) == 1
+    assert value(families, "fleetcap_deployment_capacity_sequences", **one) == llama.sizing().max_concurrent_sequences
+    assert llama.sizing().max_concurrent_sequences < capacity
 
 
 def test_latest_for_many_agrees_with_latest_for(fleet):
@@ -429,6 +458,7 @@ def test_the_command_prints_the_same_families_and_writes_a_file(fleet, tmp_path)
 
     from django.core.management import call_command
 
+    refresh_snapshots()  # what a worker has done (the command reads, as /metrics does)
     out = StringIO()
     call_command("metrics", stdout=out)
     families = parse(out.getvalue())

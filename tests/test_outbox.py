@@ -40,18 +40,21 @@ def test_a_plan_posted_while_the_broker_is_down_is_answered_202_stored_and_sent_
     platform_api, setup, broker_down, settings, monkeypatch
 ):
     """Issue 14: this answered an HTML 500 after committing the plan, and nothing ever sent it."""
+    OutboxMessage.objects.filter(
+        task="planner.refresh_answers"
+    ).delete()  # the fixtures' recomputations (never sent: a test's transaction never commits)
     r = platform_api.post(URL, BODY, format="json")
     assert r.status_code == 202, r.content
     body = r.json()
     assert body["status"] == "queued" and body["dispatch"] == "broker_unreachable"
     assert body["detail"].startswith("Queued, broker unreachable")
-    message = OutboxMessage.objects.get()
+    message = OutboxMessage.objects.get(task="planner.run_plan")
     assert (message.task, message.args, message.task_id) == ("planner.run_plan", [body["id"]], body["id"])
     assert message.sent_at is None and message.attempts == 1
     # A sweep while the broker is still down sends nothing and keeps the message.
     settings.OUTBOX_GRACE_S = 0
     assert outbox.sweep().as_dict() == {"sent": 0, "unsent": 1, "deleted": 0}
-    assert OutboxMessage.objects.get().attempts == 2
+    assert OutboxMessage.objects.get(task="planner.run_plan").attempts == 2
     broker_down.restore()
     sent: list = []
     monkeypatch.setattr(app, "send_task", lambda name, **kw: sent.append((name, kw["args"], kw["task_id"])))
@@ -78,6 +81,9 @@ def test_the_plans_page_start_with_the_broker_down_keeps_the_plan_and_says_so(cl
 
 @pytest.mark.django_db
 def test_a_refused_plan_records_no_message(platform_api, setup, published):
+    OutboxMessage.objects.filter(
+        task="planner.refresh_answers"
+    ).delete()  # the fixtures' recomputations (never sent: a test's transaction never commits)
     r = platform_api.post(URL, {**BODY, "model": "nope"}, format="json")
     assert r.status_code == 400 and not OutboxMessage.objects.exists() and not Plan.objects.exists()
     assert published == []
@@ -85,6 +91,9 @@ def test_a_refused_plan_records_no_message(platform_api, setup, published):
 
 @pytest.mark.django_db
 def test_a_message_is_published_once_by_the_request_and_never_by_the_sweeper(platform_api, setup, published, settings):
+    OutboxMessage.objects.filter(
+        task="planner.refresh_answers"
+    ).delete()  # the fixtures' recomputations (never sent: a test's transaction never commits)
     plan_id = platform_api.post(URL, BODY, format="json").json()["id"]
     assert published == [("planner.run_plan", [plan_id], plan_id)]
     settings.OUTBOX_GRACE_S = 0

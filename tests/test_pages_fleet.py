@@ -10,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
+from planner.snapshots import refresh_snapshots
 
 
 @pytest.fixture
@@ -48,11 +49,33 @@ def test_fleet_page_shows_headroom(client, make_user, catalog):
     add_fleet(1)
     client.force_login(make_user("v", "viewer"))
     page = client.get("/").content.decode()
+    # Before a worker has computed the snapshots the page says so (it never sizes anything itself).
+    assert "c0-d0" in page and "capacity not computed yet" in page
+    refresh_snapshots()
+    page = client.get("/").content.decode()
     assert "C0" in page and "c0-d0" in page and "Llama-3.1-70B-Instruct" in page
     d = Deployment.objects.get(slug="c0-d0")
     capacity = d.sizing().max_concurrent_sequences
-    assert capacity > 0 and f"3 / {capacity}" in page
+    assert capacity > 0 and f"3 / {capacity}" in page and "capacity not computed yet" not in page
+    assert "snapshot-flag" not in page  # current: no flag
     assert "Register a cluster" not in page  # a viewer is not offered what it may not do
+
+
+@pytest.mark.django_db
+def test_fleet_page_flags_a_snapshot_whose_inputs_changed_and_keeps_showing_it(client, make_user, catalog):
+    add_fleet(1)
+    refresh_snapshots()
+    client.force_login(make_user("v", "viewer"))
+    d = Deployment.objects.select_related("cluster__sku", "model").get(slug="c0-d0")
+    before = d.sizing().max_concurrent_sequences
+    d.gpu_memory_utilization = 0.8
+    d.save()
+    page = client.get("/").content.decode()
+    assert f"3 / {before}" in page  # the stored figures, said to be stale
+    assert 'class="badge stale snapshot-flag"' in page and "changed" in page
+    refresh_snapshots()
+    page = client.get("/").content.decode()
+    assert f"3 / {d.sizing().max_concurrent_sequences}" in page and "snapshot-flag" not in page
 
 
 @pytest.mark.django_db

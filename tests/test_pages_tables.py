@@ -288,6 +288,9 @@ def test_fleet_csv_has_the_filtered_ordered_deployments_with_headroom(viewer):
         )
     llama = ModelSpec.objects.get(slug="llama-3.1-70b")
     Deployment.objects.create(slug="llama", cluster=Cluster.objects.get(slug="alpha"), model=llama, tp=4, replicas=2)
+    from planner.snapshots import refresh_snapshots
+
+    refresh_snapshots()  # the worker's part: the CSV reads the stored capacity, as the page does
     html = viewer.get("/?team=search").content.decode()
     assert 'href="/fleet.csv?team=search"' in html
     rows = _csv(viewer.get("/fleet.csv?sort=-name&q=a"))

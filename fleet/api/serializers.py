@@ -5,12 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from fleet import registration
 from fleet.errors import InputError
 from fleet.limits import MAX_CONCURRENCY, MAX_REQUESTS_PER_DAY, MAX_TOKENS
 from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models.snapshots import SNAPSHOT_STATES, describe_capacity
 from planner.engine import WEIGHT_FORMATS
 
 from .cleaning import ModelCleanMixin
@@ -86,6 +88,25 @@ class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):
         return instance
 
 
+class CapacitySerializer(serializers.Serializer):
+    """A deployment's stored capacity snapshot (computed by a worker; docs/api.md, "Capacity")."""
+
+    state = serializers.ChoiceField(
+        choices=SNAPSHOT_STATES,
+        help_text="current; stale (an input changed, its quote ended, or too old: being recomputed); failed "
+        "(the last recomputation raised: figures are the previous ones, if any); pending (never computed).",
+    )
+    reason = serializers.CharField(help_text="Why it is not current (empty when it is).")
+    computed_at = serializers.DateTimeField(allow_null=True, help_text="When the figures were computed.")
+    error = serializers.CharField(help_text="The last recomputation's error (empty when it succeeded).")
+    figures = serializers.DictField(
+        allow_null=True,
+        help_text="fits, capacity_sequences, planning_context_tokens, kv_cache_tokens, max_concurrency, gpu_blocks, "
+        "block_size_tokens, envelope_bytes_per_gpu, speed (tpot_ms, ttft_ms at the observed batch, calibrated), "
+        "output_tokens_per_s, usd_per_gpu_hour, usd_per_hour, usd_per_mtok_output (USD strings), quote, ...",
+    )
+
+
 class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:deployment-detail", lookup_field="slug")
     cluster = serializers.SlugRelatedField(slug_field="slug", queryset=Cluster.objects.select_related("sku"))
@@ -102,6 +123,9 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
         help_text="Write-only. Omit to keep the stored key, send an empty string to clear it.",
     )
     has_api_key = serializers.BooleanField(read_only=True)
+    capacity = serializers.SerializerMethodField(
+        help_text="The stored capacity snapshot: read, never recomputed by this request."
+    )
 
     class Meta:
         model = Deployment
@@ -116,9 +140,14 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "last_status_changed",
             "last_polled",
             "last_metrics",
+            "capacity",
             *TIMESTAMPS,
         )
         read_only_fields = ("last_status", "last_status_changed", "last_polled", "last_metrics")
+
+    @extend_schema_field(CapacitySerializer)
+    def get_capacity(self, deployment: Deployment) -> dict[str, Any]:
+        return CapacitySerializer(describe_capacity(deployment)).data
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         api_key = attrs.pop("api_key", None)

@@ -67,7 +67,7 @@ class ClusterViewSet(HistoryMixin, viewsets.ModelViewSet):
 
 
 class DeploymentViewSet(HistoryMixin, viewsets.ModelViewSet):
-    queryset = Deployment.objects.select_related("cluster__sku", "model", "workload")
+    queryset = Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
     serializer_class = serializers.DeploymentSerializer
     filterset_class = filters.DeploymentFilter
     lookup_field = "slug"

@@ -28,6 +28,24 @@ from django.utils import timezone
 SNAPSHOT_STATES: tuple[str, ...] = ("current", "stale", "failed", "pending")
 
 
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def input_versions(deployment: Any) -> dict[str, str | None]:
+    """The versions (last change) of the records a deployment's snapshot rests on that come loaded
+    with it: the deployment, its cluster, SKU, model and workload (select_related them). A snapshot
+    computed from other versions is stale."""
+    d = deployment
+    return {
+        "deployment": _iso(d.updated),
+        "cluster": _iso(d.cluster.updated),
+        "sku": _iso(d.cluster.sku.updated),
+        "model": _iso(d.model.updated),
+        "workload": _iso(d.workload.updated) if d.workload_id else None,
+    }
+
+
 class CapacitySnapshot(models.Model):
     """A deployment's capacity, speed and cost as the engines computed them, dated, with the versions
     of the inputs they were computed from (one row per deployment, replaced by each recomputation)."""
@@ -60,7 +78,7 @@ class CapacitySnapshot(models.Model):
 
     def state(self, now: datetime | None = None, versions: dict[str, Any] | None = None) -> str:
         """``current``, ``stale``, ``failed`` or ``pending`` (module docstring). ``versions`` are the
-        input versions a reader knows now (``planner.snapshots.record_versions`` of the records it
+        input versions a reader knows now (``input_versions`` of the records it
         loaded): any that differs from the stored one makes the snapshot stale."""
         if self.error:
             return "failed" if self.computed_at is None else "stale"
@@ -101,3 +119,41 @@ class CapacitySnapshot(models.Model):
             return f"Computed {self.computed_at:%Y-%m-%d %H:%M} UTC, longer ago than the workers refresh it."
         changed = sorted(k for k, v in (versions or {}).items() if self.inputs.get(k) != v)
         return f"Changed since it was computed: {', '.join(changed)}."
+
+    def describe(self, versions: dict[str, Any] | None = None, now: datetime | None = None) -> dict[str, Any]:
+        """The shape the API and pages give it: ``state``, ``reason`` (why not current; empty when it
+        is), ``computed_at``, ``error`` and ``figures`` (None when never computed)."""
+        now = now or timezone.now()
+        return {
+            "state": self.state(now, versions),
+            "reason": self.why_stale(now, versions),
+            "computed_at": self.computed_at,
+            "error": self.error,
+            "figures": self.figures or None,
+        }
+
+
+#: ``describe()`` of a deployment without a snapshot yet.
+PENDING = {
+    "state": "pending",
+    "reason": "Not computed yet: a worker computes it shortly.",
+    "computed_at": None,
+    "error": "",
+    "figures": None,
+}
+
+
+def snapshot_of(deployment: Any) -> CapacitySnapshot | None:
+    """The deployment's stored snapshot, or None (no query when it was joined or prefetched)."""
+    try:
+        return deployment.capacity_snapshot
+    except CapacitySnapshot.DoesNotExist:
+        return None
+
+
+def describe_capacity(deployment: Any, now: datetime | None = None) -> dict[str, Any]:
+    """``CapacitySnapshot.describe`` of the deployment's snapshot with its records' versions, or ``PENDING``."""
+    snapshot = snapshot_of(deployment) if deployment.pk is not None else None
+    if snapshot is None:
+        return dict(PENDING)
+    return snapshot.describe(input_versions(deployment), now)

@@ -38,6 +38,8 @@ def _e(value: object) -> str:
 
 
 def _bar(h: Headroom) -> str:
+    if h.state == "pending" and h.capacity is None:
+        return '<span class="muted">capacity not computed yet</span>'
     if h.error:
         return f'<span class="error" title="{_e(h.error)}">layout does not size</span>'
     if not h.fits:
@@ -76,6 +78,9 @@ def _row(h: Headroom, prefix: str) -> str:
             f' <span class="badge down ratio-flag" role="alert" title="{_e(RATIO_FLAG_TITLE)}">'
             f"capacity ratio {d.calibration_ratio:.2f}</span>"
         )
+    if h.state != "current" and h.state != "pending":
+        # The stored snapshot is shown, and said not to be current (planner/snapshots.py).
+        flag += f' <span class="badge {_e(h.state)} snapshot-flag" title="{_e(h.state_reason)}">{_e(h.state)}</span>'
     free = "\u2013" if h.free is None else _e(_number(h.free))  # an en dash, as the table shows for unknown
     return (
         f'<tr data-deployment="{slug}"><td><a href="{_e(prefix)}{slug}/">{slug}</a></td><td>{_e(d.model.name)}</td>'

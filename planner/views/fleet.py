@@ -25,7 +25,7 @@ from planner import tables
 from planner.calibrations import calibrate
 from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
 from planner.forms import CalibrationForm, FleetTableForm, PollRangeForm
-from planner.headroom import capacity_points, envelope, headroom
+from planner.headroom import capacity_points, envelope, headroom, stored_headroom
 from planner.models.calibrations import RATIO_BAND
 
 #: Clusters per page. The table refreshes every few seconds, so it must stay cheap to render.
@@ -39,14 +39,15 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
     # Each model once per page (a prefetch shares one instance among its deployments), not once per
     # deployment as a join would: a model row is wide (layer groups, formats) and a page shows ~125 rows.
     models = Prefetch("model", ModelSpec.objects.defer("source", "assumptions"))
-    deployments = Deployment.objects.defer("created", "updated", "api_key_encrypted", "poll_lease_until")
-    deployments = deployments.prefetch_related(models)
+    # Capacity is read from each deployment's stored snapshot (joined), never computed here; the
+    # records' versions (``updated``) tell a snapshot computed before their last change.
+    deployments = Deployment.objects.defer("created", "api_key_encrypted", "poll_lease_until")
+    deployments = deployments.select_related("capacity_snapshot", "workload").prefetch_related(models)
     table = FleetTableForm(request.GET)
     clusters = table.apply(ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku")).qs)
     page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
     shown = list(page.object_list.prefetch_related(Prefetch("deployments", deployments.order_by("slug"))))
-    # One headroom pass over every deployment on the page shares one engine object per model.
-    rows = headroom([d for c in shown for d in c.deployments.all()])
+    rows = stored_headroom([d for c in shown for d in c.deployments.all()])
     by_cluster: dict[int, list] = {}
     for row in rows:
         by_cluster.setdefault(row.deployment.cluster_id, []).append(row)
@@ -84,10 +85,10 @@ def fleet_csv(request: HtmxHttpRequest) -> HttpResponse:
 @perms_required("fleet.view_cluster", "fleet.view_deployment")
 def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     cluster = get_object_or_404(Cluster.objects.select_related("sku"), slug=slug)
-    deployments = cluster.deployments.select_related("cluster__sku", "model")
+    deployments = cluster.deployments.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
     context = {
         "cluster": cluster,
-        "rows": headroom(deployments),
+        "rows": stored_headroom(deployments),
         "states": cluster.states.select_related("sku"),
         "scheduled": cluster.scheduled_changes(),
         "today": timezone.now().date(),

@@ -169,7 +169,6 @@ def quote_in_force(
     return quotes_in_force(quotes, on, sku=sku).get(kind)
 
 
-
 def next_quote_change(quotes: Iterable[Quote], on: date | datetime, sku: str | None = None) -> date | None:
     """The first day after ``on`` on which the quotes in force (``quotes_in_force``) may differ: the day
     after a quote in force ends (``valid_until`` is inclusive), or the day a later-dated quote starts.
@@ -185,6 +184,7 @@ def next_quote_change(quotes: Iterable[Quote], on: date | datetime, sku: str | N
         elif q.valid_until is not None and q.valid_until >= day:
             days.append(q.valid_until + timedelta(days=1))
     return min(days, default=None)
+
 
 def rate_from_quotes(
     quotes: Iterable[Quote], kind: str = "on-demand", match_provider: bool = True
