@@ -48,6 +48,9 @@ def world(client, make_user):
     h200 = Cluster.objects.create(slug="h200", name="H200 box", sku=HardwareSku.objects.get(slug="h200-141gb"),
                                   nodes=1, provider="p", team="t")  # fmt: skip
     Deployment.objects.create(slug="k3-one", cluster=h200, model=ModelSpec.objects.get(slug="kimi-k3"), tp=1)
+    from planner.snapshots import refresh_snapshots
+
+    refresh_snapshots()  # the worker's part: pages read the stored capacity snapshots
     client.force_login(make_user("admin", "admin"))
     return client
 

@@ -17,6 +17,7 @@ from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, WorkerHeartbeat
+from fleet.models.snapshots import describe_capacity
 from fleet.poll_rollups import PollHistory, PollPoint, poll_history
 from fleet.tables import csv_response
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
@@ -98,7 +99,9 @@ def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 
 @perms_required("fleet.view_deployment", "fleet.view_endpointpoll")
 def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    deployment = get_object_or_404(Deployment.objects.select_related("cluster__sku", "model"), slug=slug)
+    deployment = get_object_or_404(
+        Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot"), slug=slug
+    )
     if is_partial(request) and request.htmx.target == "poll-range":
         return render(request, "fleet/_poll_range.html", {"d": deployment, **_poll_range(request, deployment)})
     return _deployment_page(request, deployment)
@@ -107,8 +110,9 @@ def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 def _deployment_page(
     request: HtmxHttpRequest, deployment: Deployment, form: CalibrationForm | None = None, status: int = 200
 ) -> HttpResponse:
-    (row,) = headroom([deployment])
-    context = {"d": deployment, "row": row}
+    (row,) = headroom([deployment])  # computed now: the envelope and curve explore the records as they are
+    (stored,) = stored_headroom([deployment])
+    context = {"d": deployment, "row": row, "stored": stored, "snapshot": describe_capacity(deployment)}
     if row.result is not None:
         result = row.result
         observed = int(row.observed) if row.observed is not None else None
@@ -159,7 +163,9 @@ def deployment_calibrate(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     From HTMX: the calibration partial, the form's errors beside its inputs (200, so HTMX swaps it).
     Without: a redirect to the page's calibration section, or the page with the errors (400).
     """
-    deployment = get_object_or_404(Deployment.objects.select_related("cluster__sku", "model"), slug=slug)
+    deployment = get_object_or_404(
+        Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot"), slug=slug
+    )
     here = f"{reverse('deployment', args=[deployment.slug])}#calibration"
     if request.method != "POST":
         return redirect(here)
