@@ -87,16 +87,16 @@ def stored_headroom(deployments: Iterable[Deployment], now: Any = None) -> list[
             rows.append(Headroom(d, None, True, observed, state="pending", state_reason="Not computed yet."))
             continue
         versions = input_versions(d)
-        state, reason = snap.state(now, versions), snap.why_stale(now, versions)
-        figures = snap.figures or {}
-        if not figures:
+        state = snap.state(now, versions)
+        reason = "" if state == "current" else snap.why_stale(now, versions)
+        if snap.computed_at is None:
             rows.append(Headroom(d, None, False, observed, snap.error, state=state, state_reason=reason))
             continue
         rows.append(
             Headroom(
                 d,
-                figures.get("capacity_sequences"),
-                bool(figures.get("fits")),
+                snap.capacity_sequences,
+                bool(snap.fits),
                 observed,
                 state=state,
                 state_reason=reason,

@@ -32,6 +32,15 @@ def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
+#: The records whose versions a snapshot stores (``CapacitySnapshot.versions``, in this order).
+VERSION_KEYS: tuple[str, ...] = ("deployment", "cluster", "sku", "model", "workload")
+
+
+def versions_key(versions: dict[str, Any]) -> str:
+    """``versions`` as the one string a snapshot stores and a reader compares (``VERSION_KEYS`` order)."""
+    return "|".join(versions.get(key) or "" for key in VERSION_KEYS)
+
+
 def input_versions(deployment: Any) -> dict[str, str | None]:
     """The versions (last change) of the records a deployment's snapshot rests on that come loaded
     with it: the deployment, its cluster, SKU, model and workload (select_related them). A snapshot
@@ -60,6 +69,14 @@ class CapacitySnapshot(models.Model):
         "(their last change), the GPU quote in force, the speed correction and the calibration.",
     )
     figures = models.JSONField(default=dict, help_text="The computed figures (planner.snapshots).")
+    # Read by every fleet page row, so kept beside the JSON (a page of 1,000 rows reads these, not ``figures``).
+    capacity_sequences = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Predicted concurrent sequences at the planning context (figures)."
+    )
+    fits = models.BooleanField(null=True, blank=True, help_text="Whether the weights fit its GPUs (figures).")
+    versions = models.CharField(
+        max_length=250, blank=True, default="", help_text="The records' versions it was computed from (VERSION_KEYS)."
+    )
     valid_until = models.DateTimeField(
         null=True, blank=True, help_text="When the quote it priced stops being the one in force (None: open)."
     )
@@ -91,7 +108,7 @@ class CapacitySnapshot(models.Model):
             return "stale"
         if now - self.computed_at > timedelta(seconds=settings.SNAPSHOT_MAX_AGE_S):
             return "stale"
-        if versions and any(self.inputs.get(key) != value for key, value in versions.items()):
+        if versions and versions_key(versions) != self.versions:
             return "stale"
         return "current"
 
@@ -117,8 +134,9 @@ class CapacitySnapshot(models.Model):
             return f"The GPU quote it priced stopped being in force at {self.valid_until:%Y-%m-%d %H:%M} UTC."
         if now - self.computed_at > timedelta(seconds=settings.SNAPSHOT_MAX_AGE_S):
             return f"Computed {self.computed_at:%Y-%m-%d %H:%M} UTC, longer ago than the workers refresh it."
-        changed = sorted(k for k, v in (versions or {}).items() if self.inputs.get(k) != v)
-        return f"Changed since it was computed: {', '.join(changed)}."
+        stored = dict(zip(VERSION_KEYS, self.versions.split("|"), strict=False))
+        changed = sorted(k for k in VERSION_KEYS if (versions or {}).get(k, "") and stored.get(k) != versions[k])
+        return f"Changed since it was computed: {', '.join(changed) or 'its records'}."
 
     def describe(self, versions: dict[str, Any] | None = None, now: datetime | None = None) -> dict[str, Any]:
         """The shape the API and pages give it: ``state``, ``reason`` (why not current; empty when it

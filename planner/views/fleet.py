@@ -31,6 +31,17 @@ from planner.models.calibrations import RATIO_BAND
 
 #: Clusters per page. The table refreshes every few seconds, so it must stay cheap to render.
 CLUSTERS_PER_PAGE = 25
+#: What a fleet table row reads of a deployment, its stored snapshot (never the figures' JSON) and its
+#: workload (the version its snapshot is checked against): 1,000 rows in well under 100 ms
+#: (docs/benchmarks.md, "Stored answers").
+FLEET_ROW_FIELDS = (
+    "slug", "cluster_id", "model_id", "workload_id", "last_status", "last_metrics", "updated", "enabled",
+    *(f"capacity_snapshot__{name}" for name in (
+        "computed_at", "capacity_sequences", "fits", "versions", "stale_since", "stale_reason", "error",
+        "failed_at", "valid_until",
+    )),
+    "workload__updated",
+)  # fmt: skip
 
 
 @perms_required("fleet.view_cluster", "fleet.view_deployment")
@@ -42,8 +53,8 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
     models = Prefetch("model", ModelSpec.objects.defer("source", "assumptions"))
     # Capacity is read from each deployment's stored snapshot (joined), never computed here; the
     # records' versions (``updated``) tell a snapshot computed before their last change.
-    deployments = Deployment.objects.defer("created", "api_key_encrypted", "poll_lease_until")
-    deployments = deployments.select_related("capacity_snapshot", "workload").prefetch_related(models)
+    deployments = Deployment.objects.only(*FLEET_ROW_FIELDS).select_related("capacity_snapshot", "workload")
+    deployments = deployments.prefetch_related(models)
     table = FleetTableForm(request.GET)
     clusters = table.apply(ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku")).qs)
     page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
