@@ -11,13 +11,9 @@ from django.utils import timezone
 
 from fleet.models import (
     ApiPrice,
-    Cluster,
-    Deployment,
     EndpointPoll,
     EndpointPollHourly,
     GpuQuote,
-    HardwareSku,
-    ModelSpec,
     Workload,
 )
 from planner.breakeven import BreakevenRequest, compare
@@ -25,49 +21,10 @@ from planner.decisions import record_decision
 from planner.models import Decision, DecisionReview, WorkloadBreakeven
 from planner.reviews import flipped_decisions, mark_stale, observed_volumes, refresh_breakevens, review_decisions
 
-#: 100,000 requests a day of 1,000 prompt and 500 output tokens: 1.5 B output and 3 B prompt tokens a month.
-CHAT = {
-    "slug": "chat",
-    "name": "Chat",
-    "team": "web",
-    "requests_per_day": 100_000,
-    "mean_prompt_tokens": 1_000,
-    "mean_output_tokens": 500,
-    "p95_context_tokens": 4_000,
-    "prefix_cache_hit_rate": 0.5,
-    "peak_concurrency": 64,
-    "ttft_slo_ms": 2000,
-    "tpot_slo_ms": 50,
-}
-
-
-@pytest.fixture
-def served(db):
-    """The catalogue, a chat workload served by 2 replicas of Llama 3.1 70B at tp 4 on H100s (8 GPUs at
-    the seeds' 2.50 USD/GPU-hour) and an API price for the same model (20 USD/M output, 1/5 input)."""
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    call_command("load_catalog", stdout=StringIO())
-    workload = Workload.objects.create(**CHAT)
-    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
-    model = ModelSpec.objects.get(slug="llama-3.1-70b")
-    deployment = Deployment.objects.create(
-        slug="llama", cluster=cluster, model=model, tp=4, replicas=2, kv_cache_dtype="fp8", workload=workload
-    )
-    price = ApiPrice.objects.create(
-        slug="llama-api", provider="acme", model_name="llama-70b", model=model, input_cache_hit_usd_per_mtok="1",
-        input_cache_miss_usd_per_mtok="5", output_usd_per_mtok="20",
-        quoted_on=timezone.now().date() - timedelta(days=10),
-    )  # fmt: skip
-    return workload, deployment, price
-
 
 @pytest.mark.django_db
-def test_declared_breakeven_is_what_compare_gives(served):
-    workload, _deployment, _price = served
+def test_declared_breakeven_is_what_compare_gives(chat_served):
+    workload, _deployment, _price = chat_served
     summary = refresh_breakevens()
     assert summary == {"computed": 1, "unavailable": 0, "failed": 0, "batches": 1}
     stored = WorkloadBreakeven.objects.get(workload=workload)
@@ -97,8 +54,8 @@ def test_declared_breakeven_is_what_compare_gives(served):
 
 
 @pytest.mark.django_db
-def test_the_cheapest_current_price_is_used_and_an_older_one_ignored(served):
-    workload, deployment, _price = served
+def test_the_cheapest_current_price_is_used_and_an_older_one_ignored(chat_served):
+    workload, deployment, _price = chat_served
     today = timezone.now().date()
     # The same provider's newer price supersedes the old one (cheaper, but not current); another
     # provider's is current beside it, and dearer for this volume.
@@ -119,9 +76,10 @@ def test_the_cheapest_current_price_is_used_and_an_older_one_ignored(served):
 
 
 @pytest.mark.django_db
-def test_without_a_deployment_or_a_price_the_reason_is_stored(served):
-    workload, _deployment, price = served
-    lonely = Workload.objects.create(**{**CHAT, "slug": "lonely", "name": "Lonely"})
+def test_without_a_deployment_or_a_price_the_reason_is_stored(chat_served):
+    workload, _deployment, price = chat_served
+    figures = {name: getattr(workload, name) for name in Workload.FIGURES}
+    lonely = Workload.objects.create(slug="lonely", name="Lonely", team="web", **figures)
     summary = refresh_breakevens()
     assert summary["unavailable"] == 1 and summary["computed"] == 1
     row = WorkloadBreakeven.objects.get(workload=lonely)
@@ -143,8 +101,8 @@ def _hours(deployment, count: int, gen: float, prompt: float | None) -> None:
 
 
 @pytest.mark.django_db
-def test_observed_volume_from_rollups_and_raw_polls(served):
-    _workload, deployment, _price = served
+def test_observed_volume_from_rollups_and_raw_polls(chat_served):
+    _workload, deployment, _price = chat_served
     _hours(deployment, 10, 100.0, 200.0)  # 10 h at 100 output, 200 prompt tokens/s
     start = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
     for i in range(360):  # an hour of raw polls every 10 s at 100 output tokens/s
@@ -166,8 +124,8 @@ def test_observed_volume_from_rollups_and_raw_polls(served):
 
 
 @pytest.mark.django_db
-def test_observed_volume_is_compared_too(served):
-    workload, deployment, _price = served
+def test_observed_volume_is_compared_too(chat_served):
+    workload, deployment, _price = chat_served
     _hours(deployment, 10, 100.0, 200.0)
     refresh_breakevens()
     stored = WorkloadBreakeven.objects.get(workload=workload)
@@ -190,7 +148,7 @@ def _decide(tier: int = Decision.Tier.RENT) -> Decision:
 
 
 @pytest.mark.django_db
-def test_an_unchanged_decision_still_holds(served):
+def test_an_unchanged_decision_still_holds(chat_served):
     decision = _decide()
     assert decision.figures["cheaper"] == "rent"
     assert review_decisions() == {"holds": 1, "flipped": 0, "unchecked": 0, "batches": 1}
@@ -206,8 +164,8 @@ def test_an_unchanged_decision_still_holds(served):
 
 
 @pytest.mark.django_db
-def test_a_dearer_gpu_quote_flips_the_decision(served):
-    workload, deployment, _price = served
+def test_a_dearer_gpu_quote_flips_the_decision(chat_served):
+    workload, deployment, _price = chat_served
     decision = _decide()
     # 8.00 USD/GPU-hour from today: 8 GPUs x 8.00 x 720 h = 46,080 USD a month, more than the API's 39,000.
     GpuQuote.objects.create(
@@ -231,8 +189,8 @@ def test_a_dearer_gpu_quote_flips_the_decision(served):
 
 
 @pytest.mark.django_db
-def test_an_observed_volume_below_the_breakeven_flips_it(served):
-    _workload, deployment, _price = served
+def test_an_observed_volume_below_the_breakeven_flips_it(chat_served):
+    _workload, deployment, _price = chat_served
     decision = _decide()
     _hours(deployment, 10, 100.0, 200.0)
     review_decisions()
@@ -246,8 +204,8 @@ def test_an_observed_volume_below_the_breakeven_flips_it(served):
 
 
 @pytest.mark.django_db
-def test_a_comparison_that_cannot_be_recomputed_is_unchecked(served):
-    _workload, _deployment, price = served
+def test_a_comparison_that_cannot_be_recomputed_is_unchecked(chat_served):
+    _workload, _deployment, price = chat_served
     decision = _decide()
     price.delete()
     assert review_decisions()["unchecked"] == 1
@@ -258,8 +216,8 @@ def test_a_comparison_that_cannot_be_recomputed_is_unchecked(served):
 
 
 @pytest.mark.django_db
-def test_mark_stale_and_a_superseded_decision_is_not_reviewed(served):
-    workload, _deployment, _price = served
+def test_mark_stale_and_a_superseded_decision_is_not_reviewed(chat_served):
+    workload, _deployment, _price = chat_served
     old = _decide()
     refresh_breakevens()
     review_decisions()
