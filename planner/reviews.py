@@ -560,11 +560,11 @@ def flipped_decisions() -> QuerySet[Decision]:
 TIER_OF = {"rent": Decision.Tier.RENT, "api": Decision.Tier.API}
 
 
-def supersede_after_review(decision_id: int, *, user: Any = None) -> Decision:
+def supersede_after_review(decision_id: int, *, user: Any = None, favours: str | None = None) -> Decision:
     """Record a new decision for a flipped decision's workload, with the tier its review's recomputed
     comparison favours, on the comparison rebuilt from its request (``planner.decisions.record_decision``).
     Raises InputError when the decision is superseded already, has no review saying it no longer holds,
-    or the review favours neither side."""
+    the review favours neither side, or (``favours`` given: what the person saw) favours another side now."""
     from planner.decisions import record_decision
 
     decision = Decision.objects.select_related("workload", "review", "superseded_by").filter(pk=decision_id).first()
@@ -578,6 +578,8 @@ def supersede_after_review(decision_id: int, *, user: Any = None) -> Decision:
     tier = TIER_OF.get(review.favours)
     if tier is None:
         raise InputError.single("decision", "The recomputed comparison favours neither renting nor the API.")
+    if favours is not None and favours != review.favours:
+        raise InputError.single("favours", f"The review changed since the page was shown: it favours {review.favours}.")
     return record_decision(
         workload=decision.workload.slug,
         tier=int(tier),
