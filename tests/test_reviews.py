@@ -235,3 +235,26 @@ def test_mark_stale_and_a_superseded_decision_is_not_reviewed(chat_served):
     # A recomputation clears the mark it was made before.
     refresh_breakevens()
     assert WorkloadBreakeven.objects.get().state() == "current"
+
+
+@pytest.mark.django_db
+def test_a_failed_recomputation_keeps_the_previous_figures(chat_served):
+    _workload, deployment, _price = chat_served
+    refresh_breakevens()
+    before = WorkloadBreakeven.objects.get().figures
+    # No quote in force for the SKU any more: the breakeven service cannot price the rent.
+    GpuQuote.objects.filter(sku=deployment.cluster.sku).delete()
+    assert refresh_breakevens(batch=1) == {"computed": 0, "unavailable": 0, "failed": 1, "batches": 1}
+    row = WorkloadBreakeven.objects.get()
+    assert row.figures == before and "No on-demand quote for h100-sxm-80gb" in row.error
+    assert row.state() == "stale" and row.failed_at is not None
+
+
+@pytest.mark.django_db
+def test_batches_store_every_workload(chat_served):
+    workload, _deployment, _price = chat_served
+    figures = {name: getattr(workload, name) for name in Workload.FIGURES}
+    for i in range(3):
+        Workload.objects.create(slug=f"w{i}", name=f"W{i}", team="web", **figures)
+    assert refresh_breakevens(batch=2) == {"computed": 1, "unavailable": 3, "failed": 0, "batches": 2}
+    assert WorkloadBreakeven.objects.count() == 4
