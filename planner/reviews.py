@@ -138,6 +138,22 @@ def _workload_observed(deployments: list[Deployment], volumes: dict[int, dict[st
     }
 
 
+def observed_request(request: BreakevenRequest, observed: dict[str, Any], declared: dict[str, Any]) -> BreakevenRequest:
+    """``request`` at the observed monthly volume. Without an observed prompt rate (hours rolled up before
+    the rollups kept it) the prompt tokens keep the declared comparison's (``declared``: its snapshot)
+    prompt:output ratio, and ``observed["assumptions"]`` says so."""
+    output = observed["monthly_output_tokens"]
+    prompt = observed["monthly_input_tokens"]
+    if prompt is None:
+        declared_output = declared["monthly_output_tokens"] or 0
+        ratio = declared["monthly_input_tokens"] / declared_output if declared_output else 0
+        prompt = round(output * ratio)
+        note = f"No prompt rate was observed: the observed prompt volume keeps the declared ratio ({ratio:,.2f}:1)."
+        if note not in observed["assumptions"]:
+            observed["assumptions"].append(note)
+    return replace(request, monthly_output_tokens=output, monthly_input_tokens=prompt)
+
+
 # --- breakevens -------------------------------------------------------------------------------------
 
 
@@ -235,18 +251,7 @@ def _compute_breakeven(
         observed = _workload_observed(deployments, volumes)
         observed_figures = None
         if observed is not None:
-            observed_figures = compare(
-                replace(
-                    request,
-                    monthly_output_tokens=observed["monthly_output_tokens"],
-                    # Without an observed prompt rate the declared prompt tokens per output token are kept.
-                    monthly_input_tokens=observed["monthly_input_tokens"]
-                    if observed["monthly_input_tokens"] is not None
-                    else round(
-                        observed["monthly_output_tokens"] * workload.mean_prompt_tokens / workload.mean_output_tokens
-                    ),
-                )
-            ).figures
+            observed_figures = compare(observed_request(request, observed, declared_result.snapshot)).figures
     except FIELD_ERRORS as exc:
         return Computed(workload.pk, {}, inputs, error=str(exc)[:2000], declared=declared)
     inputs["quotes"] = [q["id"] for q in declared_result.snapshot["quotes_used"]]
@@ -449,15 +454,7 @@ def review_one(decision: Decision, observed: dict[str, Any] | None) -> Reviewed:
         result = compare(request)
         observed_figures = None
         if observed is not None:
-            observed_figures = compare(
-                replace(
-                    request,
-                    monthly_output_tokens=observed["monthly_output_tokens"],
-                    monthly_input_tokens=observed["monthly_input_tokens"]
-                    if observed["monthly_input_tokens"] is not None
-                    else result.snapshot["monthly_input_tokens"],
-                )
-            ).figures
+            observed_figures = compare(observed_request(request, observed, result.snapshot)).figures
     except FIELD_ERRORS as exc:
         reason = f"The comparison cannot be recomputed on today's inputs: {exc}"
         return Reviewed(decision.pk, None, reason, [], {}, error=str(exc)[:2000])

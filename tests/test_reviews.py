@@ -258,3 +258,14 @@ def test_batches_store_every_workload(chat_served):
         Workload.objects.create(slug=f"w{i}", name=f"W{i}", team="web", **figures)
     assert refresh_breakevens(batch=2) == {"computed": 1, "unavailable": 3, "failed": 0, "batches": 2}
     assert WorkloadBreakeven.objects.count() == 4
+
+
+@pytest.mark.django_db
+def test_without_an_observed_prompt_rate_the_declared_ratio_is_kept(chat_served):
+    _workload, deployment, _price = chat_served
+    _hours(deployment, 10, 100.0, None)  # hours rolled up before the rollups kept the prompt rate
+    refresh_breakevens()
+    stored = WorkloadBreakeven.objects.get()
+    # 259.2 M output tokens at the declared 2:1 prompt ratio: 518.4 M prompt, the same 6,739.20 USD bill.
+    assert stored.figures["observed"]["monthly_api_usd"] == "6739.20"
+    assert "keeps the declared ratio (2.00:1)" in " ".join(stored.figures["observed_volume"]["assumptions"])
