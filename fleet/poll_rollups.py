@@ -33,6 +33,7 @@ def _hourly() -> dict[str, Any]:
         "running_max": Max("requests_running"),
         "kv_avg": Avg("kv_cache_usage"),
         "gen_avg": Avg("generation_tokens_per_s"),
+        "prompt_avg": Avg("prompt_tokens_per_s"),
         "ttft_max": Max("ttft_p95_ms"),
         "itl_max": Max("itl_p95_ms"),
     }
@@ -63,6 +64,7 @@ def prune_polls(now: datetime | None = None) -> tuple[int, int]:
             row.requests_running_avg = merge(row.requests_running_avg, g["running_avg"])
             row.kv_cache_usage_avg = merge(row.kv_cache_usage_avg, g["kv_avg"])
             row.generation_tokens_per_s_avg = merge(row.generation_tokens_per_s_avg, g["gen_avg"])
+            row.prompt_tokens_per_s_avg = merge(row.prompt_tokens_per_s_avg, g["prompt_avg"])
             row.requests_running_max = _max(row.requests_running_max, g["running_max"])
             row.ttft_p95_ms_max = _max(row.ttft_p95_ms_max, g["ttft_max"])
             row.itl_p95_ms_max = _max(row.itl_p95_ms_max, g["itl_max"])

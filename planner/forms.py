@@ -251,6 +251,19 @@ class DecisionForm(forms.Form):
     note = forms.CharField(required=False, max_length=NOTE_MAX_CHARS)
 
 
+class SupersedeForm(forms.Form):
+    """Supersede a decision its review found no longer holds (decisions page). ``favours`` is the side
+    the page showed the review favouring: a review that changed since is refused, not acted on."""
+
+    favours = forms.ChoiceField(choices=[("rent", "rent"), ("api", "api")], widget=forms.HiddenInput)
+
+
+class RecomputeForm(forms.Form):
+    """Ask the workers to recompute a workload's stored breakeven now (rent-vs-API page)."""
+
+    workload = forms.ModelChoiceField(queryset=Workload.objects.all(), to_field_name="slug")
+
+
 class SpendForm(forms.Form):
     """The spend page's month (``YYYY-MM``; the spend service checks it)."""
 

@@ -6,14 +6,22 @@ Decisions are append-only (the model refuses to save or delete an existing one),
 admin shows them read-only. Calibrations are written by their
 service for whoever may change the deployment (``fleet.change_deployment``); every role reads them,
 and nobody holds planner's add/change/delete on them. Speed corrections are written by the hourly
-task (``planner.fit_speed_corrections``) only; every role reads them.
+task (``planner.fit_speed_corrections``) only; every role reads them. Stored breakevens and decision
+reviews are written by ``planner.reviews`` (the worker) only; every role reads them (0006).
 """
 
 from __future__ import annotations
 
 from fleet.permissions import codenames
 
-MODELS: tuple[str, ...] = ("decision", "plan", "calibration", "speedcorrection")
+MODELS: tuple[str, ...] = (
+    "decision",
+    "plan",
+    "calibration",
+    "speedcorrection",
+    "workloadbreakeven",
+    "decisionreview",
+)
 
 RUN_PLANS = frozenset({"add_plan", "change_plan"})
 
@@ -33,8 +41,10 @@ def _table(models: tuple[str, ...], extra: dict[str, frozenset[str]] | None = No
 GRANTS_0002: dict[str, frozenset[str]] = _table(("decision", "plan"))
 #: The table as migration 0003 applied it, before speed corrections existed (0004 applies ``GRANTS``).
 GRANTS_0003: dict[str, frozenset[str]] = _table(("decision", "plan", "calibration"))
-#: The table as migration 0004 applied it, before ``cancel_any_plan`` (0005 applies ``GRANTS``).
-GRANTS_0004: dict[str, frozenset[str]] = _table(MODELS)
+#: The table as migration 0004 applied it, before ``cancel_any_plan`` (0005 applied it with it).
+GRANTS_0004: dict[str, frozenset[str]] = _table(MODELS[:4])
+#: The table as migration 0005 applied it, before stored breakevens and reviews (0006 applies ``GRANTS``).
+GRANTS_0005: dict[str, frozenset[str]] = _table(MODELS[:4], {"admin": frozenset({"cancel_any_plan"})})
 VIEW_ALL = codenames(["view"], MODELS)
 #: role -> planner permission codenames.
 GRANTS: dict[str, frozenset[str]] = _table(MODELS, {"admin": frozenset({"cancel_any_plan"})})

@@ -20,8 +20,8 @@ from planner.models import Decision, Plan
 
 
 def decisions() -> QuerySet[Decision]:
-    """Every decision with what its row shows (workload, the decision superseding it)."""
-    return Decision.objects.select_related("workload", "superseded_by")
+    """Every decision with what its row shows (workload, the decision superseding it, its review)."""
+    return Decision.objects.select_related("workload", "superseded_by", "review")
 
 
 DECISION_CSV = (

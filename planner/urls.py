@@ -28,8 +28,10 @@ urlpatterns = [
     path("plans/<uuid:pk>/ranking.csv", plans.plan_ranking_csv, name="plan-ranking-csv"),
     path("rent-vs-api/", costs.rent_vs_api, name="rent-vs-api"),
     path("rent-vs-api/decide/", costs.record_decision, name="record-decision"),
+    path("rent-vs-api/recompute/", costs.recompute_breakeven, name="recompute-breakeven"),
     path("spend/", costs.spend, name="spend"),
     path("decisions/", costs.decisions, name="decisions"),
     path("decisions/export.csv", costs.decisions_csv, name="decisions-csv"),
     path("decisions/<int:pk>/history/", costs.decision_history, name="decision-history"),
+    path("decisions/<int:pk>/supersede/", costs.supersede_decision, name="decision-supersede"),
 ]

@@ -262,3 +262,47 @@ def catalog_and_agent(db):
 
     call_command("load_catalog", stdout=StringIO())
     return Workload.objects.create(**AGENT_WORKLOAD)
+
+
+#: 100,000 requests a day of 1,000 prompt and 500 output tokens: 1.5 B output and 3 B prompt tokens a month.
+CHAT_WORKLOAD = {
+    "slug": "chat",
+    "name": "Chat",
+    "team": "web",
+    "requests_per_day": 100_000,
+    "mean_prompt_tokens": 1_000,
+    "mean_output_tokens": 500,
+    "p95_context_tokens": 4_000,
+    "prefix_cache_hit_rate": 0.5,
+    "peak_concurrency": 64,
+    "ttft_slo_ms": 2000,
+    "tpot_slo_ms": 50,
+}
+
+
+@pytest.fixture
+def chat_served(db):
+    """The catalogue, a chat workload served by 2 replicas of Llama 3.1 70B at tp 4 on H100s (8 GPUs at
+    the seeds' 2.50 USD/GPU-hour) and an API price for the same model (20 USD/M output, 1/5 input)."""
+    from datetime import timedelta
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from fleet.models import ApiPrice, Cluster, Deployment, HardwareSku, ModelSpec, Workload
+
+    call_command("load_catalog", stdout=StringIO())
+    workload = Workload.objects.create(**CHAT_WORKLOAD)
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
+    model = ModelSpec.objects.get(slug="llama-3.1-70b")
+    deployment = Deployment.objects.create(
+        slug="llama", cluster=cluster, model=model, tp=4, replicas=2, kv_cache_dtype="fp8", workload=workload
+    )
+    price = ApiPrice.objects.create(
+        slug="llama-api", provider="acme", model_name="llama-70b", model=model, input_cache_hit_usd_per_mtok="1",
+        input_cache_miss_usd_per_mtok="5", output_usd_per_mtok="20",
+        quoted_on=timezone.now().date() - timedelta(days=10),
+    )  # fmt: skip
+    return workload, deployment, price

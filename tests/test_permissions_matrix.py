@@ -126,6 +126,9 @@ PAGE_ROUTES = [
     Route("page", "post", "/plans/start/", PLANNERS, ("planner.add_plan",)),
     Route("page", "post", "/plans/{plan}/cancel/", ADMINS, ("planner.change_plan", "planner.cancel_any_plan")),
     Route("page", "post", "/rent-vs-api/decide/", DECIDERS, ("planner.add_decision",)),
+    # Queues a recomputation and changes no record: whoever may view the rent-vs-API page.
+    Route("page", "post", "/rent-vs-api/recompute/", EVERYONE, ("fleet.view_gpuquote", "fleet.view_apiprice")),
+    Route("page", "post", "/decisions/{decision}/supersede/", DECIDERS, ("planner.add_decision",)),
     # The price book (finance) and the catalogue (platform): fleet/views/prices.py, catalogue.py.
     Route("page", "post", "/quotes/new/", PRICING, ("fleet.add_gpuquote",)),
     Route("page", "post", "/quotes/{quote}/edit/", PRICING, ("fleet.change_gpuquote",)),

@@ -209,14 +209,16 @@ def test_old_polls_roll_up_by_the_hour_and_are_pruned(cluster, llama, settings):
     with FakeEngineServer("vllm") as server:
         d = make_deployment(cluster, llama, server)
     old = timezone.now().replace(minute=10, second=0, microsecond=0) - timedelta(days=10)
-    for i, running in enumerate([0, 2, 4]):
+    for i, (running, prompt) in enumerate([(0, None), (2, 1000.0), (4, 3000.0)]):
         EndpointPoll.objects.create(deployment=d, polled_at=old + timedelta(minutes=i), status="up",
-                                    requests_running=running, kv_cache_usage=0.5)  # fmt: skip
+                                    requests_running=running, kv_cache_usage=0.5,
+                                    prompt_tokens_per_s=prompt)  # fmt: skip
     EndpointPoll.objects.create(deployment=d, polled_at=timezone.now(), status="up", requests_running=1)
     rolled, kept = prune_polls()
     assert (rolled, kept) == (3, 1)
     (hour,) = EndpointPollHourly.objects.all()
     assert (hour.polls, hour.busy_polls, hour.requests_running_avg, hour.requests_running_max) == (3, 2, 2.0, 4.0)
+    assert hour.prompt_tokens_per_s_avg == 2000.0  # (1,000 + 3,000) / 2: the poll without a prompt rate left out
     assert prune_polls() == (0, 1)  # idempotent
     assert EndpointPollHourly.objects.count() == 1
 

@@ -109,6 +109,9 @@ class EndpointPollHourly(models.Model):
     requests_running_max = models.FloatField(null=True)
     kv_cache_usage_avg = models.FloatField(null=True)
     generation_tokens_per_s_avg = models.FloatField(null=True)
+    prompt_tokens_per_s_avg = models.FloatField(
+        null=True, help_text="Prompt tokens/s averaged over the hour's polls (None: none read)."
+    )
     ttft_p95_ms_max = models.FloatField(null=True)
     itl_p95_ms_max = models.FloatField(null=True)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
@@ -115,12 +115,53 @@ class BreakevenView(APIView):
         return Response(compare(serializer.request_from(serializer.validated_data)).response())
 
 
+class MovedFigureSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="cheaper, monthly_rent_usd, monthly_api_usd, "
+                                 "breakeven_output_tokens_per_month or monthly_output_tokens (observed).")  # fmt: skip
+    was = serializers.JSONField(help_text="As the decision froze it.")
+    now = serializers.JSONField(help_text="On today's inputs (or the volume the polls observed).")
+    observed = serializers.BooleanField(required=False, help_text="True: the volume the polls observed (30 days).")
+
+
+class DecisionReviewSerializer(serializers.Serializer):
+    """The decision's comparison recomputed on today's inputs (``planner.reviews``, by the workers)."""
+
+    checked = serializers.BooleanField(help_text="False: never reviewed yet (the other fields are null or empty).")
+    checked_at = serializers.DateTimeField(allow_null=True)
+    still_holds = serializers.BooleanField(allow_null=True, help_text="null: not checked, or it could not be.")
+    reason = serializers.CharField(help_text="What flipped, that it holds, or why it could not be recomputed.")
+    moved = MovedFigureSerializer(many=True)
+    state = serializers.CharField(help_text="current, stale (an input changed since: a worker is reviewing it again) "
+                                  "or pending (never reviewed).")  # fmt: skip
+
+
+def review_body(decision: Decision) -> dict[str, Any]:
+    """``review`` of a decision as the API gives it (``checked`` false when never reviewed)."""
+    review = getattr(decision, "review", None)
+    if review is None:
+        return {"checked": False, "checked_at": None, "still_holds": None, "reason": "", "moved": [],
+                "state": "pending"}  # fmt: skip
+    return {
+        "checked": True,
+        "checked_at": review.checked_at,
+        "still_holds": review.still_holds,
+        "reason": review.reason,
+        "moved": review.moved,
+        "state": review.state(),
+    }
+
+
 class DecisionSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:decision-detail")
     workload = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     tier_label = serializers.CharField(source="get_tier_display", read_only=True)
     supersedes = serializers.PrimaryKeyRelatedField(read_only=True)
     is_current = serializers.BooleanField(read_only=True)
+    review = serializers.SerializerMethodField()
+
+    @extend_schema_field(DecisionReviewSerializer)
+    def get_review(self, decision: Decision) -> dict[str, Any]:
+        return DecisionReviewSerializer(review_body(decision)).data
 
     class Meta:
         model = Decision
@@ -137,6 +178,7 @@ class DecisionSerializer(serializers.ModelSerializer):
             "decided_at",
             "supersedes",
             "is_current",
+            "review",
         )
         read_only_fields = fields
 
@@ -157,7 +199,7 @@ class DecisionViewSet(
     """Append-only: create, list, read, and its audit trail (``history``: who recorded it, when).
     Updating or deleting a decision is refused (405)."""
 
-    queryset = Decision.objects.select_related("workload", "superseded_by")
+    queryset = Decision.objects.select_related("workload", "superseded_by", "review")
     serializer_class = DecisionSerializer
     filterset_class = DecisionFilter
     ordering_fields = ["decided_at"]

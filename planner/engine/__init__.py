@@ -25,7 +25,8 @@ Layout, by concept (each package's ``__init__`` lists its modules):
   (with its ``Serving``), ``ApiCandidate`` -> ``RouteResult`` of ``Destination``; ``stale_limit_s``,
   ``reusable_prefix_tokens``, ``MODALITIES``;
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``spend_month``,
-  ``quotes_in_force``, ``quote_in_force``, ``next_quote_change``, ``rate_from_quotes``;
+  ``quotes_in_force``, ``quote_in_force``, ``next_quote_change``, ``rate_from_quotes``; observed volumes:
+  ``observed_volume`` over ``RateSample``s, ``hour_coverage_s``;
 - ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
   ``ImportedModel``;
 - ``startup_log`` (calibration input): ``parse_startup_log`` reads a vLLM or SGLang startup log into
@@ -41,13 +42,17 @@ from planner.engine.costs import (
     ClusterState,
     DeploymentShare,
     MonthSpend,
+    ObservedVolume,
     Quote,
     Rate,
+    RateSample,
     SpendLine,
     SpendWarning,
     blended_input_usd_per_mtok,
     breakeven,
+    hour_coverage_s,
     next_quote_change,
+    observed_volume,
     quote_in_force,
     quotes_in_force,
     rate_from_quotes,
@@ -172,9 +177,11 @@ __all__ = [
     "Layout",
     "ModelArch",
     "MonthSpend",
+    "ObservedVolume",
     "PrefixCacheResult",
     "Quote",
     "Rate",
+    "RateSample",
     "RequestClass",
     "RouteResult",
     "SearchCancelled",
@@ -200,11 +207,13 @@ __all__ = [
     "capacity_curve",
     "estimate",
     "fit_correction",
+    "hour_coverage_s",
     "kv_bytes_per_token",
     "layout_errors",
     "min_gpus_for_weights",
     "model_record_from_config",
     "next_quote_change",
+    "observed_volume",
     "parse_layer_groups",
     "parse_startup_log",
     "parse_trace_csv",

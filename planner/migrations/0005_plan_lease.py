@@ -3,7 +3,7 @@
 from django.db import migrations, models
 
 from fleet.permissions import create_permissions_now, grant
-from planner.permissions import GRANTS
+from planner.permissions import GRANTS_0005 as GRANTS  # the table as this migration applied it
 
 
 def grant_roles(apps, schema_editor):

@@ -3,24 +3,29 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from fleet.errors import FIELD_ERRORS
+from fleet.errors import FIELD_ERRORS, describe
 from fleet.forms import add_service_errors
+from fleet.models import Workload
 from fleet.tables import csv_response, table_context
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from fleet.views.history import history_page
 from planner import tables
 from planner.breakeven import compare, cost_curve
 from planner.decisions import record_decision as record_decision_service
-from planner.forms import DecisionForm, DecisionTableForm, RentVsApiForm, SpendForm
-from planner.models import Decision
+from planner.forms import DecisionForm, DecisionTableForm, RecomputeForm, RentVsApiForm, SpendForm, SupersedeForm
+from planner.models import Decision, WorkloadBreakeven
+from planner.reviews import supersede_after_review
+from planner.snapshots import request_refresh
 from planner.spend import spend_for
 
 
@@ -36,10 +41,21 @@ def _compare(form: RentVsApiForm) -> dict:
     return {"figures": result.figures, "snapshot": result.snapshot, "chart": cost_curve(result)}
 
 
+def _stored(workload_slug: str | None) -> dict:
+    """The chosen workload's stored breakeven (``planner.reviews``) for the page: the workload, the row
+    (None: never computed) and its state."""
+    workload = Workload.objects.filter(slug=workload_slug).first() if workload_slug else None
+    if workload is None:
+        return {}
+    stored = WorkloadBreakeven.objects.filter(workload=workload).first()
+    return {"stored_workload": workload, "stored": stored, "stored_state": stored.state() if stored else "pending"}
+
+
 def _rent_page(request: HttpRequest, source, decision_form: DecisionForm | None = None, status: int = 200):
     inputs = RentVsApiForm.starting_inputs(source)
     form = RentVsApiForm(inputs)
     context = {"form": form, "inputs": inputs, "decision_form": decision_form or DecisionForm(), **_compare(form)}
+    context.update(_stored(inputs.get("workload")))
     return render(request, "planner/rent_vs_api.html", context, status=status)
 
 
@@ -71,6 +87,35 @@ def record_decision(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Decision recorded: {decision.get_tier_display()} for {decision.workload.name}.")
             return redirect("decisions")
     return _rent_page(request, request.POST, decision_form=decision_form, status=400)
+
+
+#: Why a recomputation was asked for from the rent-vs-API page (the outbox message's reason).
+RECOMPUTE_REASON = "recompute requested on the rent-vs-API page"
+
+
+# Queues work and changes no record: whoever may view the page (and its prices) may ask for it.
+@perms_required("fleet.view_gpuquote", "fleet.view_apiprice")
+def recompute_breakeven(request: HtmxHttpRequest) -> HttpResponse:
+    """Queue the recomputation of a workload's stored breakeven (POST; ``planner.snapshots.request_refresh``
+    through the outbox). HTMX gets the stored-breakeven partial saying it is queued; without script, the
+    page again (same inputs) with the message. An unknown workload: 400."""
+    if request.method != "POST":
+        return redirect("rent-vs-api")
+    form = RecomputeForm(request.POST)
+    if not form.is_valid():
+        if is_partial(request):
+            return render(request, "planner/_stored_breakeven.html", {"recompute_errors": form.errors}, status=400)
+        return _rent_page(request, request.POST, status=400)
+    workload = form.cleaned_data["workload"]
+    with transaction.atomic():
+        request_refresh(workloads=[workload.pk], reason=RECOMPUTE_REASON)
+    queued = f"Recomputation of {workload.name}'s breakeven queued: a worker stores it shortly."
+    if is_partial(request):
+        context = {**_stored(workload.slug), "queued": queued, "inputs": RentVsApiForm.starting_inputs(request.POST)}
+        return render(request, "planner/_stored_breakeven.html", context)
+    messages.success(request, queued)
+    inputs = RentVsApiForm.starting_inputs(request.POST)
+    return redirect(f"{reverse('rent-vs-api')}?{urlencode(inputs)}")
 
 
 def _trend_chart(trend: list[dict]) -> dict:
@@ -105,12 +150,37 @@ def spend(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def decisions(request: HtmxHttpRequest) -> HttpResponse:
     """The decision log, searched and sorted (``DecisionTableForm``); the table alone for HTMX."""
+    return _decisions_page(request)
+
+
+def _decisions_page(request: HtmxHttpRequest, status: int = 200) -> HttpResponse:
     form = DecisionTableForm(request.GET)
     page = form.paginate(form.apply(tables.decisions()))
     context = table_context(form, page, tables.decision_items(page.object_list)) | {"zero": Decimal(0)}
     if is_partial(request):
-        return render(request, "planner/_decisions_table.html", context)
-    return render(request, "planner/decisions.html", context)
+        return render(request, "planner/_decisions_table.html", context, status=status)
+    return render(request, "planner/decisions.html", context, status=status)
+
+
+@perms_required("planner.add_decision")
+def supersede_decision(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Supersede a decision its review found no longer holds, in one click (POST; finance and admin): a new
+    decision for the workload with the tier the recomputed comparison favours (``planner.reviews``).
+    Refused (400, the log with the reason) when the review no longer says so."""
+    if request.method != "POST":
+        return redirect("decisions")
+    decision = get_object_or_404(Decision, pk=pk)
+    form = SupersedeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Supersede from the decision log's button.")
+        return _decisions_page(request, status=400)
+    try:
+        new = supersede_after_review(decision.pk, user=request.user, favours=form.cleaned_data["favours"])
+    except FIELD_ERRORS as exc:
+        messages.error(request, f"Decision {decision.pk} not superseded: {describe(exc)}")
+        return _decisions_page(request, status=400)
+    messages.success(request, f"Decision {decision.pk} superseded: {new.get_tier_display()} for {new.workload.name}.")
+    return redirect("decisions")
 
 
 @perms_required("planner.view_decision")

@@ -20,7 +20,8 @@ Modules, one concept each:
 - ``breakeven``: the rent-versus-API comparison (``breakeven``);
 - ``quotes``: GPU quotes in force on a date;
 - ``spend``: monthly spend from a dated cluster history;
-- ``ledger``: a month's spend actual and projected apart, per deployment, with quote warnings.
+- ``ledger``: a month's spend actual and projected apart, per deployment, with quote warnings;
+- ``volumes``: token volumes observed by polls (rate x covered seconds over a window, scaled to a month).
 """
 
 from .breakeven import BreakevenResult, Cheaper, breakeven
@@ -59,9 +60,11 @@ from .ledger import (
 from .money import MAX_PRICE_USD
 from .quotes import PRICING_KINDS, Quote, next_quote_change, quote_in_force, quotes_in_force, rate_from_quotes
 from .spend import STATUSES, ClusterState
+from .volumes import MONTH_S, ObservedVolume, RateSample, hour_coverage_s, observed_volume
 
 __all__ = [
     "MAX_PRICE_USD",
+    "MONTH_S",
     "PRICING_KINDS",
     "STATUSES",
     "UNASSIGNED",
@@ -71,8 +74,10 @@ __all__ = [
     "DeploymentShare",
     "DownloadResult",
     "MonthSpend",
+    "ObservedVolume",
     "Quote",
     "Rate",
+    "RateSample",
     "RentResult",
     "SpendLine",
     "SpendPart",
@@ -87,9 +92,11 @@ __all__ = [
     "capacity_output_tokens",
     "download_seconds",
     "gpu_hours",
+    "hour_coverage_s",
     "idle_cost_usd",
     "monthly_rent",
     "next_quote_change",
+    "observed_volume",
     "quote_in_force",
     "quotes_in_force",
     "rate_from_quotes",

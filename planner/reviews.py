@@ -1,0 +1,586 @@
+"""Answers about workloads kept current by the workers: each workload's rent-vs-API breakeven at its
+declared and observed volume (``WorkloadBreakeven``), and the review of each current decision against
+today's inputs (``DecisionReview``).
+
+``refresh_breakevens`` compares, per workload, with the breakeven service (``planner.breakeven.compare``):
+the workload's deployment (the first enabled one serving it, by slug), the GPU quote in force today for
+the deployment's SKU, the cheapest current API price of the deployment's model for the workload's
+declared volume (current: per provider and model name, the latest quoted on or before today, as the
+price book marks it, ``fleet.prices.api_price_rows``), and the deployment's capacity (with its live
+speed correction). Once at the declared volume (requests/day x mean tokens x 30 days) and once at the
+volume the polls observed over the last 30 days (``observed_volumes``: the engine's
+``observed_volume`` over the raw polls and hourly rollups of the workload's deployments).
+
+``review_decisions`` recomputes each current decision's comparison from its frozen request, with
+today's prices (``on`` dropped; with a deployment, the GPUs, SKU and model it filled in are left for
+today's deployment to fill); the decision still holds when the cheaper option is unchanged and the
+observed volume (when the polls saw one) is on the same side of the new breakeven.
+
+Both are batched (the workloads or decisions of a batch in one query, plus a fixed few, and one
+transaction per batch), idempotent, and keep a stale mark made after a batch started (a newer change's
+recomputation is on its way). The Celery task ``planner.refresh_answers`` calls them; ``mark_stale`` is
+called by ``planner.snapshots.request_refresh`` in the transaction of the change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields, replace
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any, get_args, get_type_hints
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Avg, Count, Max, Min, QuerySet
+from django.db.models.functions import TruncHour
+from django.utils import timezone
+
+from fleet.errors import FIELD_ERRORS, InputError
+from fleet.models import ApiPrice, Deployment, EndpointPoll, EndpointPollHourly, Workload
+from planner.breakeven import BreakevenRequest, compare
+from planner.engine import (
+    SECONDS_PER_DAY,
+    SECONDS_PER_HOUR,
+    RateSample,
+    blended_input_usd_per_mtok,
+    hour_coverage_s,
+    observed_volume,
+)
+from planner.models import Decision, DecisionReview, WorkloadBreakeven
+
+log = logging.getLogger(__name__)
+
+#: How far back the polls are read for the observed volume (days).
+OBSERVED_DAYS = 30
+#: The month rent vs API prices (days), the declared volume's month too.
+MONTH_DAYS = 30
+
+
+def _chunks(ids: Sequence[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(ids), size):
+        yield list(ids[start : start + size])
+
+
+def _ids(ids: Iterable[int] | None, everything: QuerySet) -> list[int]:
+    return sorted(set(ids)) if ids is not None else list(everything.order_by("pk").values_list("pk", flat=True))
+
+
+# --- observed volume --------------------------------------------------------------------------------
+
+
+def observed_volumes(deployment_ids: Sequence[int], now: datetime) -> dict[int, dict[str, Any]]:
+    """Per deployment id, the tokens its polls observed over the ``OBSERVED_DAYS`` before ``now``
+    (``ObservedVolume.to_dict()``): hourly rollups (pruned hours, each covering its hour) and the raw
+    polls not pruned yet, summed by the hour like the rollups (``fleet.poll_rollups._hourly``) and each
+    covering the span of its polls (``hour_coverage_s``). Two queries for all of them."""
+    start = now - timedelta(days=OBSERVED_DAYS)
+    hours: dict[int, dict[datetime, tuple[int, float | None, float | None, float]]] = {d: {} for d in deployment_ids}
+    rollups = EndpointPollHourly.objects.filter(deployment_id__in=deployment_ids, hour__gte=start, hour__lt=now)
+    for deployment_id, hour, polls, gen, prompt in rollups.values_list(
+        "deployment_id", "hour", "polls", "generation_tokens_per_s_avg", "prompt_tokens_per_s_avg"
+    ):
+        hours[deployment_id][hour] = (polls, gen, prompt, float(SECONDS_PER_HOUR))
+    raw = (
+        EndpointPoll.objects.filter(deployment_id__in=deployment_ids, polled_at__gte=start, polled_at__lt=now)
+        .annotate(hour=TruncHour("polled_at"))
+        .values("deployment_id", "hour")
+        .annotate(
+            polls=Count("id"),
+            gen_avg=Avg("generation_tokens_per_s"),
+            prompt_avg=Avg("prompt_tokens_per_s"),
+            first=Min("polled_at"),
+            last=Max("polled_at"),
+        )
+    )
+    for g in raw:
+        covered = hour_coverage_s(g["polls"], g["first"].timestamp(), g["last"].timestamp())
+        known = hours[g["deployment_id"]].get(g["hour"])
+        if known is None:
+            hours[g["deployment_id"]][g["hour"]] = (g["polls"], g["gen_avg"], g["prompt_avg"], covered)
+            continue
+        # An hour partly rolled up and partly raw: poll-weighted averages over the whole hour.
+        n0, gen0, prompt0, _ = known
+        n = n0 + g["polls"]
+
+        def avg(a: float | None, b: float | None, n0: int = n0, n1: int = g["polls"], n: int = n) -> float | None:
+            if a is None or b is None:
+                return b if a is None else a
+            return (a * n0 + b * n1) / n
+
+        hours[g["deployment_id"]][g["hour"]] = (n, avg(gen0, g["gen_avg"]), avg(prompt0, g["prompt_avg"]), 3600.0)
+    window_s = OBSERVED_DAYS * SECONDS_PER_DAY
+    month_s = MONTH_DAYS * SECONDS_PER_DAY
+    return {
+        d: observed_volume(
+            [RateSample(covered, gen, prompt) for _, gen, prompt, covered in by_hour.values()],
+            window_s=window_s,
+            month_s=month_s,
+        ).to_dict()
+        for d, by_hour in hours.items()
+    }
+
+
+def _workload_observed(deployments: list[Deployment], volumes: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
+    """A workload's observed monthly volume: the sum over the deployments serving it of each one's month at
+    its observed rate (None when none of them has an observed output rate)."""
+    seen = [(d, volumes[d.pk]) for d in deployments if volumes.get(d.pk, {}).get("monthly_output_tokens") is not None]
+    if not seen:
+        return None
+    inputs = [v["monthly_input_tokens"] for _, v in seen]
+    return {
+        "monthly_output_tokens": sum(v["monthly_output_tokens"] for _, v in seen),
+        # Unknown (None) when a deployment's prompt rate was never observed: 0 would understate the API's bill.
+        "monthly_input_tokens": None if any(i is None for i in inputs) else sum(inputs),
+        "deployments": {d.slug: v for d, v in seen},
+        "assumptions": [a for d, v in seen for a in (f"{d.slug}: {x}" for x in v["assumptions"])],
+    }
+
+
+def observed_request(request: BreakevenRequest, observed: dict[str, Any], declared: dict[str, Any]) -> BreakevenRequest:
+    """``request`` at the observed monthly volume. Without an observed prompt rate (hours rolled up before
+    the rollups kept it) the prompt tokens keep the declared comparison's (``declared``: its snapshot)
+    prompt:output ratio, and ``observed["assumptions"]`` says so."""
+    output = observed["monthly_output_tokens"]
+    prompt = observed["monthly_input_tokens"]
+    if prompt is None:
+        declared_output = declared["monthly_output_tokens"] or 0
+        ratio = declared["monthly_input_tokens"] / declared_output if declared_output else 0
+        prompt = round(output * ratio)
+        note = f"No prompt rate was observed: the observed prompt volume keeps the declared ratio ({ratio:,.2f}:1)."
+        if note not in observed["assumptions"]:
+            observed["assumptions"].append(note)
+    return replace(request, monthly_output_tokens=output, monthly_input_tokens=prompt)
+
+
+# --- breakevens -------------------------------------------------------------------------------------
+
+
+def current_api_prices(model_ids: Iterable[int], on: date) -> dict[int, list[ApiPrice]]:
+    """Per model id, its current API prices on ``on``: per provider and model name, the latest quoted on
+    or before ``on`` (then the larger id), as the price book marks them. One query."""
+    latest: dict[tuple[int, str, str], ApiPrice] = {}
+    for p in ApiPrice.objects.filter(model_id__in=set(model_ids), quoted_on__lte=on).order_by("quoted_on", "pk"):
+        latest[(p.model_id, p.provider, p.model_name)] = p
+    out: dict[int, list[ApiPrice]] = {}
+    for p in latest.values():
+        out.setdefault(p.model_id, []).append(p)
+    return out
+
+
+def cheapest_price(prices: list[ApiPrice], workload: Workload) -> ApiPrice:
+    """The price with the lowest monthly bill for ``workload``'s declared volume: (input tokens x the input
+    price blended at its cache hit rate + output tokens x the output price) / 1e6 USD (a tie: the slug first)."""
+
+    def bill(p: ApiPrice) -> tuple[Decimal, str]:
+        blended = blended_input_usd_per_mtok(
+            workload.prefix_cache_hit_rate, p.input_cache_hit_usd_per_mtok, p.input_cache_miss_usd_per_mtok
+        )
+        usd = (workload.monthly_input_tokens * blended + workload.monthly_output_tokens * p.output_usd_per_mtok) / 10**6
+        return usd, p.slug
+
+    return min(prices, key=bill)
+
+
+@dataclass
+class Computed:
+    """One workload's recomputation: figures and inputs, an unavailable reason, or an error."""
+
+    workload_id: int
+    figures: dict[str, Any]
+    inputs: dict[str, Any]
+    unavailable: str = ""
+    error: str | None = None
+    declared: int | None = None
+    observed: int | None = None
+
+
+def _summary(figures: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "cheaper": figures["cheaper"],
+        "monthly_rent_usd": figures["monthly_rent_usd"],
+        "monthly_api_usd": figures["monthly_api_usd"],
+        "breakeven_output_tokens_per_month": breakeven_volume(figures),
+    }
+
+
+def breakeven_volume(figures: dict[str, Any]) -> int:
+    """Output tokens a month at which renting and the API cost the same, for the comparison's input mix
+    when it has one (as the rent-vs-API chart draws it)."""
+    return figures.get("breakeven_output_tokens_per_month_mix") or figures["breakeven_output_tokens_per_month"]
+
+
+def _compute_breakeven(
+    workload: Workload,
+    deployments: list[Deployment],
+    prices: dict[int, list[ApiPrice]],
+    volumes: dict[int, dict[str, Any]],
+) -> Computed:
+    declared = workload.monthly_output_tokens
+    if not deployments:
+        reason = f"No enabled deployment serves {workload.name}: register one with this workload to compare."
+        return Computed(workload.pk, {}, {}, unavailable=reason, declared=declared)
+    deployment = deployments[0]
+    candidates = prices.get(deployment.model_id, [])
+    inputs: dict[str, Any] = {
+        "deployment": deployment.slug,
+        "deployment_id": deployment.pk,
+        "model": deployment.model.slug,
+        "workload_updated": workload.updated.isoformat(),
+        "deployment_updated": deployment.updated.isoformat(),
+    }
+    if not candidates:
+        reason = f"No current API price is linked to {deployment.model.name} (the model {deployment.slug} serves)."
+        return Computed(workload.pk, {}, inputs, unavailable=reason, declared=declared)
+    price = cheapest_price(candidates, workload)
+    inputs.update(api_price=price.slug, api_price_id=price.pk, api_prices_considered=sorted(p.slug for p in candidates))
+    request = BreakevenRequest(deployment=deployment.slug, workload=workload.slug, api_price=price.slug)
+    assumptions = []
+    if len(deployments) > 1:
+        others = ", ".join(d.slug for d in deployments[1:])
+        assumptions.append(
+            f"Compared on {deployment.slug}, the first by slug of the deployments serving it ({others})."
+        )
+    if len(candidates) > 1:
+        assumptions.append(
+            f"The cheapest of {len(candidates)} current API prices for the declared volume: {price.slug}."
+        )
+    try:
+        declared_result = compare(request)
+        observed = _workload_observed(deployments, volumes)
+        observed_figures = None
+        if observed is not None:
+            observed_figures = compare(observed_request(request, observed, declared_result.snapshot)).figures
+    except FIELD_ERRORS as exc:
+        return Computed(workload.pk, {}, inputs, error=str(exc)[:2000], declared=declared)
+    inputs["quotes"] = [q["id"] for q in declared_result.snapshot["quotes_used"]]
+    if observed is None:
+        assumptions.append(f"No polls of its deployments observed a volume in the last {OBSERVED_DAYS} days.")
+    figures = {
+        "declared": declared_result.figures,
+        "observed": observed_figures,
+        "declared_side": _summary(declared_result.figures) | {"monthly_output_tokens": declared},
+        "observed_side": None
+        if observed_figures is None
+        else _summary(observed_figures) | {"monthly_output_tokens": observed["monthly_output_tokens"]},
+        "observed_volume": observed,
+        "deployment": deployment.slug,
+        "other_deployments": [d.slug for d in deployments[1:]],
+        "api_price": price.slug,
+        "assumptions": assumptions,
+    }
+    return Computed(
+        workload.pk,
+        figures,
+        inputs,
+        declared=declared,
+        observed=observed["monthly_output_tokens"] if observed else None,
+    )
+
+
+def _serving(workload_ids: list[int]) -> dict[int, list[Deployment]]:
+    """The enabled deployments serving each workload, by slug (one query)."""
+    serving: dict[int, list[Deployment]] = {w: [] for w in workload_ids}
+    rows = (
+        Deployment.objects.filter(workload_id__in=workload_ids, enabled=True)
+        .select_related("model")
+        .defer("api_key_encrypted", "model__source", "model__assumptions")
+        .order_by("slug")
+    )
+    for d in rows:
+        serving[d.workload_id].append(d)
+    return serving
+
+
+def refresh_breakevens(
+    workload_ids: Iterable[int] | None = None, *, now: datetime | None = None, batch: int | None = None
+) -> dict[str, int]:
+    """Recompute and store the breakevens of ``workload_ids`` (None: every workload), in batches of
+    ``batch`` (default ``SNAPSHOT_BATCH``): per batch one query for the workloads, one for the deployments
+    serving them, one for the API prices, two for the polls (plus the breakeven service's own per
+    workload) and one transaction. Returns ``computed``, ``unavailable``, ``failed`` and ``batches``."""
+    ids = _ids(workload_ids, Workload.objects)
+    summary = {"computed": 0, "unavailable": 0, "failed": 0, "batches": 0}
+    for chunk in _chunks(ids, batch or settings.SNAPSHOT_BATCH):
+        started = timezone.now()
+        at = now or started
+        workloads = list(Workload.objects.filter(pk__in=chunk).order_by("pk"))
+        if not workloads:
+            continue
+        serving = _serving([w.pk for w in workloads])
+        chosen = [ds[0] for ds in serving.values() if ds]
+        prices = current_api_prices({d.model_id for d in chosen}, at.date())
+        volumes = observed_volumes([d.pk for ds in serving.values() for d in ds], at)
+        computed = [_compute_breakeven(w, serving[w.pk], prices, volumes) for w in workloads]
+        _store_breakevens(computed, started, at)
+        summary["batches"] += 1
+        for c in computed:
+            key = "failed" if c.error is not None else "unavailable" if c.unavailable else "computed"
+            summary[key] += 1
+    return summary
+
+
+def _store_breakevens(computed: list[Computed], started: datetime, now: datetime) -> None:
+    """One batch in one transaction; a stale mark made after ``started`` is kept, a failure keeps the
+    previous figures (with the error)."""
+    with transaction.atomic():
+        existing = {
+            b.workload_id: b
+            for b in WorkloadBreakeven.objects.select_for_update().filter(
+                workload_id__in=[c.workload_id for c in computed]
+            )
+        }
+        new, changed = [], []
+        for c in computed:
+            row = existing.get(c.workload_id)
+            if row is None:
+                row = WorkloadBreakeven(workload_id=c.workload_id)
+                new.append(row)
+            else:
+                changed.append(row)
+            newer_change = row.stale_since is not None and row.stale_since > started
+            if c.error is None:
+                row.figures, row.inputs, row.unavailable, row.computed_at = c.figures, c.inputs, c.unavailable, now
+                row.declared_monthly_output_tokens, row.observed_monthly_output_tokens = c.declared, c.observed
+                row.error, row.failed_at = "", None
+            else:
+                row.error, row.failed_at = c.error, now
+            if not newer_change:
+                row.stale_since, row.stale_reason = None, ""
+        WorkloadBreakeven.objects.bulk_create(new)
+        WorkloadBreakeven.objects.bulk_update(
+            changed,
+            [
+                "figures", "inputs", "unavailable", "computed_at", "declared_monthly_output_tokens",
+                "observed_monthly_output_tokens", "error", "failed_at", "stale_since", "stale_reason",
+            ],
+        )  # fmt: skip
+
+
+def mark_stale(workload_ids: Sequence[int], reason: str, now: datetime) -> None:
+    """Mark the stored breakevens of ``workload_ids`` and the reviews of their current decisions stale
+    (``reason``: what changed, at ``now``). Two UPDATEs; call it in the transaction of the change."""
+    ids = sorted(set(workload_ids))
+    if not ids:
+        return
+    WorkloadBreakeven.objects.filter(workload_id__in=ids).update(stale_since=now, stale_reason=reason[:200])
+    DecisionReview.objects.filter(decision__workload_id__in=ids, decision__superseded_by__isnull=True).update(
+        stale_since=now, stale_reason=reason[:200]
+    )
+
+
+# --- decision reviews --------------------------------------------------------------------------------
+
+_HINTS = get_type_hints(BreakevenRequest)
+#: What a deployment fills in (``planner.breakeven.resolve``) and a review leaves to today's deployment.
+FILLED_BY_DEPLOYMENT = ("gpus", "sku", "model")
+
+
+def _typed(name: str, value: Any) -> Any:
+    kinds = get_args(_HINTS[name]) or (_HINTS[name],)
+    if value is None:
+        return None
+    if Decimal in kinds:
+        return Decimal(str(value))
+    if date in kinds:
+        return date.fromisoformat(value) if isinstance(value, str) else value
+    if int in kinds:
+        return int(value)
+    if float in kinds:
+        return float(value)
+    return value
+
+
+def request_of(decision: Decision) -> BreakevenRequest:
+    """The comparison a decision was made on, as a ``BreakevenRequest`` for today: its frozen request
+    (``inputs["request"]``) typed back from JSON, without ``on`` (today's prices) and, when it names a
+    deployment, without the GPUs, SKU and model the deployment filled in (today's deployment fills them).
+    Raises InputError when the decision froze no request."""
+    frozen = dict((decision.inputs or {}).get("request") or {})
+    if not frozen:
+        raise InputError.single("decision", f"Decision {decision.pk} froze no comparison request.")
+    frozen.pop("on", None)
+    if frozen.get("deployment"):
+        for name in FILLED_BY_DEPLOYMENT:
+            frozen.pop(name, None)
+    known = {f.name for f in fields(BreakevenRequest)}
+    return BreakevenRequest(**{k: _typed(k, v) for k, v in frozen.items() if k in known and v is not None})
+
+
+def _tokens(value: float) -> str:
+    """A monthly token volume in words: 1.2 B, 340.0 M, 12,000."""
+    if value >= 1e9:
+        return f"{value / 1e9:,.1f} B"
+    if value >= 1e6:
+        return f"{value / 1e6:,.1f} M"
+    return f"{value:,.0f}"
+
+
+def _usd(value: Any) -> str:
+    return f"{Decimal(str(value)):,.2f}"
+
+
+_SIDES = {"rent": "renting", "api": "the API", None: "neither (no recommendation)"}
+
+
+@dataclass
+class Reviewed:
+    decision_id: int
+    still_holds: bool | None
+    reason: str
+    moved: list[dict[str, Any]]
+    figures: dict[str, Any]
+    error: str = ""
+
+
+def _moved(was: dict[str, Any], now: dict[str, Any], observed: int | None, declared: int | None) -> list[dict]:
+    out = []
+    for name in ("cheaper", "monthly_rent_usd", "monthly_api_usd", "breakeven_output_tokens_per_month"):
+        before = breakeven_volume(was) if name.startswith("breakeven") and was else was.get(name)
+        after = breakeven_volume(now) if name.startswith("breakeven") else now.get(name)
+        if before != after:
+            out.append({"name": name, "was": before, "now": after})
+    if observed is not None and observed != declared:
+        out.append({"name": "monthly_output_tokens", "was": declared, "now": observed, "observed": True})
+    return out
+
+
+def review_one(decision: Decision, observed: dict[str, Any] | None) -> Reviewed:
+    """Recompute ``decision``'s comparison on today's inputs and say whether it still holds (module docstring)."""
+    was = decision.figures or {}
+    try:
+        request = request_of(decision)
+        result = compare(request)
+        observed_figures = None
+        if observed is not None:
+            observed_figures = compare(observed_request(request, observed, result.snapshot)).figures
+    except FIELD_ERRORS as exc:
+        reason = f"The comparison cannot be recomputed on today's inputs: {exc}"
+        return Reviewed(decision.pk, None, reason, [], {}, error=str(exc)[:2000])
+    now = result.figures
+    declared = (decision.inputs or {}).get("monthly_output_tokens")
+    observed_volume_now = observed["monthly_output_tokens"] if observed else None
+    moved = _moved(was, now, observed_volume_now, declared)
+    figures = {**now, "observed": observed_figures, "observed_volume": observed}
+    concluded = was.get("cheaper")
+    if now["cheaper"] != concluded:
+        lead = "API is now cheaper" if now["cheaper"] == "api" else "Renting is now cheaper"
+        if now["cheaper"] is None:
+            lead = "No recommendation any more"
+        reason = (
+            f"{lead}: rent {_usd(was.get('monthly_rent_usd', 0))} -> {_usd(now['monthly_rent_usd'])} USD/month, "
+            f"API {_usd(was.get('monthly_api_usd', 0))} -> {_usd(now['monthly_api_usd'])} USD/month."
+        )
+        return Reviewed(decision.pk, False, reason, moved, figures)
+    if observed_figures is not None and observed_figures["cheaper"] != concluded:
+        reason = (
+            f"The observed volume {_tokens(observed_volume_now)} output tokens/month crossed the breakeven "
+            f"{_tokens(breakeven_volume(observed_figures))}: at it {_SIDES[observed_figures['cheaper']]} is cheaper, "
+            f"not {_SIDES[concluded]}."
+        )
+        return Reviewed(decision.pk, False, reason, moved, figures)
+    reason = (
+        f"Still holds: {_SIDES[concluded]} is cheaper (rent {_usd(now['monthly_rent_usd'])} against API "
+        f"{_usd(now['monthly_api_usd'])} USD/month"
+        + (f"; observed {_tokens(observed_volume_now)} output tokens/month" if observed_volume_now is not None else "")
+        + ")."
+    )
+    return Reviewed(decision.pk, True, reason, moved, figures)
+
+
+def current_decisions() -> QuerySet[Decision]:
+    """Decisions not superseded by a later one."""
+    return Decision.objects.filter(superseded_by__isnull=True)
+
+
+def review_decisions(
+    workload_ids: Iterable[int] | None = None, *, now: datetime | None = None, batch: int | None = None
+) -> dict[str, int]:
+    """Review the current decisions of ``workload_ids`` (None: every workload) against today's inputs and
+    store each ``DecisionReview``, in batches (one query for the decisions, one for the deployments
+    serving their workloads, two for the polls, plus the breakeven service's own; one transaction each).
+    Returns ``holds``, ``flipped``, ``unchecked`` (could not recompute) and ``batches``."""
+    decisions = current_decisions()
+    if workload_ids is not None:
+        decisions = decisions.filter(workload_id__in=sorted(set(workload_ids)))
+    ids = list(decisions.order_by("pk").values_list("pk", flat=True))
+    summary = {"holds": 0, "flipped": 0, "unchecked": 0, "batches": 0}
+    for chunk in _chunks(ids, batch or settings.SNAPSHOT_BATCH):
+        started = timezone.now()
+        at = now or started
+        rows = list(Decision.objects.filter(pk__in=chunk).select_related("workload").order_by("pk"))
+        serving = _serving(sorted({d.workload_id for d in rows}))
+        volumes = observed_volumes([d.pk for ds in serving.values() for d in ds], at)
+        reviewed = [review_one(d, _workload_observed(serving[d.workload_id], volumes)) for d in rows]
+        _store_reviews(reviewed, started, at)
+        summary["batches"] += 1
+        for r in reviewed:
+            summary["holds" if r.still_holds else "unchecked" if r.still_holds is None else "flipped"] += 1
+    return summary
+
+
+def _store_reviews(reviewed: list[Reviewed], started: datetime, now: datetime) -> None:
+    with transaction.atomic():
+        existing = {
+            r.decision_id: r
+            for r in DecisionReview.objects.select_for_update().filter(
+                decision_id__in=[r.decision_id for r in reviewed]
+            )
+        }
+        new, changed = [], []
+        for r in reviewed:
+            row = existing.get(r.decision_id)
+            if row is None:
+                row = DecisionReview(decision_id=r.decision_id)
+                new.append(row)
+            else:
+                changed.append(row)
+            newer_change = row.stale_since is not None and row.stale_since > started
+            row.checked_at, row.still_holds, row.reason = now, r.still_holds, r.reason
+            row.moved, row.figures, row.error = r.moved, r.figures, r.error
+            if not newer_change:
+                row.stale_since, row.stale_reason = None, ""
+        DecisionReview.objects.bulk_create(new)
+        DecisionReview.objects.bulk_update(
+            changed, ["checked_at", "still_holds", "reason", "moved", "figures", "error", "stale_since", "stale_reason"]
+        )
+
+
+def flipped_decisions() -> QuerySet[Decision]:
+    """Current decisions whose latest review says they no longer hold (for the fleet page's banner),
+    newest first, with their workload and review."""
+    return current_decisions().filter(review__still_holds=False).select_related("workload", "review")
+
+
+#: The tier a recomputed comparison favours.
+TIER_OF = {"rent": Decision.Tier.RENT, "api": Decision.Tier.API}
+
+
+def supersede_after_review(decision_id: int, *, user: Any = None, favours: str | None = None) -> Decision:
+    """Record a new decision for a flipped decision's workload, with the tier its review's recomputed
+    comparison favours, on the comparison rebuilt from its request (``planner.decisions.record_decision``).
+    Raises InputError when the decision is superseded already, has no review saying it no longer holds,
+    the review favours neither side, or (``favours`` given: what the person saw) favours another side now."""
+    from planner.decisions import record_decision
+
+    decision = Decision.objects.select_related("workload", "review", "superseded_by").filter(pk=decision_id).first()
+    if decision is None:
+        raise InputError.single("decision", f"No decision {decision_id}.")
+    if not decision.is_current:
+        raise InputError.single("decision", "This decision is superseded already.")
+    review = getattr(decision, "review", None)
+    if review is None or review.still_holds is not False:
+        raise InputError.single("decision", "Its review does not say it no longer holds: nothing to supersede.")
+    tier = TIER_OF.get(review.favours)
+    if tier is None:
+        raise InputError.single("decision", "The recomputed comparison favours neither renting nor the API.")
+    if favours is not None and favours != review.favours:
+        raise InputError.single("favours", f"The review changed since the page was shown: it favours {review.favours}.")
+    return record_decision(
+        workload=decision.workload.slug,
+        tier=int(tier),
+        comparison=request_of(decision),
+        note=f"Superseded after review: {review.reason}"[:5000],
+        user=user,
+    )
