@@ -36,6 +36,7 @@ from django.db.models.signals import post_delete, post_save
 
 from fleet import outbox
 from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
+from planner.reviews import refresh_breakevens, review_decisions
 from planner.snapshots import REFRESH_TASK, enabled_deployment_ids, refresh_snapshots, request_refresh
 
 
@@ -52,8 +53,6 @@ def refresh(deployments: Iterable[int], workloads: Iterable[int], served: bool =
             )
         )
     if workload_ids:
-        from planner.reviews import refresh_breakevens, review_decisions
-
         out["breakevens"] = refresh_breakevens(sorted(workload_ids))
         out["reviews"] = review_decisions(sorted(workload_ids))
     return out

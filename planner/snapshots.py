@@ -42,6 +42,7 @@ from planner.breakeven import deployment_output_rate
 from planner.corrections import calibration_of, corrected_throughput, estimate_for, latest_for_many, to_engine
 from planner.engine import Quote, apply_correction, next_quote_change, quote_in_force, unit_economics
 from planner.models import Calibration
+from planner.reviews import mark_stale
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,8 @@ def request_refresh(
             CapacitySnapshot.objects.filter(deployment_id__in=deployment_ids).update(
                 stale_since=now, stale_reason=reason[:200]
             )
+        if workload_ids:
+            mark_stale(workload_ids, reason, now)
         message = outbox.record(REFRESH_TASK, kwargs={"deployments": deployment_ids, "workloads": workload_ids})
     transaction.on_commit(lambda: outbox.send(message))
     return message

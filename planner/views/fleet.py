@@ -28,6 +28,7 @@ from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
 from planner.forms import CalibrationForm, FleetTableForm, PollRangeForm
 from planner.headroom import capacity_points, envelope, headroom, stored_headroom
 from planner.models.calibrations import RATIO_BAND
+from planner.reviews import flipped_decisions
 
 #: Clusters per page. The table refreshes every few seconds, so it must stay cheap to render.
 CLUSTERS_PER_PAGE = 25
@@ -79,6 +80,8 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
         "skus": HardwareSku.objects.values_list("slug", "name"),
         "statuses": Cluster.Status.choices,
         "workers": WorkerHeartbeat.objects.all()[:10],
+        # Recorded decisions the workers' review found flipped (planner.reviews), for those who may read them.
+        "flipped": list(flipped_decisions()) if request.user.has_perm("planner.view_decision") else [],
     }
     return render(request, "fleet/fleet.html", context)
 

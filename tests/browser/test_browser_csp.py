@@ -26,6 +26,9 @@ def fleet(make_user):
     Deployment.objects.create(slug="llama", cluster=cluster, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4,
                               max_model_len=32768, kv_cache_dtype="fp8", last_status="up",
                               last_metrics={"requests_running": 3})  # fmt: skip
+    from planner.snapshots import refresh_snapshots
+
+    refresh_snapshots()  # the worker's part: the fleet page reads the stored capacity
     make_user("admin", "admin")
 
 

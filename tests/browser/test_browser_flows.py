@@ -47,7 +47,21 @@ def catalog(make_user):
         make_user(role, role)
 
 
-def test_register_a_cluster_and_a_deployment_and_see_its_headroom(open_page, live_server, catalog):
+def test_register_a_cluster_and_a_deployment_and_see_its_headroom(open_page, live_server, catalog, monkeypatch):
+    """The deployment's capacity is computed by a real worker (the registration's save sends
+    planner.refresh_answers through the outbox) and the fleet page's 5-second refresh shows it."""
+    from fleet.project.celery import app
+
+    queue = f"answers-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setitem(app.conf, "task_default_queue", queue)
+    worker = start_worker(queue)
+    try:
+        _register_and_see_headroom(open_page, live_server)
+    finally:
+        stop_worker(worker)
+
+
+def _register_and_see_headroom(open_page, live_server) -> None:
     page = open_page("platform")
     page.click("text=Register a cluster")
     page.fill("#id_name", "K3 pool")
@@ -70,6 +84,7 @@ def test_register_a_cluster_and_a_deployment_and_see_its_headroom(open_page, liv
     capacity = Deployment.objects.get(slug="llama-prod").sizing().max_concurrent_sequences
     page.goto(f"{live_server.url}/")
     meter = page.locator("tr[data-deployment='llama-prod'] [role=meter]")
+    meter.wait_for(timeout=60_000)  # the worker computes it; the table refreshes every 5 s
     assert meter.get_attribute("aria-valuemax") == str(capacity) and capacity > 0
     assert f"/ {capacity}" in page.locator("tr[data-deployment='llama-prod']").inner_text()
 
