@@ -29,6 +29,7 @@ import math
 import os
 import random
 import secrets
+import subprocess
 import sys
 import tempfile
 import time
@@ -198,11 +199,48 @@ def timed_once(call) -> tuple[float, int]:
     return wall, len(queries)
 
 
+def pages(runs: int) -> int:
+    """Time the fleet page in this (fresh) process against the database the parent built."""
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    import fleet.project.wsgi  # noqa: F401 (the web process's start-up: its GC thresholds)
+
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(User.objects.get(username="bench-viewer"))
+    print(f"\n{'page (fresh process)':<48} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'queries':>8} {'rows':>6}")
+    verdicts = []
+    for label, headers in (("GET / (1,000 deployments)", {}), ("GET / HTMX refresh", {"HTTP_HX_REQUEST": "true"})):
+        r = client.get("/", **headers)
+        assert r.status_code == 200
+        shown = r.content.decode().count("<tr data-deployment=")
+        _, queries = timed_once(lambda h=headers: client.get("/", **h))
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            client.get("/", **headers)
+            times.append((time.perf_counter() - start) * 1000)
+        p95 = percentile(times, 95)
+        verdicts.append((label, p95))
+        print(f"{label:<48} {percentile(times, 50):>8.1f} {p95:>8.1f} {max(times):>8.1f} {queries:>8} {shown:>6}")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    for label, p95 in verdicts:
+        verdict = "met" if p95 < TARGET_PAGE_P95_MS else "not met"
+        print(f"target p95 < {TARGET_PAGE_P95_MS:.0f} ms: {label}: {p95:.1f} ms {verdict}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--database-url", default=None, help="postgres://... (a database made and dropped)")
+    parser.add_argument("--pages-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pages_only:
+        return pages(args.runs)
     with tempfile.TemporaryDirectory(prefix="fleetcap-bench-answers-") as var_dir:
         t0 = time.perf_counter()
         setup(var_dir, args.database_url)
@@ -210,7 +248,6 @@ def main() -> int:
         print(f"fleet: {counts} (built in {time.perf_counter() - t0:.1f} s)")
         from django.conf import settings
         from django.contrib.auth.models import Group, User
-        from django.test import Client
 
         from fleet.models import Deployment
         from planner.headroom import headroom
@@ -232,29 +269,16 @@ def main() -> int:
         for label, wall, queries, summary in rows:
             print(f"{label:<48} {wall:>8.2f} {queries:>8}  {summary}")
 
-        user = User.objects.create_user("bench-viewer")
-        user.groups.add(Group.objects.get(name="viewer"))
-        client = Client(HTTP_HOST="localhost")
-        client.force_login(user)
-        print(f"\n{'page':<48} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'queries':>8} {'rows':>6}")
-        verdicts = []
-        for label, headers in (("GET / (1,000 deployments)", {}), ("GET / HTMX refresh", {"HTTP_HX_REQUEST": "true"})):
-            r = client.get("/", **headers)
-            assert r.status_code == 200
-            shown = r.content.decode().count("<tr data-deployment=")
-            _, queries = timed_once(lambda h=headers: client.get("/", **h))
-            times = []
-            for _ in range(args.runs):
-                start = time.perf_counter()
-                client.get("/", **headers)
-                times.append((time.perf_counter() - start) * 1000)
-            p95 = percentile(times, 95)
-            verdicts.append((label, p95))
-            print(f"{label:<48} {percentile(times, 50):>8.1f} {p95:>8.1f} {max(times):>8.1f} {queries:>8} {shown:>6}")
-        print(f"load average after: {os.getloadavg()[0]:.2f}")
-        for label, p95 in verdicts:
-            verdict = "met" if p95 < TARGET_PAGE_P95_MS else "not met"
-            print(f"target p95 < {TARGET_PAGE_P95_MS:.0f} ms: {label}: {p95:.1f} ms {verdict}")
+        User.objects.create_user("bench-viewer").groups.add(Group.objects.get(name="viewer"))
+        # The page is timed in a fresh process, as a web worker serves it: this one holds the engine's
+        # memo of every result the worker's part computed (tens of thousands of objects the garbage
+        # collector walks), which a web process never computes.
+        env = {**os.environ}
+        child = subprocess.run(
+            [sys.executable, __file__, "--pages-only", "--runs", str(args.runs)], env=env, check=False
+        )
+        if child.returncode:
+            return child.returncode
     return 0
 
 

@@ -191,6 +191,7 @@ def main() -> int:
         from django.test.utils import CaptureQueriesContext
         from rest_framework.authtoken.models import Token
 
+        import fleet.project.wsgi  # noqa: F401 (the web process's start-up: its GC thresholds)
         from planner.engine import RequestClass
         from planner.routing import route
 

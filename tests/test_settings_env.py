@@ -151,3 +151,23 @@ def test_init_local_sets_aside_a_sqlite_file_from_before_the_relaid_migrations(t
     assert aside == tmp_path / "old.sqlite3.before-relaid-migrations" and aside.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.sqlite3", "old.sqlite3.before-relaid-migrations"]
     assert set_aside_stale_sqlite(tmp_path / "missing.sqlite3") is None
+
+
+def test_the_web_process_sets_its_garbage_collector_thresholds(monkeypatch):
+    """fleet/project/wsgi.py: fewer, later young collections in a web process (docs/benchmarks.md,
+    "Garbage collector"); an override in the environment, and a malformed one ignored."""
+    import gc
+
+    from fleet.project.wsgi import DEFAULT_GC_THRESHOLDS, tune_gc
+
+    before = gc.get_threshold()
+    try:
+        monkeypatch.delenv("FLEETCAP_GC_THRESHOLDS", raising=False)
+        assert tune_gc() == DEFAULT_GC_THRESHOLDS == gc.get_threshold() == (50_000, 20, 10)
+        monkeypatch.setenv("FLEETCAP_GC_THRESHOLDS", "700,10,10")
+        assert tune_gc() == (700, 10, 10) == gc.get_threshold()
+        for bad in ("fast", "1,2", "0,10,10"):
+            monkeypatch.setenv("FLEETCAP_GC_THRESHOLDS", bad)
+            assert tune_gc() == DEFAULT_GC_THRESHOLDS
+    finally:
+        gc.set_threshold(*before)
