@@ -9,7 +9,9 @@ their dates, it used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -19,7 +21,7 @@ from django.utils import timezone
 from fleet.errors import InputError
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.models.base import find_by_slug
-from planner.corrections import deployment_throughput
+from planner.corrections import corrected_throughput, deployment_throughput, latest_for_many
 from planner.engine import (
     GIB,
     PRICING_KINDS,
@@ -29,6 +31,7 @@ from planner.engine import (
     blended_input_usd_per_mtok,
     breakeven,
     estimate,
+    quote_in_force,
     size,
     unit_economics,
     weights_bytes,
@@ -92,18 +95,79 @@ class Resolved:
     model: ModelSpec | None
 
 
-def resolve(request: BreakevenRequest) -> Resolved:
-    """Look up the records and check which combinations were given (InputError per field)."""
+@dataclass(frozen=True)
+class Preloaded:
+    """Records read once for many comparisons (a worker's batch, ``planner.reviews``): ``compare`` takes a
+    record from here when its slug is in it, and reads the database only for the others. Deployments
+    with their cluster, SKU, model and workload; API prices with their model; each SKU's GPU quotes (every
+    kind, as the engine's ``Quote``); each deployment's usable live speed correction (absent: none)."""
+
+    deployments: Mapping[str, Deployment] = field(default_factory=dict)
+    api_prices: Mapping[str, ApiPrice] = field(default_factory=dict)
+    workloads: Mapping[str, Workload] = field(default_factory=dict)
+    skus: Mapping[str, HardwareSku] = field(default_factory=dict)
+    models: Mapping[str, ModelSpec] = field(default_factory=dict)
+    quotes: Mapping[str, list[Quote]] = field(default_factory=dict)
+    corrections: Mapping[int, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        deployments: Iterable[str] = (),
+        api_prices: Iterable[str] = (),
+        workloads: Iterable[str] = (),
+        skus: Iterable[str] = (),
+        models: Iterable[str] = (),
+    ) -> Preloaded:
+        """The records of these slugs, their SKUs' quotes and the deployments' corrections: seven queries
+        however many slugs."""
+        found = list(
+            Deployment.objects.filter(slug__in=set(deployments))
+            .select_related("cluster__sku", "model", "workload")
+            .defer("api_key_encrypted")
+        )
+        sku_rows = {s.slug: s for s in HardwareSku.objects.filter(slug__in=set(skus))}
+        sku_ids = {d.cluster.sku_id for d in found} | {s.pk for s in sku_rows.values()}
+        quotes: dict[str, list[Quote]] = {}
+        for q in GpuQuote.objects.filter(sku_id__in=sku_ids).select_related("sku"):
+            quotes.setdefault(q.sku.slug, []).append(Quote.from_record(q, sku=q.sku.slug))
+        for sku_slug in {d.cluster.sku.slug for d in found} | set(sku_rows):
+            quotes.setdefault(sku_slug, [])
+        return cls(
+            deployments={d.slug: d for d in found},
+            api_prices={a.slug: a for a in ApiPrice.objects.filter(slug__in=set(api_prices)).select_related("model")},
+            workloads={w.slug: w for w in Workload.objects.filter(slug__in=set(workloads))},
+            skus=sku_rows,
+            models={m.slug: m for m in ModelSpec.objects.filter(slug__in=set(models))},
+            quotes=quotes,
+            corrections=latest_for_many(found),
+        )
+
+
+def _lookup(
+    preloaded: Mapping[str, Any] | None, queryset: Any, slug: str | None, name: str, errors: dict[str, list[str]]
+) -> Any:
+    if preloaded is not None and slug in preloaded:
+        return preloaded[slug]
+    return find_by_slug(queryset, slug, name, errors)
+
+
+def resolve(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Resolved:
+    """Look up the records (from ``preloaded`` where it holds them) and check which combinations were
+    given (InputError per field)."""
     errors: dict[str, list[str]] = {}
     if request.pricing_kind not in PRICING_KINDS:
         errors["pricing_kind"] = [f"Use one of {', '.join(PRICING_KINDS)}."]
-    deployment = find_by_slug(
-        Deployment.objects.select_related("cluster__sku", "model"), request.deployment, "deployment", errors
-    )
-    sku = find_by_slug(HardwareSku.objects, request.sku, "sku", errors)
-    api = find_by_slug(ApiPrice.objects, request.api_price, "api_price", errors)
-    workload = find_by_slug(Workload.objects, request.workload, "workload", errors)
-    model = find_by_slug(ModelSpec.objects, request.model, "model", errors)
+    p = preloaded
+    deployment = _lookup(
+        p and p.deployments, Deployment.objects.select_related("cluster__sku", "model"), request.deployment,
+        "deployment", errors,
+    )  # fmt: skip
+    sku = _lookup(p and p.skus, HardwareSku.objects, request.sku, "sku", errors)
+    api = _lookup(p and p.api_prices, ApiPrice.objects, request.api_price, "api_price", errors)
+    workload = _lookup(p and p.workloads, Workload.objects, request.workload, "workload", errors)
+    model = _lookup(p and p.models, ModelSpec.objects, request.model, "model", errors)
     gpus = request.gpus
     if deployment is not None:
         gpus = gpus or deployment.replicas * deployment.gpus_per_replica
@@ -146,8 +210,13 @@ class Breakeven:
         }
 
 
-def _quote_in_force(sku: HardwareSku, on: date, kind: str) -> Quote:
-    quote = GpuQuote.objects.in_force(sku, on).cheapest(kind)
+def _quote_in_force(sku: HardwareSku, on: date, kind: str, preloaded: Preloaded | None = None) -> Quote:
+    if preloaded is not None and sku.slug in preloaded.quotes:
+        # The engine's rule on the preloaded rows: what GpuQuote.objects.in_force(...).cheapest() selects in
+        # SQL (tests/test_quotes_in_force.py checks the two agree).
+        quote = quote_in_force(preloaded.quotes[sku.slug], on, kind, sku=sku.slug)
+    else:
+        quote = GpuQuote.objects.in_force(sku, on).cheapest(kind)
     if quote is None:
         raise InputError.single(
             "sku", f"No {kind} quote for {sku.slug} is in force on {on.isoformat()}; add one or give a rate."
@@ -208,16 +277,17 @@ def deployment_output_rate(deployment: Deployment, speed: ThroughputResult) -> f
     return speed.tokens_per_s_replica * deployment.replicas
 
 
-def compare(request: BreakevenRequest) -> Breakeven:
+def compare(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Breakeven:
     """Resolve prices, records and volumes and call the cost engine (InputError / EngineInputError
-    with field names when the request cannot be computed)."""
-    r = resolve(request)
+    with field names when the request cannot be computed). ``preloaded``: records a batch has read
+    (``Preloaded.load``); with every record of the request in it, no query."""
+    r = resolve(request, preloaded)
     on = request.on or timezone.now().date()
     quotes_used: list[dict[str, Any]] = []
     if request.usd_per_gpu_hour is not None:
         rate = request.usd_per_gpu_hour
     else:
-        quote = _quote_in_force(r.sku, on, request.pricing_kind)
+        quote = _quote_in_force(r.sku, on, request.pricing_kind, preloaded)
         rate = quote.usd_per_gpu_hour
         quotes_used.append(quote.to_dict())
     api = r.api_price
@@ -271,9 +341,14 @@ def compare(request: BreakevenRequest) -> Breakeven:
         # The throughput model's output rate of the whole deployment at its SLO-limited concurrency,
         # for the deployment's own workload (or this comparison's).
         if workload is not None and deployment.workload_id is None:
+            deployment = copy.copy(deployment)  # a preloaded record is shared by the batch's comparisons
             deployment.workload = workload
         # With the deployment's latest live speed correction applied, when there is one (planner.corrections).
-        speed_of_deployment = deployment_throughput(deployment, now=now)
+        if preloaded is not None and deployment.slug in preloaded.deployments:
+            correction = preloaded.corrections.get(deployment.pk)
+            speed_of_deployment = corrected_throughput(deployment, correction, now=now)
+        else:
+            speed_of_deployment = deployment_throughput(deployment, now=now)
         speed, calibration = speed_of_deployment.result, speed_of_deployment.calibration
         speed_model = deployment.model.to_engine()
         tokens_per_s = deployment_output_rate(deployment, speed)

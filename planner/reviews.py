@@ -39,7 +39,7 @@ from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS, InputError
 from fleet.models import ApiPrice, Deployment, EndpointPoll, EndpointPollHourly, Workload
-from planner.breakeven import BreakevenRequest, compare
+from planner.breakeven import BreakevenRequest, Preloaded, compare
 from planner.engine import (
     SECONDS_PER_DAY,
     SECONDS_PER_HOUR,
@@ -216,6 +216,7 @@ def _compute_breakeven(
     deployments: list[Deployment],
     prices: dict[int, list[ApiPrice]],
     volumes: dict[int, dict[str, Any]],
+    preloaded: Preloaded | None = None,
 ) -> Computed:
     declared = workload.monthly_output_tokens
     if not deployments:
@@ -247,11 +248,12 @@ def _compute_breakeven(
             f"The cheapest of {len(candidates)} current API prices for the declared volume: {price.slug}."
         )
     try:
-        declared_result = compare(request)
+        declared_result = compare(request, preloaded)
         observed = _workload_observed(deployments, volumes)
         observed_figures = None
         if observed is not None:
-            observed_figures = compare(observed_request(request, observed, declared_result.snapshot)).figures
+            again = observed_request(request, observed, declared_result.snapshot)
+            observed_figures = compare(again, preloaded).figures
     except FIELD_ERRORS as exc:
         return Computed(workload.pk, {}, inputs, error=str(exc)[:2000], declared=declared)
     inputs["quotes"] = [q["id"] for q in declared_result.snapshot["quotes_used"]]
@@ -312,7 +314,12 @@ def refresh_breakevens(
         chosen = [ds[0] for ds in serving.values() if ds]
         prices = current_api_prices({d.model_id for d in chosen}, at.date())
         volumes = observed_volumes([d.pk for ds in serving.values() for d in ds], at)
-        computed = [_compute_breakeven(w, serving[w.pk], prices, volumes) for w in workloads]
+        preloaded = Preloaded.load(
+            deployments=[d.slug for d in chosen],
+            api_prices=[p.slug for ps in prices.values() for p in ps],
+            workloads=[w.slug for w in workloads],
+        )
+        computed = [_compute_breakeven(w, serving[w.pk], prices, volumes, preloaded) for w in workloads]
         _store_breakevens(computed, started, at)
         summary["batches"] += 1
         for c in computed:
@@ -446,15 +453,16 @@ def _moved(was: dict[str, Any], now: dict[str, Any], observed: int | None, decla
     return out
 
 
-def review_one(decision: Decision, observed: dict[str, Any] | None) -> Reviewed:
-    """Recompute ``decision``'s comparison on today's inputs and say whether it still holds (module docstring)."""
+def review_one(decision: Decision, observed: dict[str, Any] | None, preloaded: Preloaded | None = None) -> Reviewed:
+    """Recompute ``decision``'s comparison on today's inputs and say whether it still holds (module
+    docstring); ``preloaded``: the records its batch read (``planner.breakeven.Preloaded``)."""
     was = decision.figures or {}
     try:
         request = request_of(decision)
-        result = compare(request)
+        result = compare(request, preloaded)
         observed_figures = None
         if observed is not None:
-            observed_figures = compare(observed_request(request, observed, result.snapshot)).figures
+            observed_figures = compare(observed_request(request, observed, result.snapshot), preloaded).figures
     except FIELD_ERRORS as exc:
         reason = f"The comparison cannot be recomputed on today's inputs: {exc}"
         return Reviewed(decision.pk, None, reason, [], {}, error=str(exc)[:2000])
@@ -512,7 +520,21 @@ def review_decisions(
         rows = list(Decision.objects.filter(pk__in=chunk).select_related("workload").order_by("pk"))
         serving = _serving(sorted({d.workload_id for d in rows}))
         volumes = observed_volumes([d.pk for ds in serving.values() for d in ds], at)
-        reviewed = [review_one(d, _workload_observed(serving[d.workload_id], volumes)) for d in rows]
+        requests = {}
+        for d in rows:
+            try:
+                requests[d.pk] = request_of(d)
+            except FIELD_ERRORS:
+                continue  # review_one says why
+        given = list(requests.values())
+        preloaded = Preloaded.load(
+            deployments=[r.deployment for r in given if r.deployment],
+            api_prices=[r.api_price for r in given if r.api_price],
+            workloads=[r.workload for r in given if r.workload],
+            skus=[r.sku for r in given if r.sku],
+            models=[r.model for r in given if r.model],
+        )
+        reviewed = [review_one(d, _workload_observed(serving[d.workload_id], volumes), preloaded) for d in rows]
         _store_reviews(reviewed, started, at)
         summary["batches"] += 1
         for r in reviewed:

@@ -269,3 +269,40 @@ def test_without_an_observed_prompt_rate_the_declared_ratio_is_kept(chat_served)
     # 259.2 M output tokens at the declared 2:1 prompt ratio: 518.4 M prompt, the same 6,739.20 USD bill.
     assert stored.figures["observed"]["monthly_api_usd"] == "6739.20"
     assert "keeps the declared ratio (2.00:1)" in " ".join(stored.figures["observed_volume"]["assumptions"])
+
+
+@pytest.mark.django_db
+def test_breakevens_and_reviews_read_a_fixed_handful_of_queries_per_batch(chat_served):
+    """Issue 17, scale: the queries of a batch do not grow with its workloads (planner.breakeven.Preloaded)."""
+    from conftest import CHAT_WORKLOAD
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from fleet.models import Cluster, Deployment
+
+    _workload, deployment, _price = chat_served
+
+    def counted(call) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            call()
+        return len(ctx.captured_queries)
+
+    refresh_breakevens()
+    _decide()
+    review_decisions()
+    one = (counted(refresh_breakevens), counted(review_decisions))
+    for i in range(5):
+        w = Workload.objects.create(**{**CHAT_WORKLOAD, "slug": f"chat-{i}", "name": f"Chat {i}"})
+        c = Cluster.objects.create(
+            slug=f"c{i}", name=f"C{i}", sku=deployment.cluster.sku, nodes=1, provider="p", team="t"
+        )
+        Deployment.objects.create(slug=f"llama-{i}", cluster=c, model=deployment.model, tp=4, replicas=2, workload=w)
+        record_decision(
+            workload=w.slug, tier=1, comparison=BreakevenRequest(deployment=f"llama-{i}", api_price="llama-api")
+        )
+    refresh_breakevens()
+    review_decisions()  # the first runs create their rows; then, as for one:
+    six = (counted(refresh_breakevens), counted(review_decisions))
+    assert six == one, (one, six)
+    assert WorkloadBreakeven.objects.filter(computed_at__isnull=False).count() == 6
+    assert DecisionReview.objects.count() == 6
