@@ -274,13 +274,12 @@ def test_without_an_observed_prompt_rate_the_declared_ratio_is_kept(chat_served)
 @pytest.mark.django_db
 def test_breakevens_and_reviews_read_a_fixed_handful_of_queries_per_batch(chat_served):
     """Issue 17, scale: the queries of a batch do not grow with its workloads (planner.breakeven.Preloaded)."""
-    from conftest import CHAT_WORKLOAD
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from fleet.models import Cluster, Deployment
 
-    _workload, deployment, _price = chat_served
+    workload, deployment, _price = chat_served
 
     def counted(call) -> int:
         with CaptureQueriesContext(connection) as ctx:
@@ -292,7 +291,9 @@ def test_breakevens_and_reviews_read_a_fixed_handful_of_queries_per_batch(chat_s
     review_decisions()
     one = (counted(refresh_breakevens), counted(review_decisions))
     for i in range(5):
-        w = Workload.objects.create(**{**CHAT_WORKLOAD, "slug": f"chat-{i}", "name": f"Chat {i}"})
+        w = Workload.objects.get(pk=workload.pk)
+        w.pk, w.slug, w.name = None, f"chat-{i}", f"Chat {i}"  # a copy of the fixture's workload
+        w.save()
         c = Cluster.objects.create(
             slug=f"c{i}", name=f"C{i}", sku=deployment.cluster.sku, nodes=1, provider="p", team="t"
         )
