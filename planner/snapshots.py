@@ -102,14 +102,15 @@ def refresh_snapshots(
     """Recompute and store the snapshots of ``deployment_ids`` (None: every enabled deployment), in
     batches of ``batch`` (default ``SNAPSHOT_BATCH``): per batch a fixed handful of queries (the
     deployments with their records, their speed corrections, calibrations and the GPU quotes) and one
-    transaction. Disabled or deleted deployments are skipped."""
+    transaction. Deleted deployments are skipped; a disabled one is recomputed when named (its own
+    change: disabling it must not leave its snapshot stale for ever), not by the beat's whole fleet."""
     ids = sorted(set(deployment_ids)) if deployment_ids is not None else enabled_deployment_ids()
     summary = RefreshSummary()
     for chunk in _chunks(ids, batch or settings.SNAPSHOT_BATCH):
         started = timezone.now()
         at = now or started
         deployments = list(
-            Deployment.objects.filter(pk__in=chunk, enabled=True)
+            Deployment.objects.filter(pk__in=chunk)
             .select_related("cluster__sku", "model", "workload")
             .defer("api_key_encrypted", "model__source", "model__assumptions")
         )

@@ -198,10 +198,16 @@ def test_running_twice_stores_the_same_and_queries_do_not_grow_with_the_batch(fl
     assert refresh_snapshots().as_dict() == {"computed": 12, "failed": 0, "batches": 3}
 
 
-def test_disabled_deployments_are_not_recomputed(fleet):
+def test_the_whole_fleet_is_the_enabled_deployments_and_disabling_one_recomputes_it(fleet):
     Deployment.objects.filter(pk=fleet[1].pk).update(enabled=False)
     assert refresh_snapshots().computed == 1
     assert not CapacitySnapshot.objects.filter(pk=fleet[1].pk).exists()
+    d0 = Deployment.objects.get(pk=fleet[0].pk)
+    d0.enabled = False
+    d0.save()  # its own change: marked stale, and recomputed when named, so it does not stay stale
+    assert describe_capacity(load(d0.pk))["state"] == "stale"
+    assert refresh_snapshots([d0.pk]).computed == 1
+    assert describe_capacity(load(d0.pk))["state"] == "current"
 
 
 def test_every_change_that_can_move_a_snapshot_records_its_recomputation(fleet):

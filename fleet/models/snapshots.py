@@ -28,6 +28,25 @@ from django.utils import timezone
 SNAPSHOT_STATES: tuple[str, ...] = ("current", "stale", "failed", "pending")
 
 
+def answer_state(
+    *, computed_at: datetime | None, error: str, stale_since: datetime | None, now: datetime | None
+) -> str:
+    """The state of any stored answer (a capacity snapshot, planner's breakevens and reviews) from what
+    every one records: ``failed`` when the only recomputation raised, ``stale`` when a later one did
+    (the figures are the previous ones), when an input changed after it was computed (``stale_since``)
+    or when it is older than ``SNAPSHOT_MAX_AGE_S``; ``pending`` before any; else ``current``."""
+    if error:
+        return "failed" if computed_at is None else "stale"
+    if computed_at is None:
+        return "pending"
+    if stale_since is not None:
+        return "stale"
+    now = now or timezone.now()
+    if now - computed_at > timedelta(seconds=settings.SNAPSHOT_MAX_AGE_S):
+        return "stale"
+    return "current"
+
+
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
@@ -97,16 +116,11 @@ class CapacitySnapshot(models.Model):
         """``current``, ``stale``, ``failed`` or ``pending`` (module docstring). ``versions`` are the
         input versions a reader knows now (``input_versions`` of the records it
         loaded): any that differs from the stored one makes the snapshot stale."""
-        if self.error:
-            return "failed" if self.computed_at is None else "stale"
-        if self.computed_at is None:
-            return "pending"
-        if self.stale_since is not None:
-            return "stale"
         now = now or timezone.now()
+        state = answer_state(computed_at=self.computed_at, error=self.error, stale_since=self.stale_since, now=now)
+        if state != "current":
+            return state
         if self.valid_until is not None and now >= self.valid_until:
-            return "stale"
-        if now - self.computed_at > timedelta(seconds=settings.SNAPSHOT_MAX_AGE_S):
             return "stale"
         if versions and versions_key(versions) != self.versions:
             return "stale"

@@ -11,30 +11,11 @@ only recomputation raised: no figures), ``pending`` (never computed).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.conf import settings
 from django.db import models
-from django.utils import timezone
 
-#: The states of a stored answer, as pages and the API name them.
-STATES: tuple[str, ...] = ("current", "stale", "failed", "pending")
-
-
-def answer_state(
-    *, computed_at: datetime | None, error: str, stale_since: datetime | None, now: datetime | None
-) -> str:
-    """``current``, ``stale``, ``failed`` or ``pending`` of a stored answer (module docstring)."""
-    if error:
-        return "failed" if computed_at is None else "stale"
-    if computed_at is None:
-        return "pending"
-    if stale_since is not None:
-        return "stale"
-    now = now or timezone.now()
-    if now - computed_at > timedelta(seconds=settings.SNAPSHOT_MAX_AGE_S):
-        return "stale"
-    return "current"
+from fleet.models.snapshots import answer_state
 
 
 class WorkloadBreakeven(models.Model):
