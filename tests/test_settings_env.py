@@ -111,6 +111,57 @@ def test_a_sqlite_url_gets_wal_and_a_busy_timeout(tmp_path):
     }
     out = _settings_in_subprocess(env, "s.DATABASES['default']['OPTIONS']")
     assert "'timeout': 20" in out and "journal_mode=WAL" in out
+    assert "'transaction_mode': 'IMMEDIATE'" in out
+
+
+def test_two_sqlite_writers_that_read_first_wait_for_each_other_instead_of_failing(tmp_path):
+    """Two processes, each a transaction that reads and then writes, at once. With the default DEFERRED
+    transactions the one whose read is older than the other's commit fails at once with "database is
+    locked", whatever the busy timeout (what happened to beat's poll-cycle entry at make run's start);
+    with BEGIN IMMEDIATE (the settings' ``transaction_mode``) the second waits for the first."""
+    import sqlite3
+    import subprocess
+    import sys
+    import textwrap
+
+    db = tmp_path / "x.sqlite3"
+    setup = sqlite3.connect(db)
+    setup.execute("PRAGMA journal_mode=WAL")
+    setup.execute("CREATE TABLE t (n INTEGER)")
+    setup.commit()
+    setup.close()
+    script = textwrap.dedent(
+        f"""
+        import os, sqlite3, sys, time
+        mode, me, other, pause = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+        def wait_for(name):
+            while not os.path.exists(os.path.join({str(tmp_path)!r}, name)):
+                time.sleep(0.01)
+        c = sqlite3.connect({str(db)!r}, timeout=20, isolation_level=None)
+        if mode == "IMMEDIATE":  # meet before BEGIN: the second BEGIN IMMEDIATE waits for the first's commit
+            open(os.path.join({str(tmp_path)!r}, me), "w").close(); wait_for(other)
+        try:
+            c.execute(f"BEGIN {{mode}}")
+            c.execute("SELECT count(*) FROM t").fetchone()
+            if mode == "DEFERRED":  # meet after both read: both hold a snapshot from before either wrote
+                open(os.path.join({str(tmp_path)!r}, me), "w").close(); wait_for(other)
+            time.sleep(pause)
+            c.execute("INSERT INTO t VALUES (1)")
+            c.execute("COMMIT")
+            print("ok")
+        except sqlite3.OperationalError as exc:
+            print(exc)
+        """
+    )
+    for mode, expected in (("DEFERRED", ["database is locked", "ok"]), ("IMMEDIATE", ["ok", "ok"])):
+        for marker in tmp_path.glob("m*"):
+            marker.unlink()
+        procs = [
+            subprocess.Popen([sys.executable, "-c", script, mode, me, other, pause], stdout=subprocess.PIPE, text=True)
+            for me, other, pause in (("m1", "m2", "0.8"), ("m2", "m1", "0"))
+        ]
+        results = sorted(p.communicate(timeout=60)[0].strip() for p in procs)
+        assert results == expected, (mode, results)
 
 
 def test_tls_verification_is_a_boolean_or_an_existing_ca_bundle(monkeypatch, tmp_path):

@@ -173,8 +173,12 @@ TEMPLATES = [
 
 # Database: PostgreSQL (psycopg 3) when DATABASE_URL is set, else a SQLite file under var/.
 #: SQLite shared by the web server, workers, beat and poll threads: WAL and a generous busy timeout,
-#: or concurrent writers fail with "database is locked".
-SQLITE_OPTIONS = {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+#: or concurrent writers fail with "database is locked"; and transactions that take the write lock
+#: when they begin (BEGIN IMMEDIATE, Django 5.1+), because a transaction that read first and then
+#: writes cannot wait for the lock (SQLite answers it "database is locked" at once, whatever the
+#: timeout): at `make run`'s start beat lost its poll-cycle entry so to the workers' first
+#: recomputations, and the demo was never polled.
+SQLITE_OPTIONS = {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE"}
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
