@@ -64,6 +64,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _check_services()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def tests_publish_to_their_own_queue():
+    """What the tests publish goes to a queue of this test process's own (tests that start a worker name
+    their own queue as well), purged when the session ends: never to the default ``celery`` queue,
+    where a ``make run`` in the same checkout, or another checkout's worker on the same Redis, would
+    take it (a change's recomputation, ``planner.refresh_answers``, is published by every save)."""
+    from fleet.project.celery import app
+
+    queue = f"tests-{os.getpid()}"
+    before = app.conf.task_default_queue
+    app.conf.task_default_queue = queue
+    yield queue
+    app.conf.task_default_queue = before
+    try:
+        with app.connection_for_write() as conn:
+            conn.default_channel.queue_purge(queue)
+    except Exception as exc:  # a broker gone at the end must not fail the session
+        print(f"test queue {queue} not purged: {exc}")
+
+
 @pytest.fixture(autouse=True)
 def fresh_cache():
     """API throttles and login lockouts count in the cache: each test starts from zero; so does the
