@@ -249,3 +249,31 @@ def test_the_beat_fans_the_fleet_out_in_batches(fleet, settings, monkeypatch):
     ids = sorted(Deployment.objects.values_list("pk", flat=True))
     assert [kw["deployments"] for _, kw in sent] == [ids[0:2], ids[2:4], ids[4:5]]
     assert all(name == REFRESH_TASK and kw["served"] is False for name, kw in sent)
+
+
+def test_the_api_gives_a_deployments_stored_capacity_with_its_state(fleet, make_user):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(make_user("api-viewer", "viewer"))
+    body = client.get("/api/v1/deployments/d0/").json()
+    assert body["capacity"] == {
+        "state": "pending",
+        "reason": "Not computed yet: a worker computes it shortly.",
+        "computed_at": None,
+        "error": "",
+        "figures": None,
+    }
+    refresh_snapshots()
+    capacity = client.get("/api/v1/deployments/d0/").json()["capacity"]
+    snap = CapacitySnapshot.objects.get(pk=fleet[0].pk)
+    assert capacity["state"] == "current" and capacity["reason"] == ""
+    assert capacity["computed_at"] == snap.computed_at.isoformat().replace("+00:00", "Z")
+    assert capacity["figures"]["capacity_sequences"] == load(fleet[0].pk).sizing().max_concurrent_sequences
+    listed = {d["slug"]: d["capacity"]["state"] for d in client.get("/api/v1/deployments/").json()["results"]}
+    assert listed == {"d0": "current", "d1": "current"}
+    d1 = Deployment.objects.get(pk=fleet[1].pk)
+    d1.replicas = 1
+    d1.save()
+    capacity = client.get("/api/v1/deployments/d1/").json()["capacity"]
+    assert capacity["state"] == "stale" and "Deployment d1 changed" in capacity["reason"]

@@ -147,7 +147,9 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
 
     @extend_schema_field(CapacitySerializer)
     def get_capacity(self, deployment: Deployment) -> dict[str, Any]:
-        return CapacitySerializer(describe_capacity(deployment)).data
+        # The shape CapacitySerializer documents, as it is (plain JSON values; DRF's encoder writes the
+        # datetime as its DateTimeField would): a serializer per row cost ~0.1 ms, a list of 50 ~5 ms.
+        return describe_capacity(deployment)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         api_key = attrs.pop("api_key", None)
