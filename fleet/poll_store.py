@@ -154,25 +154,47 @@ def _daily_upsert_sql() -> str:
     # Same statement on PostgreSQL and SQLite (3.24+): add to today's row, or create it. The table
     # name is our own model's, quoted; the values are parameters.
     return (
-        f"INSERT INTO {table} (deployment_id, day, polls, busy_polls, running_polls, running_sum) "  # noqa: S608
-        "VALUES (%s, %s, 1, %s, %s, %s) "
+        f"INSERT INTO {table} (deployment_id, day, polls, busy_polls, running_polls, running_sum, "  # noqa: S608
+        "output_tokens, output_seconds, prompt_tokens, prompt_seconds) "
+        "VALUES (%s, %s, 1, %s, %s, %s, %s, %s, %s, %s) "
         f"ON CONFLICT (deployment_id, day) DO UPDATE SET polls = {table}.polls + 1, "
         f"busy_polls = {table}.busy_polls + excluded.busy_polls, "
         f"running_polls = {table}.running_polls + excluded.running_polls, "
-        f"running_sum = {table}.running_sum + excluded.running_sum"
+        f"running_sum = {table}.running_sum + excluded.running_sum, "
+        f"output_tokens = {table}.output_tokens + excluded.output_tokens, "
+        f"output_seconds = {table}.output_seconds + excluded.output_seconds, "
+        f"prompt_tokens = {table}.prompt_tokens + excluded.prompt_tokens, "
+        f"prompt_seconds = {table}.prompt_seconds + excluded.prompt_seconds"
     )
 
 
-def _daily_params(deployment_id: int, day: date, running: float | None, up: bool) -> list:
+def _volume(rate: float | None, interval_s: float | None) -> tuple[float, float]:
+    """``(tokens, seconds)`` a rate (tokens/s) over the poll's interval adds: the counter's increase."""
+    if rate is None or interval_s is None or not interval_s > 0:
+        return 0.0, 0.0
+    return float(rate) * float(interval_s), float(interval_s)
+
+
+def _daily_params(
+    deployment_id: int,
+    day: date,
+    running: float | None,
+    up: bool,
+    rates: tuple[float | None, float | None, float | None] = (None, None, None),
+) -> list:
     """One poll's counts: busy (any request running); counted for utilisation when it read a
-    running figure or found the endpoint not up (then 0 running: nothing was served)."""
+    running figure or found the endpoint not up (then 0 running: nothing was served); and the tokens
+    its rates cover, ``rates`` = (generation tokens/s, prompt tokens/s, interval seconds)."""
     counted = running is not None or not up
+    output, prompt, interval = rates
     return [
         deployment_id,
         connection.ops.adapt_datefield_value(day),
         int(bool(running)),
         int(counted),
         float(running or 0.0) if counted else 0.0,
+        *_volume(output, interval),
+        *_volume(prompt, interval),
     ]
 
 
@@ -229,15 +251,32 @@ def _store(items: list[Polled]) -> list[EndpointPoll]:
             [[f.get_db_prep_save(getattr(d, f.attname), connection) for f in fields] + [d.pk] for d in deployments],
         )
         counts = [
-            _daily_params(it.deployment.pk, it.at.date(), v["requests_running"], str(it.outcome.status) == "up")
+            _daily_params(
+                it.deployment.pk,
+                it.at.date(),
+                v["requests_running"],
+                str(it.outcome.status) == "up",
+                (
+                    v.get("generation_tokens_per_s"),
+                    v.get("prompt_tokens_per_s"),
+                    getattr(it.outcome.derived, "interval_s", None),
+                ),
+            )
             for it, (_p, v) in zipped
         ]
         cursor.executemany(_daily_upsert_sql(), counts)
     return polls
 
 
-def count_poll(deployment_id: int, day: date, running: float | None, up: bool = True) -> None:
+def count_poll(
+    deployment_id: int,
+    day: date,
+    running: float | None,
+    up: bool = True,
+    rates: tuple[float | None, float | None, float | None] = (None, None, None),
+) -> None:
     """Add one poll to the deployment's daily counters (one upsert): ``running``, the requests it saw
-    running (``None``: no figure), and whether the endpoint was ``up``."""
+    running (``None``: no figure), whether the endpoint was ``up``, and its ``rates`` (generation and
+    prompt tokens/s over ``interval_s`` seconds)."""
     with connection.cursor() as cursor:
-        cursor.execute(_daily_upsert_sql(), _daily_params(deployment_id, day, running, up))
+        cursor.execute(_daily_upsert_sql(), _daily_params(deployment_id, day, running, up, rates))

@@ -9,7 +9,7 @@ declared volume (current: per provider and model name, the latest quoted on or b
 price book marks it, ``fleet.prices.api_price_rows``), and the deployment's capacity (with its live
 speed correction). Once at the declared volume (requests/day x mean tokens x 30 days) and once at the
 volume the polls observed over the last 30 days (``observed_volumes``: the engine's
-``observed_volume`` over the raw polls and hourly rollups of the workload's deployments).
+``observed_volume`` over the daily token counters the poller keeps for the workload's deployments).
 
 ``review_decisions`` recomputes each current decision's comparison from its frozen request, with
 today's prices (``on`` dropped; with a deployment, the GPUs, SKU and model it filled in are left for
@@ -33,19 +33,16 @@ from typing import Any, get_args, get_type_hints
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Avg, Count, Max, Min, QuerySet
-from django.db.models.functions import TruncHour
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS, InputError
-from fleet.models import ApiPrice, Deployment, EndpointPoll, EndpointPollHourly, Workload
+from fleet.models import ApiPrice, DailyPollCount, Deployment, Workload
 from planner.breakeven import BreakevenRequest, Preloaded, compare
 from planner.engine import (
     SECONDS_PER_DAY,
-    SECONDS_PER_HOUR,
     RateSample,
     blended_input_usd_per_mtok,
-    hour_coverage_s,
     observed_volume,
 )
 from planner.models import Decision, DecisionReview, WorkloadBreakeven
@@ -71,55 +68,24 @@ def _ids(ids: Iterable[int] | None, everything: QuerySet) -> list[int]:
 
 
 def observed_volumes(deployment_ids: Sequence[int], now: datetime) -> dict[int, dict[str, Any]]:
-    """Per deployment id, the tokens its polls observed over the ``OBSERVED_DAYS`` before ``now``
-    (``ObservedVolume.to_dict()``): hourly rollups (pruned hours, each covering its hour) and the raw
-    polls not pruned yet, summed by the hour like the rollups (``fleet.poll_rollups._hourly``) and each
-    covering the span of its polls (``hour_coverage_s``). Two queries for all of them."""
-    start = now - timedelta(days=OBSERVED_DAYS)
-    hours: dict[int, dict[datetime, tuple[int, float | None, float | None, float]]] = {d: {} for d in deployment_ids}
-    rollups = EndpointPollHourly.objects.filter(deployment_id__in=deployment_ids, hour__gte=start, hour__lt=now)
-    for deployment_id, hour, polls, gen, prompt in rollups.values_list(
-        "deployment_id", "hour", "polls", "generation_tokens_per_s_avg", "prompt_tokens_per_s_avg"
+    """Per deployment id, the tokens its polls observed over the ``OBSERVED_DAYS`` days up to ``now``
+    (today included; ``ObservedVolume.to_dict()``), from the daily counters the poller keeps
+    (``DailyPollCount``: each poll's rate x the interval it covers, summed per day, with the seconds
+    covered): one query for all of them, whatever the poll rate (a week of raw polls of 200
+    deployments polled every 15 s is 8 million rows; docs/benchmarks.md, "Stored answers")."""
+    first = (now - timedelta(days=OBSERVED_DAYS - 1)).date()
+    samples: dict[int, list[RateSample]] = {d: [] for d in deployment_ids}
+    rows = DailyPollCount.objects.filter(deployment_id__in=list(deployment_ids), day__gte=first, day__lte=now.date())
+    for deployment_id, out_tokens, out_s, in_tokens, in_s in rows.values_list(
+        "deployment_id", "output_tokens", "output_seconds", "prompt_tokens", "prompt_seconds"
     ):
-        hours[deployment_id][hour] = (polls, gen, prompt, float(SECONDS_PER_HOUR))
-    raw = (
-        EndpointPoll.objects.filter(deployment_id__in=deployment_ids, polled_at__gte=start, polled_at__lt=now)
-        .annotate(hour=TruncHour("polled_at"))
-        .values("deployment_id", "hour")
-        .annotate(
-            polls=Count("id"),
-            gen_avg=Avg("generation_tokens_per_s"),
-            prompt_avg=Avg("prompt_tokens_per_s"),
-            first=Min("polled_at"),
-            last=Max("polled_at"),
-        )
-    )
-    for g in raw:
-        covered = hour_coverage_s(g["polls"], g["first"].timestamp(), g["last"].timestamp())
-        known = hours[g["deployment_id"]].get(g["hour"])
-        if known is None:
-            hours[g["deployment_id"]][g["hour"]] = (g["polls"], g["gen_avg"], g["prompt_avg"], covered)
-            continue
-        # An hour partly rolled up and partly raw: poll-weighted averages over the whole hour.
-        n0, gen0, prompt0, _ = known
-        n = n0 + g["polls"]
-
-        def avg(a: float | None, b: float | None, n0: int = n0, n1: int = g["polls"], n: int = n) -> float | None:
-            if a is None or b is None:
-                return b if a is None else a
-            return (a * n0 + b * n1) / n
-
-        hours[g["deployment_id"]][g["hour"]] = (n, avg(gen0, g["gen_avg"]), avg(prompt0, g["prompt_avg"]), 3600.0)
+        if out_s > 0:
+            samples[deployment_id].append(RateSample(out_s, out_tokens / out_s, None))
+        if in_s > 0:
+            samples[deployment_id].append(RateSample(in_s, None, in_tokens / in_s))
     window_s = OBSERVED_DAYS * SECONDS_PER_DAY
     month_s = MONTH_DAYS * SECONDS_PER_DAY
-    return {
-        d: observed_volume(
-            [RateSample(covered, gen, prompt) for _, gen, prompt, covered in by_hour.values()],
-            window_s=window_s,
-            month_s=month_s,
-        ).to_dict()
-        for d, by_hour in hours.items()
-    }
+    return {d: observed_volume(found, window_s=window_s, month_s=month_s).to_dict() for d, found in samples.items()}
 
 
 def _workload_observed(deployments: list[Deployment], volumes: dict[int, dict[str, Any]]) -> dict[str, Any] | None:

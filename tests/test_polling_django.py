@@ -73,6 +73,13 @@ def test_poll_now_stores_a_poll_and_live_state(platform_api, cluster, llama, eag
     polls = list(EndpointPoll.objects.all())
     assert today.running_polls == sum(1 for p in polls if p.requests_running is not None) == 2
     assert today.running_sum == sum(p.requests_running for p in polls)
+    # The token volume (a workload's observed volume): the second poll's rates over the interval since the
+    # first (the counters' increase); the first had no previous reading, so it adds nothing.
+    latest = EndpointPoll.objects.order_by("-polled_at").first()
+    interval = latest.outcome["derived"]["interval_s"]
+    assert interval > 0 and today.output_seconds == pytest.approx(interval)
+    assert today.output_tokens == pytest.approx(latest.generation_tokens_per_s * interval)
+    assert today.prompt_tokens == pytest.approx(latest.prompt_tokens_per_s * interval)
 
 
 @pytest.mark.django_db

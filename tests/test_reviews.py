@@ -9,13 +9,8 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from fleet.models import (
-    ApiPrice,
-    EndpointPoll,
-    EndpointPollHourly,
-    GpuQuote,
-    Workload,
-)
+from fleet.models import ApiPrice, DailyPollCount, GpuQuote, Workload
+from fleet.poll_store import count_poll
 from planner.breakeven import BreakevenRequest, compare
 from planner.decisions import record_decision
 from planner.models import Decision, DecisionReview, WorkloadBreakeven
@@ -92,30 +87,27 @@ def test_without_a_deployment_or_a_price_the_reason_is_stored(chat_served):
 
 
 def _hours(deployment, count: int, gen: float, prompt: float | None) -> None:
-    top = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(days=8)
-    for i in range(count):
-        EndpointPollHourly.objects.create(
-            deployment=deployment, hour=top - timedelta(hours=i), polls=360, up_polls=360, busy_polls=360,
-            generation_tokens_per_s_avg=gen, prompt_tokens_per_s_avg=prompt,
-        )  # fmt: skip
+    """``count`` hours at ``gen`` output and ``prompt`` prompt tokens/s, on a day 8 days ago, as the
+    poller's daily counters keep them (rate x seconds covered)."""
+    day = (timezone.now() - timedelta(days=8)).date()
+    seconds = count * 3600.0
+    DailyPollCount.objects.create(
+        deployment=deployment, day=day, polls=count * 360, output_tokens=gen * seconds, output_seconds=seconds,
+        prompt_tokens=(prompt or 0) * seconds, prompt_seconds=seconds if prompt is not None else 0,
+    )  # fmt: skip
 
 
 @pytest.mark.django_db
-def test_observed_volume_from_rollups_and_raw_polls(chat_served):
+def test_observed_volume_from_the_daily_counters_the_poller_keeps(chat_served):
     _workload, deployment, _price = chat_served
     _hours(deployment, 10, 100.0, 200.0)  # 10 h at 100 output, 200 prompt tokens/s
-    start = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
-    for i in range(360):  # an hour of raw polls every 10 s at 100 output tokens/s
-        EndpointPoll.objects.create(
-            deployment=deployment, polled_at=start + timedelta(seconds=10 * i), status="up",
-            generation_tokens_per_s=100.0, prompt_tokens_per_s=200.0,
-        )  # fmt: skip
-    old = timezone.now() - timedelta(days=31)  # outside the 30 days
-    EndpointPollHourly.objects.create(
-        deployment=deployment, hour=old, polls=1, up_polls=1, busy_polls=1, generation_tokens_per_s_avg=1e6
-    )
+    today = timezone.now().date()
+    for _ in range(360):  # an hour of polls today, every 10 s, at 100 output and 200 prompt tokens/s
+        count_poll(deployment.pk, today, 1.0, up=True, rates=(100.0, 200.0, 10.0))
+    old = (timezone.now() - timedelta(days=31)).date()  # outside the 30 days
+    DailyPollCount.objects.create(deployment=deployment, day=old, output_tokens=1e12, output_seconds=3600)
     v = observed_volumes([deployment.pk], timezone.now())[deployment.pk]
-    # 10 rollup hours + 1 raw hour (360 polls 10 s apart: 3,590 s + one 10 s interval) = 11 h of 100 tokens/s.
+    # 10 h + 1 h (360 polls x 10 s) = 11 h of 100 tokens/s.
     assert v["covered_hours"] == pytest.approx(11)
     assert v["output_tokens"] == 3_960_000  # 100 x 39,600 s
     assert v["input_tokens"] == 7_920_000

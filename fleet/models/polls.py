@@ -127,8 +127,10 @@ class DailyPollCount(models.Model):
     """Polls of one deployment on one day (UTC): how many, how many saw running requests, and the
     requests running summed (for utilisation = running / admitted capacity, planner.spend).
 
-    Kept beside the polls so that utilisation for spend reads a few thousand rows a month instead
-    of scanning every raw poll (one deployment polled every 15 s writes 5,760 polls a day). Rows
+    Kept beside the polls so that utilisation for spend, and the token volume a workload's breakeven
+    compares, read a few thousand rows a month instead of scanning every raw poll (one deployment
+    polled every 15 s writes 5,760 polls a day; 200 such deployments' week of raw polls took about 5 s
+    to aggregate per recomputation batch, docs/benchmarks.md "Stored answers"). Rows
     counted before ``running_polls`` existed have 0 there: their utilisation is unknown, not zero.
     """
 
@@ -142,6 +144,13 @@ class DailyPollCount(models.Model):
         "the polls utilisation is averaged over.",
     )
     running_sum = models.FloatField(default=0, help_text="Requests running, summed over those polls.")
+    # Token volumes (planner.reviews: a workload's observed volume): each poll's rate x the interval it
+    # covers (since the previous poll), i.e. the engine counter's increase. Days counted before these
+    # existed have 0 seconds: their volume is unknown, not zero.
+    output_tokens = models.FloatField(default=0, help_text="Output tokens generated, over output_seconds.")
+    output_seconds = models.FloatField(default=0, help_text="Seconds the polls' generation rates cover.")
+    prompt_tokens = models.FloatField(default=0, help_text="Prompt tokens processed, over prompt_seconds.")
+    prompt_seconds = models.FloatField(default=0, help_text="Seconds the polls' prompt rates cover.")
 
     class Meta:
         ordering = ["-day"]
