@@ -4,9 +4,9 @@ the decisions' reviews, and the fleet page reading 1,000 deployments (issue 17).
 A throwaway database (SQLite in a temporary folder; or ``--database-url postgres://...`` for a server,
 the database is created and dropped): the catalogue, 25 clusters of the page benchmark's templates
 (bench/pages_fleet.py) with 40 deployments each (1,000: vLLM, SGLang and llama.cpp, dense, MoE and
-hybrid models; the clusters are sized to hold them), every one polled with live metrics and 24 hours of
-hourly poll rollups, 200 workloads served by the first 200 deployments, four hosted API prices, the
-catalogue's GPU quotes and one recorded decision per workload for the first 50. Then:
+hybrid models; the clusters are sized to hold them), every one polled with live metrics and a
+day of traffic in the poller's daily token counters, 200 workloads served by the first 200 deployments,
+four hosted API prices, the catalogue's GPU quotes and one recorded decision per workload for the first 50. Then:
 
 - ``refresh_snapshots()`` over every deployment (the work ``planner.refresh_answers`` does, here in one
   process: batches of ``SNAPSHOT_BATCH``), twice: the first creates the rows, the second replaces them;
@@ -81,8 +81,8 @@ def build(seed: int = 17) -> dict[str, int]:
     from fleet.models import (
         ApiPrice,
         Cluster,
+        DailyPollCount,
         Deployment,
-        EndpointPollHourly,
         HardwareSku,
         ModelSpec,
         Workload,
@@ -136,22 +136,23 @@ def build(seed: int = 17) -> dict[str, int]:
                 )
             )
     deployments = Deployment.objects.bulk_create(made)
-    hour = now.replace(minute=0, second=0, microsecond=0)
-    EndpointPollHourly.objects.bulk_create(
+    # A day of traffic per deployment, as the poller's daily counters keep it (rate x seconds covered).
+    yesterday = (now - timedelta(days=1)).date()
+    DailyPollCount.objects.bulk_create(
         [
-            EndpointPollHourly(
+            DailyPollCount(
                 deployment=d,
-                hour=hour - timedelta(hours=h),
-                polls=240,
-                up_polls=240,
-                busy_polls=200,
-                requests_running_avg=10.0,
-                requests_running_max=30.0,
-                kv_cache_usage_avg=0.5,
-                generation_tokens_per_s_avg=float(rng.randint(200, 2000)),
+                day=yesterday,
+                polls=5760,
+                busy_polls=4800,
+                running_polls=5760,
+                running_sum=57600.0,
+                output_tokens=(rate := float(rng.randint(200, 2000))) * 86400,
+                output_seconds=86400.0,
+                prompt_tokens=rate * 4 * 86400,
+                prompt_seconds=86400.0,
             )
             for d in deployments
-            for h in range(1, 25)
         ],
         batch_size=2000,
     )
