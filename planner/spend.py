@@ -9,6 +9,7 @@ import csv
 import io
 import re
 from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -29,7 +30,7 @@ from planner.engine import (
     spend_month,
     utilisation_from_polls,
 )
-from planner.headroom import headroom
+from planner.headroom import stored_headroom
 
 MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 
@@ -205,13 +206,13 @@ def _utilisation(
     util: dict[str, Any] = {}
     polls: dict[str, int] = {}
     notes = []
-    for h in headroom(d for d in deployments if d.pk in totals):
+    # The admitted capacity as the workers last computed it (the stored snapshots: no sizing per view).
+    for h in stored_headroom(d for d in deployments if d.pk in totals):
         running, n = totals[h.deployment.pk]
         polls[h.deployment.slug] = n
         if not h.capacity:
-            notes.append(
-                f"{h.deployment.slug}: no admitted capacity ({h.error or 'it does not fit'}), so no utilisation."
-            )
+            why = "its capacity is not computed yet" if h.state == "pending" else h.error or "it does not fit"
+            notes.append(f"{h.deployment.slug}: no admitted capacity ({why}), so no utilisation.")
             continue
         util[h.deployment.slug] = utilisation_from_polls(running, n, h.capacity)
     return util, polls, notes
@@ -256,7 +257,11 @@ def spend_for_month(
     rate = _rate_lookup(quotes, pricing_kind)
     first = date(year, month, 1)
     last_actual = min(today, last) if today >= first else None
-    deployments = list(Deployment.objects.select_related("cluster__sku", "model")) if detail else []
+    deployments = (
+        list(Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot"))
+        if detail
+        else []
+    )
     utilisation, polls, notes = _utilisation(deployments, first, last_actual)
     shares = [DeploymentShare(d.slug, d.cluster.slug, d.model.slug, d.gpus, d.created.date()) for d in deployments]
     result = spend_month(segments, year, month, today, rate, deployments=shares, utilisation=utilisation, polls=polls)
@@ -273,13 +278,42 @@ def spend_for_month(
     result.assumptions.extend(notes)
     months = []
     if trend:
+        # A month that ended before today is the same until a cluster's history or a quote changes: its
+        # key is both, whole (frozen records, hashed: a changed, added or deleted row is another key).
+        inputs = (pricing_kind, frozenset(segments), frozenset(quotes))
         y, m = first_month
         while (y, m) < (year, month):
             if (y, m) >= FIRST_MONTH:
-                months.append(spend_month(segments, y, m, today, rate))
+                months.append(_trend_month(inputs, segments, y, m, today, rate))
             y, m = month_after(y, m)
         months.append(result)
     return SpendReport(result, months, pricing_kind)
+
+
+#: The trend's closed months computed in this process, newest use last (``_trend_month``).
+_CLOSED_MONTHS: OrderedDict[tuple, MonthSpend] = OrderedDict()
+#: How many closed months a process keeps (a year of trend for ten pricing kinds or histories).
+CLOSED_MONTHS_KEPT = 120
+
+
+def _trend_month(
+    inputs: tuple, segments: list[StateSegment], y: int, m: int, today: date, rate: Callable
+) -> MonthSpend:
+    """``spend_month`` of a trend month; a month that ended before ``today`` is computed once per process
+    for the same ``inputs`` (pricing kind, the history segments and the quotes it was priced from), since
+    nothing else moves it: the spend page's eleven past months were eleven ledger walks of every
+    cluster on every view (docs/benchmarks.md, "Pages"). Results are shared: callers must not mutate."""
+    if date(y, m, calendar.monthrange(y, m)[1]) >= today:
+        return spend_month(segments, y, m, today, rate)
+    key = (y, m, *inputs)
+    hit = _CLOSED_MONTHS.get(key)
+    if hit is None:
+        hit = _CLOSED_MONTHS[key] = spend_month(segments, y, m, today, rate)
+        if len(_CLOSED_MONTHS) > CLOSED_MONTHS_KEPT:
+            _CLOSED_MONTHS.popitem(last=False)
+    else:
+        _CLOSED_MONTHS.move_to_end(key)
+    return hit
 
 
 #: Columns of the spend CSV (API ``?format=csv`` and ``manage.py spend --csv``). ``cost_usd`` is

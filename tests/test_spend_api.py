@@ -164,11 +164,11 @@ def test_idle_cost_comes_from_running_sequences_over_admitted_capacity(viewer_ap
     d = Deployment.objects.create(slug="k3d", cluster=fleet, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4)
     Deployment.objects.filter(pk=d.pk).update(created=datetime(2026, 7, 1, tzinfo=UTC))
 
-    # The admitted capacity is the sizing engine's; fixed here at 32 sequences to check the arithmetic.
+    # The admitted capacity is the stored snapshot's; fixed here at 32 sequences to check the arithmetic.
     def fixed(deployments):
         return [headroom_module.Headroom(x, 32, True, None) for x in deployments]
 
-    monkeypatch.setattr(spend_module, "headroom", fixed)
+    monkeypatch.setattr(spend_module, "stored_headroom", fixed)
     # Polls as the poller counts them: 8, 16 and 0 running, one that found the endpoint down (0 running),
     # ten up polls with 4 running each, and one up poll without a running figure (not counted):
     # (8 + 16 + 0 + 0 + 10 x 4) = 64 running over 14 polls.

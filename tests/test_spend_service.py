@@ -72,7 +72,9 @@ def test_projection_uses_todays_quote_not_a_later_one(june):
 def test_a_deployment_line_idle_cost_and_the_unassigned_rest(june, monkeypatch):
     d = Deployment.objects.create(slug="llama", cluster=june, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4)
     Deployment.objects.filter(pk=d.pk).update(created=datetime(2026, 6, 1, tzinfo=UTC))
-    monkeypatch.setattr(spend_module, "headroom", lambda ds: [headroom_module.Headroom(x, 64, True, None) for x in ds])
+    monkeypatch.setattr(
+        spend_module, "stored_headroom", lambda ds: [headroom_module.Headroom(x, 64, True, None) for x in ds]
+    )
     # Two polls: 16 and 48 running of 64 admitted: (16 + 48) / (2 x 64) = 0.5. A poll after today does not count.
     for day, running in ((3, 16), (4, 48), (12, 64)):
         count_poll(d.pk, date(2026, 6, day), running)
@@ -92,7 +94,9 @@ def test_a_deployment_line_idle_cost_and_the_unassigned_rest(june, monkeypatch):
 def test_polls_without_a_running_figure_leave_utilisation_unknown(june, monkeypatch):
     d = Deployment.objects.create(slug="llama", cluster=june, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4)
     Deployment.objects.filter(pk=d.pk).update(created=datetime(2026, 6, 1, tzinfo=UTC))
-    monkeypatch.setattr(spend_module, "headroom", lambda ds: [headroom_module.Headroom(x, 64, True, None) for x in ds])
+    monkeypatch.setattr(
+        spend_module, "stored_headroom", lambda ds: [headroom_module.Headroom(x, 64, True, None) for x in ds]
+    )
     count_poll(d.pk, date(2026, 6, 3), None)  # up, but no running-requests figure (llama.cpp without metrics)
     llama = line(spend_for_month(2026, 6, today=date(2026, 6, 10)).spend.deployments, "llama")
     assert llama.utilisation is None and llama.idle_cost_usd is None and llama.idle_unknown_usd == Decimal("2400.00")
@@ -103,7 +107,7 @@ def test_a_layout_without_capacity_has_no_utilisation_and_says_why(june, monkeyp
     Deployment.objects.filter(pk=d.pk).update(created=datetime(2026, 6, 1, tzinfo=UTC))
     monkeypatch.setattr(
         spend_module,
-        "headroom",
+        "stored_headroom",
         lambda ds: [headroom_module.Headroom(x, None, False, None, error="too big") for x in ds],
     )
     count_poll(d.pk, date(2026, 6, 3), 3)
@@ -176,3 +180,54 @@ def test_a_providers_public_list_price_prices_its_own_cluster_but_is_never_borro
         clusters["elsewhere"]["unpriced_gpu_hours"] == "5760.00" and clusters["elsewhere"]["actual_cost_usd"] == "0.00"
     )
     assert [(w["kind"], w["cluster"]) for w in data["warnings"]] == [("missing", "elsewhere")]
+
+
+def test_the_trends_closed_months_are_computed_once_until_a_history_or_a_quote_changes(june, monkeypatch):
+    """planner.spend._trend_month: a month before today is priced from the clusters' history and the
+    quotes alone, so the page walks it once per process; a change to either is a new key."""
+    spend_module._CLOSED_MONTHS.clear()
+    calls = []
+    real = spend_module.spend_month
+
+    def counting(segments, y, m, *args, **kwargs):
+        calls.append((y, m))
+        return real(segments, y, m, *args, **kwargs)
+
+    monkeypatch.setattr(spend_module, "spend_month", counting)
+    first = spend_for_month(2026, 9, today=date(2026, 9, 10))
+    assert len(calls) == 12  # September and the eleven months before it
+    trend = [(t.year, t.month, t.total.cost_usd) for t in first.trend]
+    calls.clear()
+    again = spend_for_month(2026, 9, today=date(2026, 9, 12))  # another day: the closed months stand
+    assert calls == [(2026, 9)]  # only the month in progress
+    assert [(t.year, t.month, t.total.cost_usd) for t in again.trend] == trend
+    assert trend[-2] == (2026, 8, Decimal("14880.00"))  # 8 GPUs x 24 h x 31 days x 2.50
+    # A new quote from 1 August: August is priced again, at 3.00.
+    GpuQuote.objects.create(sku=june.sku, provider="acme", usd_per_gpu_hour=Decimal("3.00"), quoted_on=date(2026, 8, 1))
+    calls.clear()
+    changed = spend_for_month(2026, 9, today=date(2026, 9, 12))
+    assert len(calls) == 12
+    assert (changed.trend[-2].year, changed.trend[-2].month, changed.trend[-2].total.cost_usd) == (
+        2026, 8, Decimal("17856.00"),  # 8 x 24 x 31 x 3.00
+    )  # fmt: skip
+    # The cluster's history changes (a second node, 8 GPUs more, from 1 July): July and August priced again.
+    june.nodes = 2
+    june.save(effective_from=date(2026, 7, 1))
+    calls.clear()
+    spend_for_month(2026, 9, today=date(2026, 9, 12))
+    assert len(calls) == 12
+
+
+def test_utilisation_reads_the_stored_capacity_and_says_when_it_is_not_computed(june):
+    from planner.snapshots import refresh_snapshots
+
+    d = Deployment.objects.create(slug="llama", cluster=june, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4)
+    Deployment.objects.filter(pk=d.pk).update(created=datetime(2026, 6, 1, tzinfo=UTC))
+    count_poll(d.pk, date(2026, 6, 3), 2)
+    r = spend_for_month(2026, 6, today=date(2026, 6, 10)).spend
+    assert any("llama: no admitted capacity (its capacity is not computed yet)" in a for a in r.assumptions)
+    refresh_snapshots()  # the worker's part
+    capacity = Deployment.objects.get(pk=d.pk).sizing().max_concurrent_sequences
+    assert capacity >= 2
+    llama = line(spend_for_month(2026, 6, today=date(2026, 6, 10)).spend.deployments, "llama")
+    assert llama.utilisation == (Decimal(2) / Decimal(capacity)).quantize(Decimal("0.0001"))  # 2 running

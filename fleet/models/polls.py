@@ -146,11 +146,16 @@ class DailyPollCount(models.Model):
     running_sum = models.FloatField(default=0, help_text="Requests running, summed over those polls.")
     # Token volumes (planner.reviews: a workload's observed volume): each poll's rate x the interval it
     # covers (since the previous poll), i.e. the engine counter's increase. Days counted before these
-    # existed have 0 seconds: their volume is unknown, not zero.
-    output_tokens = models.FloatField(default=0, help_text="Output tokens generated, over output_seconds.")
-    output_seconds = models.FloatField(default=0, help_text="Seconds the polls' generation rates cover.")
-    prompt_tokens = models.FloatField(default=0, help_text="Prompt tokens processed, over prompt_seconds.")
-    prompt_seconds = models.FloatField(default=0, help_text="Seconds the polls' prompt rates cover.")
+    # existed have 0 seconds: their volume is unknown, not zero. A database default too, so that a row
+    # written without them (a bulk load, an older writer) counts no volume instead of failing.
+    output_tokens = models.FloatField(
+        default=0, db_default=0, help_text="Output tokens generated, over output_seconds."
+    )
+    output_seconds = models.FloatField(default=0, db_default=0, help_text="Seconds the polls' generation rates cover.")
+    prompt_tokens = models.FloatField(
+        default=0, db_default=0, help_text="Prompt tokens processed, over prompt_seconds."
+    )
+    prompt_seconds = models.FloatField(default=0, db_default=0, help_text="Seconds the polls' prompt rates cover.")
 
     class Meta:
         ordering = ["-day"]
