@@ -257,11 +257,10 @@ def spend_for_month(
     rate = _rate_lookup(quotes, pricing_kind)
     first = date(year, month, 1)
     last_actual = min(today, last) if today >= first else None
-    deployments = (
-        list(Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot"))
-        if detail
-        else []
-    )
+    # The snapshot's capacity columns, not its JSON (nor the model's long texts): 1,000 rows a view.
+    big = ("capacity_snapshot__figures", "capacity_snapshot__inputs", "model__source", "model__assumptions")
+    rows = Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
+    deployments = list(rows.defer("api_key_encrypted", *big)) if detail else []
     utilisation, polls, notes = _utilisation(deployments, first, last_actual)
     shares = [DeploymentShare(d.slug, d.cluster.slug, d.model.slug, d.gpus, d.created.date()) for d in deployments]
     result = spend_month(segments, year, month, today, rate, deployments=shares, utilisation=utilisation, polls=polls)
