@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -104,3 +105,15 @@ def stop_worker(proc: subprocess.Popen) -> str:
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, sig)
+
+
+def wait_for(predicate, proc: subprocess.Popen, timeout_s: float = 60):
+    """Poll ``predicate()`` until it is truthy, the process exits, or the timeout; its last value."""
+    deadline = time.monotonic() + timeout_s
+    value = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        value = predicate()
+        if value:
+            break
+        time.sleep(0.2)
+    return value

@@ -10,14 +10,13 @@ other's messages.
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import timedelta
 from decimal import Decimal
 from io import StringIO
 
 import pytest
-from celery_workers import start_worker, stop_worker
+from celery_workers import start_worker, stop_worker, wait_for
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -31,18 +30,6 @@ CHAT = {
     "mean_output_tokens": 500, "p95_context_tokens": 4_000, "prefix_cache_hit_rate": 0.5, "peak_concurrency": 64,
     "ttft_slo_ms": 2000, "tpot_slo_ms": 50,
 }  # fmt: skip
-
-
-def wait_for(predicate, proc, timeout_s: float = 90):
-    """Poll ``predicate()`` until it is truthy, the worker exits, or the timeout; its last value."""
-    deadline = time.monotonic() + timeout_s
-    value = None
-    while time.monotonic() < deadline and proc.poll() is None:
-        value = predicate()
-        if value:
-            break
-        time.sleep(0.2)
-    return value
 
 
 @pytest.mark.integration
@@ -80,6 +67,7 @@ def test_a_changed_quote_recomputes_snapshots_and_breakevens_and_flags_the_decis
                 and WorkloadBreakeven.objects.filter(pk=workload.pk, computed_at__isnull=False).first()
             ),
             worker,
+            timeout_s=90,
         )
         assert first, "no snapshot or breakeven computed"
         snap = CapacitySnapshot.objects.get(pk=deployment.pk)
@@ -101,7 +89,7 @@ def test_a_changed_quote_recomputes_snapshots_and_breakevens_and_flags_the_decis
             done = s.computed_at > changed_at and b.computed_at > changed_at and r and r.checked_at > changed_at
             return (s, b, r) if done and s.state() == "current" else None
 
-        found = wait_for(recomputed, worker)
+        found = wait_for(recomputed, worker, timeout_s=90)
     finally:
         log = stop_worker(worker)
     assert found, f"not recomputed after the quote changed; the worker's log:\n{log}"

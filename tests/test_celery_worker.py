@@ -12,21 +12,9 @@ import time
 import uuid
 
 import pytest
-from celery_workers import isolated_broker, spawn, start_worker, stop_worker, worker_env
+from celery_workers import isolated_broker, spawn, start_worker, stop_worker, wait_for, worker_env
 
 from fleet.models import WorkerHeartbeat
-
-
-def wait_for(predicate, proc, timeout_s: float = 60):
-    """Poll ``predicate()`` until it is truthy, the process exits, or the timeout; its last value."""
-    deadline = time.monotonic() + timeout_s
-    value = None
-    while time.monotonic() < deadline and proc.poll() is None:
-        value = predicate()
-        if value:
-            break
-        time.sleep(0.2)
-    return value
 
 
 @pytest.mark.integration
