@@ -33,12 +33,11 @@ from fleet.errors import FIELD_ERRORS
 from fleet.models import Cluster, Deployment, EndpointPoll
 from fleet.models.snapshots import snapshot_of
 from planner.headroom import stored_headroom
+from planner.snapshots import PRICING_KIND  # the kind the stored costs are priced in
 from planner.spend import spend_for_month
 
 log = logging.getLogger(__name__)
 
-#: The pricing kind a deployment's cost is quoted in (rent vs API's default).
-PRICING_KIND = "on-demand"
 DEPLOYMENT_LABELS = ("deployment", "cluster", "model", "sku", "engine")
 CLUSTER_LABELS = ("cluster", "sku", "team", "provider")
 #: The last poll's columns (``Deployment.last_metrics``) the block check reads.

@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS, InputError
 from fleet.models import ApiPrice, DailyPollCount, Deployment, Workload
+from fleet.models.snapshots import settle_stale_mark
 from planner.breakeven import BreakevenRequest, Preloaded, compare
 from planner.engine import (
     SECONDS_PER_DAY,
@@ -312,15 +313,13 @@ def _store_breakevens(computed: list[Computed], started: datetime, now: datetime
                 new.append(row)
             else:
                 changed.append(row)
-            newer_change = row.stale_since is not None and row.stale_since > started
             if c.error is None:
                 row.figures, row.inputs, row.unavailable, row.computed_at = c.figures, c.inputs, c.unavailable, now
                 row.declared_monthly_output_tokens, row.observed_monthly_output_tokens = c.declared, c.observed
                 row.error, row.failed_at = "", None
             else:
                 row.error, row.failed_at = c.error, now
-            if not newer_change:
-                row.stale_since, row.stale_reason = None, ""
+            settle_stale_mark(row, started)
         WorkloadBreakeven.objects.bulk_create(new)
         WorkloadBreakeven.objects.bulk_update(
             changed,
@@ -524,11 +523,9 @@ def _store_reviews(reviewed: list[Reviewed], started: datetime, now: datetime) -
                 new.append(row)
             else:
                 changed.append(row)
-            newer_change = row.stale_since is not None and row.stale_since > started
             row.checked_at, row.still_holds, row.reason = now, r.still_holds, r.reason
             row.moved, row.figures, row.error = r.moved, r.figures, r.error
-            if not newer_change:
-                row.stale_since, row.stale_reason = None, ""
+            settle_stale_mark(row, started)
         DecisionReview.objects.bulk_create(new)
         DecisionReview.objects.bulk_update(
             changed, ["checked_at", "still_holds", "reason", "moved", "figures", "error", "stale_since", "stale_reason"]

@@ -37,7 +37,7 @@ from django.utils import timezone
 from fleet import outbox
 from fleet.errors import FIELD_ERRORS
 from fleet.models import CapacitySnapshot, Deployment, GpuQuote, OutboxMessage
-from fleet.models.snapshots import input_versions, versions_key
+from fleet.models.snapshots import input_versions, settle_stale_mark, versions_key
 from planner.breakeven import deployment_output_rate
 from planner.corrections import calibration_of, corrected_throughput, estimate_for, latest_for_many, to_engine
 from planner.engine import Quote, apply_correction, next_quote_change, quote_in_force, unit_economics
@@ -293,7 +293,6 @@ def _store(computed: list[Computed], started: datetime, now: datetime) -> None:
                 new.append(snap)
             else:
                 changed.append(snap)
-            newer_change = snap.stale_since is not None and snap.stale_since > started
             if c.error is None:
                 snap.figures, snap.inputs, snap.computed_at = c.figures, c.inputs, now
                 snap.valid_until, snap.error, snap.failed_at = c.valid_until, "", None
@@ -301,8 +300,7 @@ def _store(computed: list[Computed], started: datetime, now: datetime) -> None:
                 snap.versions = versions_key(c.inputs)
             else:
                 snap.error, snap.failed_at = c.error, now
-            if not newer_change:
-                snap.stale_since, snap.stale_reason = None, ""
+            settle_stale_mark(snap, started)
         # One INSERT ... ON CONFLICT DO UPDATE for the whole batch (SQLite and PostgreSQL): a CASE per
         # column of bulk_update took 5x as long for 200 rows (bench/bench_answers.py).
         CapacitySnapshot.objects.bulk_create(

@@ -47,6 +47,14 @@ def answer_state(
     return "current"
 
 
+def settle_stale_mark(row: Any, started: datetime) -> None:
+    """After a recomputation that began at ``started`` is stored in ``row`` (any stored answer), clear
+    its stale mark, unless the mark was made after ``started``: a newer change's own recomputation is on
+    its way, and the one just stored may rest on the records as they were before that change."""
+    if row.stale_since is None or row.stale_since <= started:
+        row.stale_since, row.stale_reason = None, ""
+
+
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
