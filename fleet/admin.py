@@ -67,9 +67,22 @@ class DeploymentAdmin(admin.ModelAdmin):
     list_select_related = ("cluster", "model")
     search_fields = ("slug", "served_model_id")
 
+    # The stored key is shown to nobody: everyone sees whether one is set; only a user who may change
+    # the deployment gets the write-only replace and remove fields. A read-only admin page renders
+    # every field through ``lookup_field``, which would call a model method of the field's name, so
+    # the key fields never reach a page that cannot change the row (and the decrypting method is not
+    # named ``api_key``).
+    KEY_FIELDS = ("api_key", "clear_api_key")
+    readonly_fields = ("api_key_status",)
+
+    @admin.display(description="API key")
+    def api_key_status(self, obj: Deployment | None) -> str:
+        return "set" if obj is not None and obj.has_api_key else "not set"
+
     def get_fields(self, request: Any, obj: Deployment | None = None) -> list[str]:
-        fields = [f for f in super().get_fields(request, obj) if f not in ("api_key", "clear_api_key")]
-        return [*fields, "api_key", "clear_api_key"]
+        fields = [f for f in super().get_fields(request, obj) if f not in (*self.KEY_FIELDS, "api_key_status")]
+        may_change = self.has_change_permission(request, obj) if obj is not None else self.has_add_permission(request)
+        return [*fields, "api_key_status", *(self.KEY_FIELDS if may_change else ())]
 
 
 @admin.register(GpuQuote)

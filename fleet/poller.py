@@ -66,7 +66,7 @@ def _endpoint(deployment: Deployment) -> Endpoint:
 
     Raises ``UndecryptableSecret`` when the stored key cannot be decrypted: polling without it would
     report a misleading ``unauthorized`` (or poll unauthenticated), so the caller records that instead."""
-    return deployment.base_url, deployment.engine, deployment.served_model_id, deployment.api_key() or None
+    return deployment.base_url, deployment.engine, deployment.served_model_id, deployment.decrypted_api_key() or None
 
 
 def undecryptable_key_outcome(deployment: Deployment, exc: UndecryptableSecret) -> PollOutcome:

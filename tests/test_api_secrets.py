@@ -15,7 +15,7 @@ SECRET = "sk-secret-do-not-leak-0123456789"
 def test_key_is_stored_encrypted_and_readable_by_the_poller(deployment):
     row = Deployment.objects.get(pk=deployment.pk)
     assert SECRET not in row.api_key_encrypted
-    assert row.api_key() == SECRET
+    assert row.decrypted_api_key() == SECRET
 
 
 @pytest.mark.django_db
@@ -44,12 +44,12 @@ def test_key_written_through_the_api_is_not_echoed(platform_api, cluster, kimi_k
     r = platform_api.post("/api/v1/deployments/", body, format="json")
     assert r.status_code == 201
     assert "sk-new-key-xyz" not in r.content.decode() and r.json()["has_api_key"] is True
-    assert Deployment.objects.get(slug="d2").api_key() == "sk-new-key-xyz"
+    assert Deployment.objects.get(slug="d2").decrypted_api_key() == "sk-new-key-xyz"
     # Omitting the key keeps it; an empty string clears it.
     platform_api.patch("/api/v1/deployments/d2/", {"enabled": False}, format="json")
-    assert Deployment.objects.get(slug="d2").api_key() == "sk-new-key-xyz"
+    assert Deployment.objects.get(slug="d2").decrypted_api_key() == "sk-new-key-xyz"
     r = platform_api.patch("/api/v1/deployments/d2/", {"api_key": ""}, format="json")
-    assert r.json()["has_api_key"] is False and Deployment.objects.get(slug="d2").api_key() == ""
+    assert r.json()["has_api_key"] is False and Deployment.objects.get(slug="d2").decrypted_api_key() == ""
 
 
 @pytest.mark.django_db
@@ -84,9 +84,9 @@ def test_admin_blank_key_keeps_and_clear_removes(client, make_user, deployment):
     }
     url = f"/admin/fleet/deployment/{deployment.pk}/change/"
     assert client.post(url, form).status_code == 302
-    assert Deployment.objects.get(pk=deployment.pk).api_key() == SECRET
+    assert Deployment.objects.get(pk=deployment.pk).decrypted_api_key() == SECRET
     assert client.post(url, {**form, "clear_api_key": "on"}).status_code == 302
-    assert Deployment.objects.get(pk=deployment.pk).api_key() == ""
+    assert Deployment.objects.get(pk=deployment.pk).decrypted_api_key() == ""
 
 
 @pytest.mark.django_db

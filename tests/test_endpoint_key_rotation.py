@@ -70,7 +70,7 @@ def test_rotate_endpoint_keys_re_encrypts_with_the_newest_and_names_what_it_cann
     for text in (out, str(caught.value)):
         assert SECRET not in text and "new-material" not in text and "old-material" not in text
     settings.FIELD_ENCRYPTION_KEYS = ["new-material"]  # the old key can go now
-    assert Deployment.objects.get(pk=deployment.pk).api_key() == SECRET
+    assert Deployment.objects.get(pk=deployment.pk).decrypted_api_key() == SECRET
     assert Deployment.objects.get(pk=other.pk).api_key_encrypted == "gAAAAA-not-a-token-of-ours"  # left alone
     assert Deployment.objects.get(slug="keyless").api_key_encrypted == ""
 
@@ -79,7 +79,7 @@ def test_rotate_endpoint_keys_re_encrypts_with_the_newest_and_names_what_it_cann
 def test_rotate_endpoint_keys_is_quiet_and_idempotent_when_all_is_readable(deployment, capsys):
     call_command("rotate_endpoint_keys")
     call_command("rotate_endpoint_keys")
-    assert Deployment.objects.get(pk=deployment.pk).api_key() == "sk-secret-do-not-leak-0123456789"
+    assert Deployment.objects.get(pk=deployment.pk).decrypted_api_key() == "sk-secret-do-not-leak-0123456789"
 
 
 @pytest.mark.django_db

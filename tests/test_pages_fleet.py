@@ -141,7 +141,7 @@ def test_platform_registers_a_cluster_and_a_deployment(client, make_user, catalo
     page = client.get("/deployments/k3-prod/").content.decode()
     assert "sk-page-secret" not in page and "API key set" in page
     assert 'data-chart="envelope"' in page and 'data-chart="capacity"' in page
-    assert Deployment.objects.get(slug="k3-prod").api_key() == "sk-page-secret"
+    assert Deployment.objects.get(slug="k3-prod").decrypted_api_key() == "sk-page-secret"
     edit = client.get("/deployments/k3-prod/edit/").content.decode()
     assert "sk-page-secret" not in edit and Deployment.objects.get().api_key_encrypted not in edit
 

@@ -303,11 +303,11 @@ class Deployment(TimeStamped):
         return reverse("api:deployment-detail", kwargs={"slug": self.slug})
 
     # The API key is write-only: it can be set or cleared, never read back through a form,
-    # the API or a page. Only the poller calls ``api_key()``.
+    # the API or a page. Only the poller calls ``decrypted_api_key()``.
     def set_api_key(self, plaintext: str) -> None:
         self.api_key_encrypted = crypto.encrypt(plaintext)
 
-    def api_key(self) -> str:
+    def decrypted_api_key(self) -> str:
         """The decrypted key (``""`` when none is set); raises ``crypto.UndecryptableSecret`` when
         the stored key cannot be decrypted with any configured key."""
         return crypto.decrypt(self.api_key_encrypted)
