@@ -85,6 +85,7 @@ def build(seed: int = 17) -> dict[str, int]:
         Deployment,
         HardwareSku,
         ModelSpec,
+        Provider,
         Workload,
     )
 
@@ -102,7 +103,12 @@ def build(seed: int = 17) -> dict[str, int]:
         nodes = math.ceil(gpus / sku.gpus_per_node)
         clusters.append(
             Cluster(
-                slug=f"c{i:02d}-{template}", name=f"{template} {i}", sku=sku, nodes=nodes, provider="bench", team="t"
+                slug=f"c{i:02d}-{template}",
+                name=f"{template} {i}",
+                sku=sku,
+                nodes=nodes,
+                provider=Provider.objects.ensure("bench"),
+                team="t",
             )
         )
         plans.append(mine)

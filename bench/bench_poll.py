@@ -96,7 +96,7 @@ def setup_django(var_dir: str, sqlite_url: bool, log_level: str) -> str:
 
 def create_fleet(targets: list[tuple[str, str, bool]]) -> None:
     """One SKU, one cluster, one dense 8B model and a deployment per (url, model id, hangs)."""
-    from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
+    from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider
 
     if Deployment.objects.exists():
         raise SystemExit(
@@ -108,7 +108,8 @@ def create_fleet(targets: list[tuple[str, str, bool]]) -> None:
         hbm_bandwidth_tbps=3.35, bf16_tflops=989, fp8_tflops=1979, interconnect_gbps=900, gpus_per_node=8,
     )  # fmt: skip
     cluster = Cluster.objects.create(
-        slug="bench-pool", name="Bench pool", sku=sku, nodes=math.ceil(len(targets) / 8), provider="bench",
+        slug="bench-pool", name="Bench pool", sku=sku, nodes=math.ceil(len(targets) / 8),
+        provider=Provider.objects.ensure("bench"),
         region="local", team="bench",
     )  # fmt: skip
     model = ModelSpec.objects.create(

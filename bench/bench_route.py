@@ -68,7 +68,7 @@ def build(seed: int = 7) -> int:
     """The fleet: 100 deployments on 20 clusters, polled, a third corrected; returns the deployment count."""
     from django.utils import timezone
 
-    from fleet.models import ApiPrice, Cluster, Deployment, HardwareSku, ModelSpec
+    from fleet.models import ApiPrice, Cluster, Deployment, HardwareSku, ModelSpec, Provider
     from planner.corrections import serving_of
     from planner.models import SpeedCorrection
 
@@ -82,7 +82,12 @@ def build(seed: int = 7) -> int:
         sku_slug, nodes, recipes = TEMPLATES[template]
         sku = skus[sku_slug]
         cluster = Cluster.objects.create(
-            slug=f"c{i:02d}-{template}", name=f"{template} {i}", sku=sku, nodes=nodes, provider="bench", team="t"
+            slug=f"c{i:02d}-{template}",
+            name=f"{template} {i}",
+            sku=sku,
+            nodes=nodes,
+            provider=Provider.objects.ensure("bench"),
+            team="t",
         )
         for rank in range(PER_CLUSTER):
             model_slug, tp, pp, dp, ep, replicas, kv, max_len, engine = recipes[rank % len(recipes)]

@@ -22,6 +22,7 @@ from fleet.models import (
     HardwareSku,
     ModelSpec,
     OutboxMessage,
+    Provider,
     WorkerHeartbeat,
     Workload,
 )
@@ -33,6 +34,13 @@ class HardwareSkuAdmin(admin.ModelAdmin):
     list_filter = ("vendor",)
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
+
+
+@admin.register(Provider)
+class ProviderAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind")
+    list_filter = ("kind",)
+    search_fields = ("name",)
 
 
 @admin.register(Cluster)
@@ -49,8 +57,8 @@ class ClusterAdmin(admin.ModelAdmin):
         "status",
     )
     list_filter = ("status", "team", "provider", "sku")
-    list_select_related = ("sku",)
-    search_fields = ("name", "slug", "team")
+    list_select_related = ("sku", "provider")
+    search_fields = ("name", "slug", "team", "provider__name")
     prepopulated_fields = {"slug": ("name",)}
 
 
@@ -89,7 +97,7 @@ class DeploymentAdmin(admin.ModelAdmin):
 class GpuQuoteAdmin(admin.ModelAdmin):
     list_display = ("sku", "provider", "usd_per_gpu_hour", "pricing_kind", "quoted_on", "valid_until")
     list_filter = ("pricing_kind", "provider", "sku")
-    list_select_related = ("sku",)
+    list_select_related = ("sku", "provider")
     date_hierarchy = "quoted_on"
 
 

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Model
 
 from fleet.catalog.reference import model_row
-from fleet.models import ApiPrice, GpuQuote, HardwareSku, ModelSpec
+from fleet.models import ApiPrice, GpuQuote, HardwareSku, ModelSpec, Provider
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 
@@ -86,15 +86,27 @@ def load_catalog(directory: Path = CATALOG_DIR) -> LoadReport:
         slug = values.pop("slug")
         values["expert_weight_format"] = values.get("expert_weight_format") or ""
         report.count("models", _upsert(ModelSpec, {"slug": slug}, values, f"models.json[{i}] {slug}"))
+    for i, item in enumerate(_read("providers.json", directory)):
+        values = _fields(Provider, item)
+        name = values.pop("name")
+        found = Provider.objects.named(name)
+        if found is None:
+            report.count("providers", _upsert(Provider, {"name": name}, values, f"providers.json[{i}] {name}"))
+        else:
+            report.count("providers", _upsert(Provider, {"pk": found.pk}, values, f"providers.json[{i}] {name}"))
     skus = {s.slug: s for s in HardwareSku.objects.all()}
     for i, item in enumerate(_read("gpu_quotes.json", directory)):
         values = dict(item)
         sku_slug = values.pop("sku")
         if sku_slug not in skus:
             raise CatalogError(f"gpu_quotes.json[{i}]: unknown SKU {sku_slug!r}")
+        provider_name = values.pop("provider")
+        provider = None if provider_name is None else Provider.objects.named(provider_name)
+        if provider_name is not None and provider is None:
+            raise CatalogError(f"gpu_quotes.json[{i}]: provider {provider_name!r} is not in providers.json")
         lookup = {
             "sku": skus[sku_slug],
-            "provider": values.pop("provider"),
+            "provider": provider,
             "pricing_kind": values.pop("pricing_kind"),
             "quoted_on": values.pop("quoted_on"),
         }

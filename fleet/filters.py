@@ -19,7 +19,7 @@ class HardwareSkuFilter(filters.FilterSet):
 class ClusterFilter(filters.FilterSet):
     sku = filters.CharFilter(field_name="sku__slug")
     team = filters.CharFilter(lookup_expr="iexact")
-    provider = filters.CharFilter(lookup_expr="iexact")
+    provider = filters.CharFilter(field_name="provider__name", lookup_expr="iexact", help_text="The provider's name.")
     region = filters.CharFilter(lookup_expr="iexact")
 
     class Meta:
@@ -31,7 +31,7 @@ class DeploymentFilter(filters.FilterSet):
     cluster = filters.CharFilter(field_name="cluster__slug")
     model = filters.CharFilter(field_name="model__slug")
     team = filters.CharFilter(field_name="cluster__team", lookup_expr="iexact")
-    provider = filters.CharFilter(field_name="cluster__provider", lookup_expr="iexact")
+    provider = filters.CharFilter(field_name="cluster__provider__name", lookup_expr="iexact")
     sku = filters.CharFilter(field_name="cluster__sku__slug")
 
     class Meta:
@@ -41,7 +41,10 @@ class DeploymentFilter(filters.FilterSet):
 
 class GpuQuoteFilter(filters.FilterSet):
     sku = filters.CharFilter(field_name="sku__slug")
-    provider = filters.CharFilter(lookup_expr="iexact")
+    provider = filters.CharFilter(field_name="provider__name", lookup_expr="iexact", help_text="The provider's name.")
+    assumption = filters.BooleanFilter(
+        field_name="provider", lookup_expr="isnull", help_text="true: assumptions only (no provider issued them)."
+    )
     quoted_after = filters.DateFilter(field_name="quoted_on", lookup_expr="gte")
     quoted_before = filters.DateFilter(field_name="quoted_on", lookup_expr="lte")
     valid_on = filters.DateFilter(method="filter_valid_on", label="Quotes valid on this date (quoted, not expired)")
@@ -49,7 +52,16 @@ class GpuQuoteFilter(filters.FilterSet):
 
     class Meta:
         model = GpuQuote
-        fields = ["sku", "provider", "pricing_kind", "quoted_after", "quoted_before", "valid_on", "list_price"]
+        fields = [
+            "sku",
+            "provider",
+            "assumption",
+            "pricing_kind",
+            "quoted_after",
+            "quoted_before",
+            "valid_on",
+            "list_price",
+        ]
 
     def filter_valid_on(self, queryset, name, value):
         return queryset.valid_on(value)

@@ -13,7 +13,7 @@ from django.core.validators import MaxValueValidator
 from fleet import inputs, registration
 from fleet.errors import ConflictError, InputError
 from fleet.limits import MAX_CONCURRENCY, MAX_FIGURE, MAX_PRICE_USD, MAX_REQUESTS_PER_DAY, MAX_TOKENS
-from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
 from fleet.polling import display_url
 from planner.engine import WEIGHT_FORMATS, EngineInputError
 
@@ -22,7 +22,22 @@ from planner.engine import WEIGHT_FORMATS, EngineInputError
 MAX_CONFIG_BYTES = 2 * 1000 * 1000
 
 
+class ProviderChoiceField(forms.ModelChoiceField):
+    """A provider picked from the list of records, by name (the page's values read as names)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("queryset", Provider.objects.order_by("name"))
+        super().__init__(to_field_name="name", **kwargs)
+
+    def label_from_instance(self, obj: Provider) -> str:
+        return f"{obj.name} ({obj.get_kind_display()})"
+
+
 class ClusterForm(forms.ModelForm):
+    provider = ProviderChoiceField(
+        help_text="Who rents or runs it: its price in force is this provider's quote for the SKU (else its "
+        "public list price). A provider not listed is added on the providers list first."
+    )
     effective_from = forms.DateField(
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
@@ -297,6 +312,13 @@ DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
 
 class GpuQuoteForm(BoundedModelForm):
     """A new dated GPU quote (a changed price is a new row: ``fleet.prices``)."""
+
+    provider = ProviderChoiceField(
+        required=False,
+        empty_label="(none: an assumption, never in force)",
+        help_text="Who quoted it. None: an assumption no provider issued: it is never the price in force, "
+        "though a comparison may pick it.",
+    )
 
     class Meta:
         model = GpuQuote

@@ -37,11 +37,12 @@ MODELS: tuple[str, ...] = (
     "workerheartbeat",
     "outboxmessage",
     "capacitysnapshot",
+    "provider",
 )
-#: Records the platform team writes.
-INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload")
-#: Records finance writes.
-PRICING: tuple[str, ...] = ("gpuquote", "apiprice")
+#: Records the platform team writes (a cluster names its provider: platform may add one).
+INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload", "provider")
+#: Records finance writes (a quote names its provider: finance may add one).
+PRICING: tuple[str, ...] = ("gpuquote", "apiprice", "provider")
 #: Declared in ``Deployment.Meta.permissions``: ``POST /api/v1/deployments/<slug>/poll/``.
 POLL = "poll_deployment"
 
@@ -57,10 +58,12 @@ WRITE = ("add", "change", "delete")
 
 def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
     view_all = codenames(["view"], models)
+    pricing = [m for m in PRICING if m in models]
+    inventory = [m for m in INVENTORY if m in models]
     return {
         "viewer": view_all,
-        "finance": view_all | codenames(WRITE, PRICING),
-        "platform": view_all | codenames(WRITE, INVENTORY) | {POLL},
+        "finance": view_all | codenames(WRITE, pricing),
+        "platform": view_all | codenames(WRITE, inventory) | {POLL},
         "admin": codenames(["view", *WRITE], models) | {POLL},
     }
 
@@ -68,10 +71,12 @@ def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
 VIEW_ALL = codenames(["view"], MODELS)
 #: The table as migration 0002 applied it, before the outbox existed (0007 applies ``GRANTS``).
 GRANTS_0002: dict[str, frozenset[str]] = _table(
-    tuple(m for m in MODELS if m not in ("outboxmessage", "capacitysnapshot"))
+    tuple(m for m in MODELS if m not in ("outboxmessage", "capacitysnapshot", "provider"))
 )
 #: The table as migration 0007 applied it, before capacity snapshots existed (0014 applies ``GRANTS``).
-GRANTS_0007: dict[str, frozenset[str]] = _table(tuple(m for m in MODELS if m != "capacitysnapshot"))
+GRANTS_0007: dict[str, frozenset[str]] = _table(tuple(m for m in MODELS if m not in ("capacitysnapshot", "provider")))
+#: The table as migration 0014 applied it, before providers were records (0017 applies ``GRANTS``).
+GRANTS_0014: dict[str, frozenset[str]] = _table(tuple(m for m in MODELS if m != "provider"))
 #: role -> fleet permission codenames.
 GRANTS: dict[str, frozenset[str]] = _table(MODELS)
 

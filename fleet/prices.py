@@ -1,4 +1,6 @@
-"""The price book and catalogue as the pages manage them: which GPU quote and API price is in force,
+"""The price book and catalogue as the pages manage them: the price in force of a cluster or a SKU
+(``PriceBook``: the quotes read once, the engine's one rule ``planner.engine.price_in_force`` asked
+of them), each quote's status, which API price is current,
 the initial values of a new dated row that supersedes an old one, and deleting a record other
 records depend on (refused, naming them).
 
@@ -11,6 +13,7 @@ mistaken row may be deleted (the deletion is on the audit trail).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -19,6 +22,7 @@ from django.db.models import Model, ProtectedError, QuerySet, RestrictedError
 
 from fleet.errors import InputError
 from fleet.models import ApiPrice, GpuQuote
+from planner.engine import PRICING_KINDS, PriceInForce, Quote, next_quote_change, price_in_force, superseded
 
 #: A slug's date suffix (``kimi-k3-api-2026-12-01``): replaced, not stacked, by the next price's.
 DATED_SLUG = re.compile(r"-\d{4}-\d{2}-\d{2}$")
@@ -26,14 +30,91 @@ DATED_SLUG = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 NAMED_BLOCKERS = 5
 
 
+class PriceBook:
+    """GPU quotes read once (one query) and the price in force asked of them by the engine's rule.
+
+    Every page, API view, export, plan, breakeven, review, spend report and ``/metrics`` prices GPUs
+    through this: SQL only prefilters (SKUs, kind, quoted on or before the last day asked).
+    """
+
+    def __init__(self, quotes: list[Quote], sku_ids: Iterable[int] | None = None) -> None:
+        self.quotes = quotes
+        #: The SKU ids whose quotes were read (None: every SKU's).
+        self.sku_ids = None if sku_ids is None else frozenset(sku_ids)
+        self._by_sku: dict[str, list[Quote]] = {}
+        self._by_id = {q.id: q for q in quotes}
+        for q in quotes:
+            self._by_sku.setdefault(q.sku, []).append(q)
+
+    @classmethod
+    def load(
+        cls, skus: Iterable[int] | None = None, *, until: date | None = None, kind: str | None = None
+    ) -> PriceBook:
+        """The quotes of the SKU ids ``skus`` (None: every SKU), quoted on or before ``until`` (None:
+        any day), of ``kind`` (None: every kind)."""
+        rows = GpuQuote.objects.all()
+        if skus is not None:
+            skus = list(skus)
+            rows = rows.filter(sku_id__in=skus)
+        if until is not None:
+            rows = rows.filter(quoted_on__lte=until)
+        if kind is not None:
+            rows = rows.filter(pricing_kind=kind)
+        return cls(rows.as_quotes(), skus)
+
+    def covers(self, sku_id: int) -> bool:
+        """Whether the book read the quotes of SKU id ``sku_id``."""
+        return self.sku_ids is None or sku_id in self.sku_ids
+
+    def of_sku(self, sku: str) -> list[Quote]:
+        """Every quote of the SKU slug ``sku`` the book holds."""
+        return self._by_sku.get(sku, [])
+
+    def quote(self, quote_id: int) -> Quote | None:
+        return self._by_id.get(quote_id)
+
+    def for_cluster(self, sku: str, provider: str, on: date, kind: str = "on-demand") -> PriceInForce | None:
+        """The price in force for a cluster of SKU slug ``sku`` at ``provider`` (name) on ``on``; None:
+        unpriced that day."""
+        return price_in_force(self.of_sku(sku), on, sku=sku, provider=provider, kind=kind)
+
+    def for_deployment(self, deployment: Any, on: date, kind: str = "on-demand") -> PriceInForce | None:
+        """The price in force for ``deployment``'s cluster (select_related ``cluster__sku`` and
+        ``cluster__provider``)."""
+        cluster = deployment.cluster
+        return self.for_cluster(cluster.sku.slug, cluster.provider.name, on, kind)
+
+    def for_sku(self, sku: str, on: date, kind: str = "on-demand") -> PriceInForce | None:
+        """The price in force for the SKU slug ``sku`` alone on ``on`` (cheapest own quote, else the
+        cheapest list price); None: unpriced."""
+        return price_in_force(self.of_sku(sku), on, sku=sku, kind=kind)
+
+    def next_change(self, sku: str, on: date) -> date | None:
+        """The first day after ``on`` on which ``sku``'s price in force may change."""
+        return next_quote_change(self.of_sku(sku), on, sku=sku)
+
+
+def price_of_cluster(cluster: Any, on: date, kind: str = "on-demand") -> PriceInForce | None:
+    """One cluster's price in force on ``on`` (one query)."""
+    return PriceBook.load([cluster.sku_id], until=on, kind=kind).for_cluster(
+        cluster.sku.slug, cluster.provider.name, on, kind
+    )
+
+
+def price_of_sku(sku: Any, on: date, kind: str = "on-demand") -> PriceInForce | None:
+    """One SKU's price in force on ``on`` (one query)."""
+    return PriceBook.load([sku.pk], until=on, kind=kind).for_sku(sku.slug, on, kind)
+
+
 @dataclass(frozen=True)
 class QuoteRow:
     """One GPU quote as the quotes page lists it.
 
-    ``status``: ``price`` (the SKU's price in force for its kind: the cheapest of the fleet's own
-    quotes in force), ``in-force`` (in force, not the cheapest), ``list-price`` (a public list price
-    in force: shown for comparison), ``superseded`` (a newer quote of the same provider and kind),
-    ``expired`` (``valid_until`` passed), ``future`` (quoted after the day shown).
+    ``status``: ``price`` (the SKU's price in force for its kind), ``in-force`` (in force: it prices
+    the clusters at its provider, not the SKU alone), ``list-price`` (a public list price in force, not
+    the SKU's price), ``assumption`` (no provider issued it: never in force), ``superseded`` (a newer
+    quote of the same provider and kind), ``expired`` (``valid_until`` passed), ``future`` (quoted
+    after the day shown).
     """
 
     quote: GpuQuote
@@ -45,46 +126,45 @@ class QuoteRow:
             "price": "price in force",
             "in-force": "in force",
             "list-price": "list price",
+            "assumption": "assumption: never in force",
             "superseded": "superseded",
             "expired": "expired",
             "future": f"from {self.quote.quoted_on.isoformat()}",
         }[self.status]
 
+    @property
+    def in_force(self) -> bool:
+        """In force on the day shown (it prices the clusters at its provider, or the SKU)."""
+        return self.status in ("price", "in-force", "list-price")
+
 
 def quote_rows(quotes: QuerySet[GpuQuote], on: date) -> list[QuoteRow]:
     """``quotes`` (any filter of ``GpuQuote``), each with its status on ``on``; two queries."""
-    quotes = list(quotes.select_related("sku"))
-    in_force = {q.pk: q for q in GpuQuote.objects.in_force_on(on).filter(pk__in=[q.pk for q in quotes])}
-    price_ids = {q.pk for q in prices_in_force(in_force.values()).values()}
-    rows = []
-    for q in quotes:
-        if q.pk in price_ids:
+    rows = list(quotes.select_related("sku", "provider"))
+    book = PriceBook.load({q.sku_id for q in rows}, until=on)
+    gone = superseded(book.quotes, on)
+    prices = {
+        p.quote.id
+        for sku in {q.sku.slug for q in rows}
+        for kind in PRICING_KINDS
+        if (p := book.for_sku(sku, on, kind)) is not None
+    }
+    out = []
+    for q in rows:
+        if q.provider_id is None:
+            status = "assumption"
+        elif q.pk in prices:
             status = "price"
-        elif q.pk in in_force:
-            status = "list-price" if q.list_price else "in-force"
         elif q.quoted_on > on:
             status = "future"
         elif q.valid_until is not None and q.valid_until < on:
             status = "expired"
-        else:
+        elif q.pk in gone:
             status = "superseded"
-        rows.append(QuoteRow(q, status))
-    return rows
-
-
-def prices_in_force(in_force: Any) -> dict[tuple[int, str], GpuQuote]:
-    """Per (SKU id, pricing kind), the price in force among quotes already in force: the cheapest of
-    the fleet's own (then the latest, then the provider), as ``GpuQuoteQuerySet.cheapest`` orders them."""
-    best: dict[tuple[int, str], GpuQuote] = {}
-    for q in in_force:
-        if q.list_price:
-            continue
-        key = (q.sku_id, q.pricing_kind)
-        rank = (q.usd_per_gpu_hour, -q.quoted_on.toordinal(), q.provider)
-        held = best.get(key)
-        if held is None or rank < (held.usd_per_gpu_hour, -held.quoted_on.toordinal(), held.provider):
-            best[key] = q
-    return best
+        else:
+            status = "list-price" if q.list_price else "in-force"
+        out.append(QuoteRow(q, status))
+    return out
 
 
 def superseding_quote(previous: GpuQuote, on: date) -> dict[str, Any]:

@@ -166,7 +166,7 @@ def _quote_changed(sender: Any, instance: GpuQuote, raw: bool = False, **kw: Any
         return
     ids = list(Deployment.objects.filter(cluster__sku_id=instance.sku_id).values_list("pk", flat=True))
     sku = HardwareSku.objects.filter(pk=instance.sku_id).values_list("slug", flat=True).first()
-    what = f"GPU quote {instance.provider} {instance.pricing_kind} for {sku}"
+    what = f"GPU quote {instance.provider or 'assumption'} {instance.pricing_kind} for {sku}"
     _refresh(ids, _decided(sku=sku) if sku else set(), f"{what} changed")
 
 

@@ -2,9 +2,12 @@
 cost engine.
 
 Used by ``POST /api/v1/breakeven/``, by recorded decisions (``planner.decisions``, which freeze
-``snapshot``), and by the rent-vs-API page. Prices come either inline or from records: the GPU quote in force for a
-SKU on a date, and an ``ApiPrice`` by slug; either way the response says which prices, with
-their dates, it used.
+``snapshot``), and by the rent-vs-API page. Prices come either inline or from records: the GPU price
+in force on a date (``fleet.prices.PriceBook``: a deployment's cluster's provider's quote, else its
+list price; a SKU alone: the cheapest quote, else the cheapest list price), or a quote a person
+picked by id (``gpu_quote``: the seeds' assumption, say, which is never in force), and an
+``ApiPrice`` by slug; either way the response says which prices, with their dates and basis, it
+used.
 """
 
 from __future__ import annotations
@@ -19,19 +22,19 @@ from typing import Any
 from django.utils import timezone
 
 from fleet.errors import InputError
-from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models import ApiPrice, Deployment, HardwareSku, ModelSpec, Workload
 from fleet.models.base import find_by_slug
+from fleet.prices import PriceBook
 from planner.corrections import corrected_throughput, deployment_throughput, latest_for_many
 from planner.engine import (
     GIB,
     PRICING_KINDS,
     Layout,
-    Quote,
+    PriceInForce,
     ThroughputResult,
     blended_input_usd_per_mtok,
     breakeven,
     estimate,
-    quote_in_force,
     size,
     unit_economics,
     weights_bytes,
@@ -45,7 +48,8 @@ PRICE_FIELDS = ApiPrice.PRICES
 @dataclass(frozen=True)
 class BreakevenRequest:
     """A rent-versus-API comparison. Records by slug; ``None`` means "not given". Either an inline
-    rate (``usd_per_gpu_hour``) or a ``sku`` whose quote in force on ``on`` is used; either an
+    rate (``usd_per_gpu_hour``), or the price in force on ``on`` (of the ``deployment``'s cluster, or of a
+    ``sku``), or a GPU quote a person picked (``gpu_quote``, an id: priced on it, said so); either an
     ``api_price`` slug or the three inline prices; monthly tokens inline or from a ``workload``;
     a ``deployment`` fills GPUs, SKU, model and (throughput model, with the deployment's live speed
     correction when there is one: ``figures["calibrated"]``) the capacity. Money is Decimal
@@ -54,6 +58,7 @@ class BreakevenRequest:
     gpus: int | None = None
     usd_per_gpu_hour: Decimal | None = None
     sku: str | None = None
+    gpu_quote: int | None = None
     on: date | None = None
     pricing_kind: str = "on-demand"
     hours_per_day: Decimal = Decimal(24)
@@ -99,15 +104,15 @@ class Resolved:
 class Preloaded:
     """Records read once for many comparisons (a worker's batch, ``planner.reviews``): ``compare`` takes a
     record from here when its slug is in it, and reads the database only for the others. Deployments
-    with their cluster, SKU, model and workload; API prices with their model; each SKU's GPU quotes (every
-    kind, as the engine's ``Quote``); each deployment's usable live speed correction (absent: none)."""
+    with their cluster, SKU, provider, model and workload; API prices with their model; the SKUs' GPU
+    quotes (every kind: a ``PriceBook``); each deployment's usable live speed correction (absent: none)."""
 
     deployments: Mapping[str, Deployment] = field(default_factory=dict)
     api_prices: Mapping[str, ApiPrice] = field(default_factory=dict)
     workloads: Mapping[str, Workload] = field(default_factory=dict)
     skus: Mapping[str, HardwareSku] = field(default_factory=dict)
     models: Mapping[str, ModelSpec] = field(default_factory=dict)
-    quotes: Mapping[str, list[Quote]] = field(default_factory=dict)
+    book: PriceBook | None = None
     corrections: Mapping[int, Any] = field(default_factory=dict)
 
     @classmethod
@@ -124,23 +129,18 @@ class Preloaded:
         however many slugs."""
         found = list(
             Deployment.objects.filter(slug__in=set(deployments))
-            .select_related("cluster__sku", "model", "workload")
+            .select_related("cluster__sku", "cluster__provider", "model", "workload")
             .defer("api_key_encrypted")
         )
         sku_rows = {s.slug: s for s in HardwareSku.objects.filter(slug__in=set(skus))}
         sku_ids = {d.cluster.sku_id for d in found} | {s.pk for s in sku_rows.values()}
-        quotes: dict[str, list[Quote]] = {}
-        for q in GpuQuote.objects.filter(sku_id__in=sku_ids).select_related("sku"):
-            quotes.setdefault(q.sku.slug, []).append(Quote.from_record(q, sku=q.sku.slug))
-        for sku_slug in {d.cluster.sku.slug for d in found} | set(sku_rows):
-            quotes.setdefault(sku_slug, [])
         return cls(
             deployments={d.slug: d for d in found},
             api_prices={a.slug: a for a in ApiPrice.objects.filter(slug__in=set(api_prices)).select_related("model")},
             workloads={w.slug: w for w in Workload.objects.filter(slug__in=set(workloads))},
             skus=sku_rows,
             models={m.slug: m for m in ModelSpec.objects.filter(slug__in=set(models))},
-            quotes=quotes,
+            book=PriceBook.load(sku_ids),
             corrections=latest_for_many(found),
         )
 
@@ -161,7 +161,8 @@ def resolve(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Re
         errors["pricing_kind"] = [f"Use one of {', '.join(PRICING_KINDS)}."]
     p = preloaded
     deployment = _lookup(
-        p and p.deployments, Deployment.objects.select_related("cluster__sku", "model"), request.deployment,
+        p and p.deployments, Deployment.objects.select_related("cluster__sku", "cluster__provider", "model"),
+        request.deployment,
         "deployment", errors,
     )  # fmt: skip
     sku = _lookup(p and p.skus, HardwareSku.objects, request.sku, "sku", errors)
@@ -176,10 +177,12 @@ def resolve(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Re
         model = model or deployment.model
     if gpus is None and "deployment" not in errors:
         errors["gpus"] = ["Give the number of GPUs, or a deployment."]
+    if request.usd_per_gpu_hour is not None and request.gpu_quote is not None:
+        errors["gpu_quote"] = ["Give either an inline rate or a GPU quote to price on, not both."]
     if request.usd_per_gpu_hour is not None and request.sku is not None and request.deployment is None:
-        errors["usd_per_gpu_hour"] = ["Give either an inline rate or a SKU (its quote in force), not both."]
+        errors["usd_per_gpu_hour"] = ["Give either an inline rate or a SKU (its price in force), not both."]
     elif request.usd_per_gpu_hour is None and sku is None and "sku" not in errors and "deployment" not in errors:
-        errors["usd_per_gpu_hour"] = ["Give an inline rate or a SKU whose quote in force is used."]
+        errors["usd_per_gpu_hour"] = ["Give an inline rate, a deployment or a SKU whose price in force is used."]
     inline = [name for name in PRICE_FIELDS if getattr(request, name) is not None]
     if request.api_price is not None and inline:
         errors["api_price"] = ["Give either an API price slug or inline prices, not both."]
@@ -210,18 +213,40 @@ class Breakeven:
         }
 
 
-def _quote_in_force(sku: HardwareSku, on: date, kind: str, preloaded: Preloaded | None = None) -> Quote:
-    if preloaded is not None and sku.slug in preloaded.quotes:
-        # The engine's rule on the preloaded rows: what GpuQuote.objects.in_force(...).cheapest() selects in
-        # SQL (tests/test_quotes_in_force.py checks the two agree).
-        quote = quote_in_force(preloaded.quotes[sku.slug], on, kind, sku=sku.slug)
-    else:
-        quote = GpuQuote.objects.in_force(sku, on).cheapest(kind)
-    if quote is None:
+def gpu_price(request: BreakevenRequest, r: Resolved, on: date, preloaded: Preloaded | None = None) -> PriceInForce:
+    """The GPU price a comparison uses: the quote a person picked (``gpu_quote``), else the price in
+    force on ``on`` of the deployment's cluster, else of the SKU alone (InputError when unpriced)."""
+    kind = request.pricing_kind
+    sku = r.sku
+    book = preloaded.book if preloaded is not None else None
+    if book is None or not book.covers(sku.pk):
+        book = PriceBook.load([sku.pk])
+    if request.gpu_quote is not None:
+        picked = book.quote(request.gpu_quote)
+        if picked is None or picked.sku != sku.slug:
+            raise InputError.single("gpu_quote", f"No GPU quote {request.gpu_quote} of {sku.slug}.")
+        if not picked.in_force(on):
+            raise InputError.single("gpu_quote", f"GPU quote {request.gpu_quote} is not valid on {on.isoformat()}.")
+        return PriceInForce(picked)
+    deployment = r.deployment
+    if deployment is not None and deployment.cluster.sku_id == sku.pk:
+        price = book.for_deployment(deployment, on, kind)
+        if price is None:
+            provider = deployment.cluster.provider.name
+            raise InputError.single(
+                "deployment",
+                f"{deployment.slug}'s cluster is unpriced on {on.isoformat()}: {provider} has no {kind} quote or "
+                f"public list price for {sku.slug}. Add {provider}'s quote, give a rate or pick a quote.",
+            )
+        return price
+    price = book.for_sku(sku.slug, on, kind)
+    if price is None:
         raise InputError.single(
-            "sku", f"No {kind} quote for {sku.slug} is in force on {on.isoformat()}; add one or give a rate."
+            "sku",
+            f"{sku.slug} is unpriced on {on.isoformat()}: no provider's {kind} quote or public list price is in force. "
+            "Add one, give a rate or pick a quote.",
         )
-    return quote
+    return price
 
 
 #: The figures a decision freezes from each record it was made on.
@@ -284,12 +309,14 @@ def compare(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Br
     r = resolve(request, preloaded)
     on = request.on or timezone.now().date()
     quotes_used: list[dict[str, Any]] = []
+    price_note = None
     if request.usd_per_gpu_hour is not None:
         rate = request.usd_per_gpu_hour
     else:
-        quote = _quote_in_force(r.sku, on, request.pricing_kind, preloaded)
-        rate = quote.usd_per_gpu_hour
-        quotes_used.append(quote.to_dict())
+        price = gpu_price(request, r, on, preloaded)
+        rate = price.usd_per_gpu_hour
+        quotes_used.append({**price.quote.to_dict(), "basis": price.basis})
+        price_note = price.note
     api = r.api_price
     prices = {name: getattr(api, name) if api else getattr(request, name) for name in PRICE_FIELDS}
     workload = r.workload
@@ -400,6 +427,9 @@ def compare(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Br
         "throughput": _throughput_snapshot(speed, speed_model, r.sku, deployment),
     }
     figures = result.to_dict()
+    if price_note:
+        figures["assumptions"].insert(0, price_note)
+    figures["price_basis"] = quotes_used[0]["basis"] if quotes_used else "inline"
     if throughput_note:
         figures["assumptions"].append(throughput_note)
     figures["memory_deficit_gib_per_gpu"] = deficit / GIB if deficit else None

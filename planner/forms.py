@@ -13,7 +13,7 @@ from django import forms
 
 from fleet.errors import InputError
 from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_SLO_MS, MAX_TOKENS
-from fleet.models import ApiPrice, Deployment, HardwareSku, ModelSpec, Workload
+from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.tables import Column, TableForm
 from planner.breakeven import BreakevenRequest
 from planner.calibrations import CalibrationRequest
@@ -183,7 +183,15 @@ class RentVsApiForm(forms.Form):
     workload = forms.ChoiceField(required=False)
     deployment = forms.ChoiceField(label="Deployment (capacity from the throughput model)", required=False)
     gpus = forms.IntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())
-    sku = forms.ChoiceField(label="SKU (quote in force)", required=False)
+    sku = forms.ChoiceField(label="SKU (price in force)", required=False)
+    gpu_quote = forms.TypedChoiceField(
+        label="GPU price",
+        coerce=int,
+        required=False,
+        empty_value=None,
+        help_text="Blank: the price in force (the deployment's cluster's provider, else the SKU's cheapest). Pick a "
+        "quote to compare on it instead, e.g. the seeds' assumption, which is never in force.",
+    )
     hours_per_day = forms.DecimalField(
         label="Hours a day",
         min_value=Decimal("0.5"),
@@ -211,6 +219,17 @@ class RentVsApiForm(forms.Form):
         )
         prices = ApiPrice.objects.values_list("slug", "provider", "model_name", "quoted_on")
         self.fields["api_price"].choices = [(s, f"{p} {m} ({on:%Y-%m-%d})") for s, p, m, on in prices]
+        quotes = GpuQuote.objects.order_by("sku__name", "provider__name", "-quoted_on").values_list(
+            "pk", "sku__name", "provider__name", "list_price", "usd_per_gpu_hour", "quoted_on"
+        )
+        self.fields["gpu_quote"].choices = _blank(
+            [
+                (pk, f"{sku}: {provider or 'assumption (no provider)'}{' list' if listed else ''} "
+                 f"{usd.normalize():f} USD/GPU-h ({on:%Y-%m-%d})")
+                for pk, sku, provider, listed, usd, on in quotes
+            ],
+            "(the price in force)",
+        )  # fmt: skip
 
     @classmethod
     def starting_inputs(cls, given: dict[str, str]) -> dict[str, str]:
@@ -368,12 +387,14 @@ class FleetTableForm(TableForm):
     columns = (
         Column("name", "Name", ("name", "slug")),
         Column("team", "Team", ("team", "name")),
-        Column("provider", "Provider", ("provider", "name")),
+        Column("provider", "Provider", ("provider__name", "name")),
         Column("sku", "SKU", ("sku__name", "name")),
         Column("status", "Status", ("status", "name")),
     )
     default_sort = "name"
-    search_fields = ("name", "slug", "team", "provider", "sku__name", "deployments__slug", "deployments__model__name")
+    search_fields = (
+        "name", "slug", "team", "provider__name", "sku__name", "deployments__slug", "deployments__model__name"
+    )  # fmt: skip
     search_distinct = True
 
 

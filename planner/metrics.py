@@ -168,10 +168,10 @@ def deployment_figures(deployments: list[Deployment], now: datetime) -> list[Dep
 def cluster_figures(now: datetime) -> tuple[list[ClusterFigures], str]:
     """GPUs of every cluster, and each one's spend this month through today (one error for all when
     the month cannot be priced, e.g. a day without any quote: the spend figures are then left out)."""
-    clusters = list(Cluster.objects.select_related("sku").order_by("slug"))
+    clusters = list(Cluster.objects.select_related("sku", "provider").order_by("slug"))
     rows = {
         c.slug: ClusterFigures(
-            labels={"cluster": c.slug, "sku": c.sku.slug, "team": c.team, "provider": c.provider},
+            labels={"cluster": c.slug, "sku": c.sku.slug, "team": c.team, "provider": c.provider.name},
             gpus=c.total_gpus,
             status=c.status,
         )

@@ -23,9 +23,18 @@ from django.utils import timezone
 
 from fleet import outbox
 from fleet.errors import InputError
-from fleet.models import GpuQuote, HardwareSku, ModelSpec, OutboxMessage, Workload
+from fleet.models import HardwareSku, ModelSpec, OutboxMessage, Workload
 from fleet.models.base import find_by_slug
-from planner.engine import MODES, EngineInputError, SearchCancelled, SkuOffer, search
+from fleet.prices import PriceBook
+from planner.engine import (
+    DEFAULT_PRICING_KIND,
+    MODES,
+    EngineInputError,
+    SearchCancelled,
+    SkuOffer,
+    price_in_force,
+    search,
+)
 from planner.engine import Workload as SearchWorkload
 from planner.models import Plan
 
@@ -40,11 +49,12 @@ MAX_PROGRESS_LOG = 40
 PLAN_KV_CACHE_DTYPES: tuple[str, ...] = ("bf16", "fp8")
 #: Nodes per SKU a plan may search up to (the search's cost grows with it; docs/layouts.md).
 MAX_NODES_LIMIT = 32
-#: Which prices a plan ranks by: the fleet's own quotes (the price in force: the seeds' 2.50 USD
-#: assumption unless finance added others), or the cheapest public list price in force per SKU
-#: (the catalogue's dated provider price lists; fleet/catalog/README.md).
+#: Which prices a plan ranks by: each SKU's price in force (``planner.engine.price_in_force``: the
+#: cheapest provider's quote to the fleet, else the cheapest public list price; assumptions never),
+#: or the cheapest public list price in force per SKU (the catalogue's dated provider price lists;
+#: fleet/catalog/README.md). SKUs without one are skipped and named.
 PRICE_BASES: dict[str, str] = {
-    "fleet": "the fleet's own quotes (the price in force)",
+    "fleet": "each SKU's price in force (a provider's quote to the fleet, else the cheapest public list price)",
     "list": "the cheapest public list price in force (providers' published on-demand prices)",
 }
 
@@ -85,13 +95,18 @@ def price_offers(
     """The on-demand quote in force for each SKU on ``on`` on the price ``basis`` (``PRICE_BASES``);
     SKUs without one are returned apart."""
     priced, prices, missing = [], {}, []
+    book = PriceBook.load([s.pk for s in skus], until=on, kind=DEFAULT_PRICING_KIND)
     for sku in skus:
-        quote = GpuQuote.objects.in_force(sku, on).cheapest(list_prices=basis == "list")
-        if quote is None:
+        if basis == "list":
+            listed = [q for q in book.of_sku(sku.slug) if q.list_price]
+            price = price_in_force(listed, on, sku=sku.slug, kind=DEFAULT_PRICING_KIND)
+        else:
+            price = book.for_sku(sku.slug, on, DEFAULT_PRICING_KIND)
+        if price is None:
             missing.append(sku.slug)
             continue
         priced.append(sku)
-        prices[sku.slug] = quote.to_dict()
+        prices[sku.slug] = {**price.quote.to_dict(), "basis": price.basis}
     return priced, prices, missing
 
 
@@ -108,7 +123,7 @@ def create_plan(request: PlanRequest, user: Any) -> Plan:
         raise InputError(errors)
     on = request.on or timezone.now().date()
     priced, prices, missing = price_offers(skus, on, request.price_basis)
-    kind = "public on-demand list price" if request.price_basis == "list" else "on-demand quote"
+    kind = "public on-demand list price" if request.price_basis == "list" else "on-demand price"
     if request.skus and missing:
         raise InputError.single("skus", f"No {kind} in force on {on.isoformat()} for: {', '.join(missing)}.")
     if not priced:

@@ -32,25 +32,26 @@ from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS, InputError
 from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec
+from fleet.prices import PriceBook
 from planner.corrections import corrected_throughput, latest_for_many
 from planner.corrections import to_engine as correction_to_engine
 from planner.engine import (
+    DEFAULT_PRICING_KIND,
     Accelerator,
     ApiCandidate,
     DeploymentCandidate,
     ModelArch,
-    Quote,
+    PriceInForce,
     RequestClass,
     RouteResult,
     Serving,
-    quote_in_force,
     rank,
     stale_limit_s,
 )
 from planner.models import SpeedCorrection
 
-#: The pricing kind a deployment's GPU-hours are priced at (rent vs API's and /metrics' default).
-PRICING_KIND = "on-demand"
+#: The pricing kind a deployment's GPU-hours are priced at (the engine's one default).
+PRICING_KIND = DEFAULT_PRICING_KIND
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ ROUTE_FIELDS = (
     "last_polled",
     "last_metrics",
     "cluster__slug",
+    "cluster__provider__name",
     "cluster__sku__slug",
     "cluster__sku__name",
     *(f"cluster__sku__{name}" for name in HardwareSku.FIGURES),
@@ -90,7 +92,7 @@ def _deployments() -> list[Deployment]:
     """Enabled deployments with the columns ranking reads (one query; never the API key)."""
     return list(
         Deployment.objects.filter(enabled=True)
-        .select_related("cluster__sku", "model")
+        .select_related("cluster__sku", "cluster__provider", "model")
         .only(*ROUTE_FIELDS)
         .order_by("slug")
     )
@@ -101,18 +103,17 @@ def _export_deployments() -> list[Deployment]:
     return list(
         Deployment.objects.filter(enabled=True)
         .exclude(base_url="")
-        .select_related("cluster__sku", "model", "workload")
+        .select_related("cluster__sku", "cluster__provider", "model", "workload")
         .defer("api_key_encrypted", "model__source", "model__assumptions", "cluster__sku__source")
         .order_by("slug")
     )
 
 
-def _quotes(now: datetime) -> dict[str, Quote | None]:
-    """SKU slug -> the cheapest on-demand quote in force today (one query), as /metrics prices it."""
+def _prices(deployments: list[Deployment], now: datetime) -> dict[int, PriceInForce | None]:
+    """Deployment id -> its cluster's on-demand price in force today (one query), as every page prices it."""
     today = now.date()
-    rows = GpuQuote.objects.filter(quoted_on__lte=today, pricing_kind=PRICING_KIND).select_related("sku")
-    quotes = [Quote.from_record(q, sku=q.sku.slug) for q in rows]
-    return {sku: quote_in_force(quotes, today, PRICING_KIND, sku=sku) for sku in {q.sku for q in quotes}}
+    book = PriceBook.load({d.cluster.sku_id for d in deployments}, until=today, kind=PRICING_KIND)
+    return {d.pk: book.for_deployment(d, today, PRICING_KIND) for d in deployments}
 
 
 def api_prices_in_force(now: datetime) -> list[ApiPrice]:
@@ -143,7 +144,7 @@ def _metric(metrics: dict[str, Any], name: str) -> float | None:
 def deployment_candidates(deployments: list[Deployment], now: datetime) -> list[DeploymentCandidate]:
     """The engine's view of each deployment (two queries: speed corrections and quotes)."""
     corrections = latest_for_many(deployments, now)
-    quotes = _quotes(now)
+    prices = _prices(deployments, now)
     models: dict[int, ModelArch | None] = {}
     skus: dict[int, Accelerator] = {}
     intervals = float(settings.ROUTE_STALE_POLL_INTERVALS)
@@ -177,7 +178,7 @@ def deployment_candidates(deployments: list[Deployment], now: datetime) -> list[
             correction_age_s=None if fit is None else max(0.0, (now - fit.fitted_at).total_seconds()),
         )
         metrics = d.last_metrics or {}
-        quote = quotes.get(sku.slug)
+        quote = prices.get(d.pk)
         out.append(
             DeploymentCandidate(
                 slug=d.slug,
@@ -330,7 +331,7 @@ def _per_token(usd_per_mtok: Any) -> float:
     return float(usd_per_mtok) / 1e6
 
 
-def _deployment_entry(d: Deployment, quote: Quote | None, correction: Any, now: datetime) -> dict[str, Any]:
+def _deployment_entry(d: Deployment, quote: PriceInForce | None, correction: Any, now: datetime) -> dict[str, Any]:
     """One deployment as a LiteLLM ``model_list`` entry (docs/routing.md, "LiteLLM")."""
     params: dict[str, Any] = {
         "model": f"openai/{d.served_model_id or d.model.slug}",
@@ -400,7 +401,7 @@ def litellm_model_list(now: datetime | None = None) -> dict[str, Any]:
     now = now or timezone.now()
     deployments = _export_deployments()
     corrections = latest_for_many(deployments, now)
-    quotes = _quotes(now)
-    entries = [_deployment_entry(d, quotes.get(d.cluster.sku.slug), corrections.get(d.pk), now) for d in deployments]
+    prices = _prices(deployments, now)
+    entries = [_deployment_entry(d, prices.get(d.pk), corrections.get(d.pk), now) for d in deployments]
     entries += [_api_entry(p) for p in api_prices_in_force(now)]
     return {"model_list": entries}

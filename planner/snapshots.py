@@ -36,11 +36,12 @@ from django.utils import timezone
 
 from fleet import outbox
 from fleet.errors import FIELD_ERRORS
-from fleet.models import CapacitySnapshot, Deployment, GpuQuote, OutboxMessage
+from fleet.models import CapacitySnapshot, Deployment, OutboxMessage
 from fleet.models.snapshots import input_versions, settle_stale_mark, versions_key
+from fleet.prices import PriceBook
 from planner.breakeven import deployment_output_rate
 from planner.corrections import calibration_of, corrected_throughput, estimate_for, latest_for_many, to_engine
-from planner.engine import Quote, apply_correction, next_quote_change, quote_in_force, unit_economics
+from planner.engine import DEFAULT_PRICING_KIND, PriceInForce, apply_correction, unit_economics
 from planner.models import Calibration
 from planner.reviews import mark_stale
 
@@ -48,8 +49,8 @@ log = logging.getLogger(__name__)
 
 #: The task that recomputes snapshots, breakevens and decision reviews (planner/tasks.py).
 REFRESH_TASK = "planner.refresh_answers"
-#: The pricing kind a deployment's cost is quoted in (rent vs API's default).
-PRICING_KIND = "on-demand"
+#: The pricing kind a deployment's GPU-hours are priced at (the engine's one default).
+PRICING_KIND = DEFAULT_PRICING_KIND
 
 
 def request_refresh(
@@ -111,7 +112,7 @@ def refresh_snapshots(
         at = now or started
         deployments = list(
             Deployment.objects.filter(pk__in=chunk)
-            .select_related("cluster__sku", "model", "workload")
+            .select_related("cluster__sku", "cluster__provider", "model", "workload")
             .defer("api_key_encrypted", "model__source", "model__assumptions")
         )
         if not deployments:
@@ -140,29 +141,24 @@ def compute_batch(deployments: list[Deployment], now: datetime) -> list[Computed
     corrections = latest_for_many(deployments, now)
     calibrations = _latest_calibrations([d.pk for d in deployments])
     today = now.date()
-    skus = {d.cluster.sku_id for d in deployments}
-    quotes = [
-        Quote.from_record(q, sku=q.sku.slug)
-        for q in GpuQuote.objects.filter(sku_id__in=skus, pricing_kind=PRICING_KIND).select_related("sku")
-    ]
+    book = PriceBook.load({d.cluster.sku_id for d in deployments}, kind=PRICING_KIND)
     engines: dict[int, Any] = {}
     out = []
     for d in deployments:
         correction = corrections.get(d.pk)
         calibration = calibrations.get(d.pk)
-        sku = d.cluster.sku.slug
-        quote = quote_in_force(quotes, today, PRICING_KIND, sku=sku)
-        change = next_quote_change(quotes, today, sku=sku)
+        price = book.for_deployment(d, today, PRICING_KIND)
+        change = book.next_change(d.cluster.sku.slug, today)
         inputs = {
             **input_versions(d),
-            "quote": quote.id if quote is not None else None,
+            "quote": price.quote.id if price is not None else None,
             "speed_correction": correction.pk if correction is not None else None,
             "calibration": calibration.pk if calibration is not None else None,
         }
         valid_until = datetime.combine(change, time(0), tzinfo=UTC) if change is not None else None
         try:
             engine = engines.get(d.model_id) or engines.setdefault(d.model_id, d.model.to_engine())
-            figures = compute_figures(d, engine, quote, correction, calibration, now)
+            figures = compute_figures(d, engine, price, correction, calibration, now)
         except FIELD_ERRORS as exc:
             out.append(Computed(d.pk, inputs, valid_until=valid_until, error=str(exc)[:2000]))
             continue
@@ -188,10 +184,11 @@ def _money(value: Decimal | None) -> str | None:
 
 
 def compute_figures(
-    d: Deployment, engine: Any, quote: Quote | None, correction: Any, calibration: Any, now: datetime
+    d: Deployment, engine: Any, price: PriceInForce | None, correction: Any, calibration: Any, now: datetime
 ) -> dict[str, Any]:
-    """A deployment's snapshot figures (JSON-ready; money as strings). Raises the engine's
-    ``EngineInputError`` when its layout cannot be sized."""
+    """A deployment's snapshot figures (JSON-ready; money as strings), priced at its cluster's price in
+    force (``price``; None: unpriced, said in ``price_note``). Raises the engine's ``EngineInputError``
+    when its layout cannot be sized."""
     result = d.sizing(model=engine)
     running = (d.last_metrics or {}).get("requests_running")
     figures: dict[str, Any] = {
@@ -219,7 +216,9 @@ def compute_figures(
         "usd_per_gpu_hour": None,
         "usd_per_hour": None,
         "usd_per_mtok_output": None,
-        "quote": quote.to_dict() if quote is not None else None,
+        "quote": price.quote.to_dict() if price is not None else None,
+        "price_basis": price.basis if price is not None else None,
+        "price_note": price.note if price is not None else _unpriced(d),
         "speed_factors": {},
         "speed_correction_age_s": None,
         "startup_ratios": {},
@@ -242,12 +241,20 @@ def compute_figures(
         else:
             tokens_per_s = figures["output_tokens_per_s"] = deployment_output_rate(d, speed)
             figures["slo_limited_batch"] = speed.concurrency_limit
-    if quote is not None:
-        economics = unit_economics(d.gpus, quote.usd_per_gpu_hour, tokens_per_s or 0)
-        figures["usd_per_gpu_hour"] = _money(quote.usd_per_gpu_hour)
+    if price is not None:
+        economics = unit_economics(d.gpus, price.usd_per_gpu_hour, tokens_per_s or 0)
+        figures["usd_per_gpu_hour"] = _money(price.usd_per_gpu_hour)
         figures["usd_per_hour"] = _money(economics.cluster_usd_per_hour)
         figures["usd_per_mtok_output"] = _money(economics.cost_per_mtok_output_usd) if tokens_per_s else None
     return figures
+
+
+def _unpriced(d: Deployment) -> str:
+    cluster = d.cluster
+    return (
+        f"Unpriced: {cluster.provider.name} has no {PRICING_KIND} quote or public list price for {cluster.sku.name} "
+        "in force today (add the provider's quote on the quotes page)."
+    )
 
 
 def _speed_at_observed(d: Deployment, engine: Any, running: float | None, correction: Any, now: datetime) -> dict:

@@ -1,6 +1,6 @@
 """Monthly GPU spend from the dated cluster history and the quotes in force each day: actual and
 projected apart, per cluster, deployment, team, provider and model, idle cost from utilisation, and
-warnings where a quote is missing or borrowed; a 12-month trend; CSV."""
+warnings where a cluster is unpriced; a 12-month trend; CSV."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import calendar
 import csv
 import io
 import re
-from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,16 +16,15 @@ from decimal import Decimal
 from typing import Any
 
 from fleet.errors import InputError
-from fleet.models import ClusterState, Deployment, GpuQuote
+from fleet.models import ClusterState, Deployment
 from fleet.poll_rollups import running_totals
+from fleet.prices import PriceBook
 from planner.engine import ClusterState as StateSegment
 from planner.engine import (
     DeploymentShare,
     MonthSpend,
-    Quote,
-    Rate,
     SpendLine,
-    quotes_in_force,
+    rate_from_quotes,
     spend_month,
     utilisation_from_polls,
 )
@@ -157,43 +155,6 @@ def spend_for(raw_month: str | None, today: date, pricing_kind: str = "on-demand
     return spend_for_month(*month_or_error(raw_month, today), today=today, pricing_kind=pricing_kind)
 
 
-def _rate_lookup(quotes: list[Quote], pricing_kind: str) -> Callable[[StateSegment, date], Rate | None]:
-    """``(state, day) -> Rate | None``: the cluster's own provider's quote in force that day for its
-    SKU; else that provider's public list price (its own price, published: not borrowed); else the
-    cheapest quote the fleet holds from any provider, marked as borrowed from it (list prices never
-    price another provider's cluster); else None (the engine's ``rate_from_quotes`` rules, with who
-    was borrowed from kept)."""
-    own: dict[tuple[str, str], list[Quote]] = {}
-    market: dict[str, list[Quote]] = {}
-    for q in quotes:
-        own.setdefault((q.sku, q.provider), []).append(q)
-        market.setdefault(q.sku, []).append(q)
-    # Which of a SKU's quotes are in force changes only on a quote's first day or the day after it
-    # expires; between two such days the answer is the same, so it is looked up once per stretch
-    # (a 12-month trend asks ~365 days per cluster).
-    changes: dict[str, list[date]] = {
-        sku: sorted({q.quoted_on for q in pool} | {q.valid_until + timedelta(days=1) for q in pool if q.valid_until})
-        for sku, pool in market.items()
-    }
-    memo: dict[tuple[str, str, int], Rate | None] = {}
-
-    def lookup(state: StateSegment, day: date) -> Rate | None:
-        key = (state.sku, state.provider, bisect_right(changes.get(state.sku, ()), day))
-        if key not in memo:
-            pool = own.get((state.sku, state.provider), [])
-            found = quotes_in_force(pool, day).get(pricing_kind) or quotes_in_force(pool, day, list_prices=True).get(
-                pricing_kind
-            )
-            if found is not None:
-                memo[key] = Rate(found.usd_per_gpu_hour)
-            else:
-                other = quotes_in_force(market.get(state.sku, []), day).get(pricing_kind)
-                memo[key] = None if other is None else Rate(other.usd_per_gpu_hour, borrowed_from=other.provider)
-        return memo[key]
-
-    return lookup
-
-
 def _utilisation(
     deployments: list[Deployment], first: date, last_actual: date | None
 ) -> tuple[dict[str, Any], dict[str, int], list[str]]:
@@ -228,20 +189,20 @@ def spend_for_month(
     ``TREND_MONTHS`` months ending with it as well. Without ``detail``, clusters and totals only (no
     deployment lines, no utilisation: two queries fewer, for ``/metrics``).
 
-    The rate each day is the cluster's own provider's quote in force for its SKU; when that
-    provider has none, the cheapest in force from any provider (a ``borrowed`` warning); with none
-    at all, the GPU-hours are unpriced (a ``missing`` warning). Utilisation (for idle cost) is the
+    The rate each day is the cluster's price in force (``planner.engine.price_in_force``: its
+    provider's own quote for its SKU, else that provider's public list price); without either the
+    GPU-hours are unpriced (a ``missing`` warning). Utilisation (for idle cost) is the
     mean running sequences over the admitted capacity across the actual days' polls (the daily
     poll counters, ``fleet.poll_rollups.running_totals``).
     """
     first_month = month_after(year, month, -(TREND_MONTHS - 1)) if trend else (year, month)
     last = date(year, month, calendar.monthrange(year, month)[1])
-    rows = ClusterState.objects.filter(effective_from__lte=last).select_related("cluster", "sku")
+    rows = ClusterState.objects.filter(effective_from__lte=last).select_related("cluster", "sku", "provider")
     segments = [
         StateSegment(
             cluster=s.cluster.slug,
             team=s.team,
-            provider=s.provider,
+            provider=s.provider.name,
             sku=s.sku.slug,
             effective_from=s.effective_from,
             gpus=s.gpus,
@@ -250,11 +211,8 @@ def spend_for_month(
         )
         for s in rows
     ]
-    quotes = [
-        Quote.from_record(q, sku=q.sku.slug)
-        for q in GpuQuote.objects.filter(quoted_on__lte=max(last, today)).select_related("sku")
-    ]
-    rate = _rate_lookup(quotes, pricing_kind)
+    quotes = PriceBook.load(until=max(last, today), kind=pricing_kind).quotes
+    rate = rate_from_quotes(quotes, pricing_kind)
     first = date(year, month, 1)
     last_actual = min(today, last) if today >= first else None
     # The snapshot's capacity columns, not its JSON (nor the model's long texts): 1,000 rows a view.
@@ -265,9 +223,9 @@ def spend_for_month(
     shares = [DeploymentShare(d.slug, d.cluster.slug, d.model.slug, d.gpus, d.created.date()) for d in deployments]
     result = spend_month(segments, year, month, today, rate, deployments=shares, utilisation=utilisation, polls=polls)
     result.assumptions.append(
-        f"Rates: the cluster's own provider's {pricing_kind} quote in force (or, without one, its public list "
-        "price); without either, the cheapest quote in force from any provider (a 'borrowed' warning); without "
-        "any, the GPU-hours are unpriced (a 'missing' warning)."
+        f"Rates: each day, the cluster's price in force: its provider's own {pricing_kind} quote for the SKU, "
+        "else that provider's public list price; without either those GPU-hours are unpriced (a 'missing' "
+        "warning), never priced at another provider's rate or an assumption."
     )
     result.assumptions.append(
         "Utilisation (for idle cost) = mean requests running over the admitted capacity (the sizing engine's "

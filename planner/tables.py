@@ -124,7 +124,7 @@ def model_csv_rows(rows: Iterable[dict[str, Any]]) -> list[list[Any]]:
 
 
 def clusters() -> QuerySet[Cluster]:
-    return Cluster.objects.select_related("sku")
+    return Cluster.objects.select_related("sku", "provider")
 
 
 def decision_items(rows: Iterable[Decision]) -> list[dict[str, Any]]:
@@ -151,7 +151,7 @@ def fleet_csv_rows(clusters: QuerySet[Cluster]) -> list[list[Any]]:
         by_cluster.setdefault(row.deployment.cluster_id, []).append(row)
     out = []
     for c in shown:
-        head = [c.slug, c.name, c.team, c.provider, c.region, c.sku.name, c.total_gpus, c.status]
+        head = [c.slug, c.name, c.team, c.provider.name, c.region, c.sku.name, c.total_gpus, c.status]
         mine = sorted(by_cluster.get(c.pk, []), key=lambda h: h.deployment.slug)
         if not mine:
             out.append(head + [None] * (len(FLEET_CSV) - len(head)))

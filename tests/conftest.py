@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 import pytest
+from priced import acme_quoting_the_seeds_rate
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -171,10 +172,16 @@ def sku(db):
 
 @pytest.fixture
 def cluster(sku):
-    from fleet.models import Cluster
+    from fleet.models import Cluster, Provider
 
     return Cluster.objects.create(
-        slug="h100-pool", name="H100 pool", sku=sku, nodes=4, provider="acme", region="eu", team="platform"
+        slug="h100-pool",
+        name="H100 pool",
+        sku=sku,
+        nodes=4,
+        provider=Provider.objects.ensure("acme"),
+        region="eu",
+        team="platform",
     )
 
 
@@ -303,7 +310,8 @@ CHAT_WORKLOAD = {
 @pytest.fixture
 def chat_served(db):
     """The catalogue, a chat workload served by 2 replicas of Llama 3.1 70B at tp 4 on H100s (8 GPUs at
-    the seeds' 2.50 USD/GPU-hour) and an API price for the same model (20 USD/M output, 1/5 input)."""
+    acme's own quote of the seeds' 2.50 USD/GPU-hour) and an API price for the same model (20 USD/M
+    output, 1/5 input)."""
     from datetime import timedelta
     from io import StringIO
 
@@ -315,7 +323,8 @@ def chat_served(db):
     call_command("load_catalog", stdout=StringIO())
     workload = Workload.objects.create(**CHAT_WORKLOAD)
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
+    acme = acme_quoting_the_seeds_rate(sku)
+    cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider=acme, team="t")
     model = ModelSpec.objects.get(slug="llama-3.1-70b")
     deployment = Deployment.objects.create(
         slug="llama", cluster=cluster, model=model, tp=4, replicas=2, kv_cache_dtype="fp8", workload=workload

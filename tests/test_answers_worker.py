@@ -19,8 +19,18 @@ import pytest
 from celery_workers import start_worker, stop_worker, wait_for
 from django.core.management import call_command
 from django.utils import timezone
+from priced import acme_quoting_the_seeds_rate
 
-from fleet.models import ApiPrice, CapacitySnapshot, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models import (
+    ApiPrice,
+    CapacitySnapshot,
+    Cluster,
+    Deployment,
+    GpuQuote,
+    HardwareSku,
+    ModelSpec,
+    Workload,
+)
 from planner.breakeven import BreakevenRequest
 from planner.decisions import record_decision
 from planner.models import DecisionReview, WorkloadBreakeven
@@ -43,7 +53,8 @@ def test_a_changed_quote_recomputes_snapshots_and_breakevens_and_flags_the_decis
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
     model = ModelSpec.objects.get(slug="llama-3.1-70b")
     workload = Workload.objects.create(**CHAT)
-    cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
+    acme = acme_quoting_the_seeds_rate(sku)
+    cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider=acme, team="t")
     deployment = Deployment.objects.create(
         slug="llama", cluster=cluster, model=model, tp=4, replicas=2, kv_cache_dtype="fp8", workload=workload
     )
@@ -52,7 +63,7 @@ def test_a_changed_quote_recomputes_snapshots_and_breakevens_and_flags_the_decis
         input_cache_miss_usd_per_mtok="5", output_usd_per_mtok="20",
         quoted_on=timezone.now().date() - timedelta(days=10),
     )  # fmt: skip
-    # Renting is cheaper at the seeds' 2.50 USD/GPU-hour: 8 GPUs x 2.50 x 720 h = 14,400 USD a month.
+    # Renting is cheaper at acme's quote of the seeds' 2.50 USD/GPU-hour: 8 GPUs x 2.50 x 720 h = 14,400 USD a month.
     decision = record_decision(
         workload="chat", tier=1, comparison=BreakevenRequest(deployment="llama", api_price="llama-api")
     )
@@ -78,7 +89,10 @@ def test_a_changed_quote_recomputes_snapshots_and_breakevens_and_flags_the_decis
         # The change: a dearer quote from today, 8.00 USD/GPU-hour (46,080 USD a month: the API, 39,000, wins).
         changed_at = timezone.now()
         GpuQuote.objects.create(
-            sku=sku, provider="seed-assumption", usd_per_gpu_hour=Decimal("8.00"), quoted_on=changed_at.date()
+            sku=sku,
+            provider=acme,
+            usd_per_gpu_hour=Decimal("8.00"),
+            quoted_on=changed_at.date(),
         )
         assert CapacitySnapshot.objects.get(pk=deployment.pk).state() == "stale"  # at once, before the worker ran
 

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
 
 SKU = {
     "slug": "b200-192gb",
@@ -66,9 +66,17 @@ def test_sku_crud(platform_api):
 
 @pytest.mark.django_db
 def test_cluster_crud_and_default_gpus_per_node(platform_api, sku):
-    body = {"slug": "c1", "name": "C1", "sku": sku.slug, "nodes": 2, "provider": "acme", "team": "ml"}
+    body = {"slug": "c1", "name": "C1", "sku": sku.slug, "nodes": 2, "provider": "ACME", "team": "ml"}
+    assert platform_api.post("/api/v1/clusters/", body, format="json").json()["provider"] == [
+        "No provider called 'ACME'; pick one of /api/v1/providers/ or add it there first."
+    ]
+    r = platform_api.post("/api/v1/providers/", {"name": "acme", "kind": "neo-cloud"}, format="json")
+    assert r.status_code == 201, r.json()
+    # Names are unique whatever the case; a cluster names its provider in any case.
+    assert platform_api.post("/api/v1/providers/", {"name": "Acme"}, format="json").status_code == 400
     r = platform_api.post("/api/v1/clusters/", body, format="json")
     assert r.status_code == 201, r.json()
+    assert r.json()["provider"] == "acme" and r.json()["price_in_force"] is None  # no quote: unpriced
     assert r.json()["gpus_per_node"] == 8 and r.json()["total_gpus"] == 16
     assert r.json()["hours_per_day"] == "24.00" and r.json()["status"] == "active"
     r = platform_api.put("/api/v1/clusters/c1/", {**body, "nodes": 3, "hours_per_day": "4"}, format="json")
@@ -116,6 +124,7 @@ def test_model_and_workload_crud(platform_api):
 
 @pytest.mark.django_db
 def test_quotes_and_api_prices_crud_as_finance(finance_api, sku):
+    assert finance_api.post("/api/v1/providers/", {"name": "acme"}, format="json").status_code == 201
     quote = {"sku": sku.slug, "provider": "acme", "usd_per_gpu_hour": "2.50", "quoted_on": "2026-07-17"}
     r = finance_api.post("/api/v1/gpu-quotes/", quote, format="json")
     assert r.status_code == 201, r.json()
@@ -144,7 +153,9 @@ def test_quotes_and_api_prices_crud_as_finance(finance_api, sku):
 def test_filters(viewer_api, sku, cluster, kimi_k3, llama70b):
     from fleet.models import Cluster as C
 
-    C.objects.create(slug="other", name="Other", sku=sku, nodes=1, provider="bigcloud", team="research")
+    C.objects.create(
+        slug="other", name="Other", sku=sku, nodes=1, provider=Provider.objects.ensure("bigcloud"), team="research"
+    )
     assert [c["slug"] for c in viewer_api.get("/api/v1/clusters/?team=research").json()["results"]] == ["other"]
     assert viewer_api.get("/api/v1/clusters/?provider=ACME").json()["count"] == 1
     assert viewer_api.get(f"/api/v1/clusters/?sku={sku.slug}").json()["count"] == 2
@@ -162,11 +173,9 @@ def test_filters(viewer_api, sku, cluster, kimi_k3, llama70b):
 def test_pagination(viewer_api, sku):
     from fleet.models import Cluster as C
 
+    p = Provider.objects.ensure("p")
     C.objects.bulk_create(
-        [
-            C(slug=f"c{i:03d}", name=f"C{i}", sku=sku, nodes=1, gpus_per_node=8, provider="p", team="t")
-            for i in range(60)
-        ]
+        [C(slug=f"c{i:03d}", name=f"C{i}", sku=sku, nodes=1, gpus_per_node=8, provider=p, team="t") for i in range(60)]
     )
     page = viewer_api.get("/api/v1/clusters/").json()
     assert page["count"] == 60 and len(page["results"]) == 50 and page["next"]
@@ -186,6 +195,7 @@ def test_api_root_lists_every_endpoint(viewer_api):
     records = {
         "skus",
         "clusters",
+        "providers",
         "deployments",
         "gpu-quotes",
         "api-prices",

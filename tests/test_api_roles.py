@@ -59,6 +59,7 @@ def test_a_permission_granted_to_one_user_works_without_a_role(client_for, sku):
 
 @pytest.mark.django_db
 def test_finance_writes_prices_not_inventory(finance_api, sku):
+    assert finance_api.post("/api/v1/providers/", {"name": "p"}, format="json").status_code == 201
     assert finance_api.post("/api/v1/skus/", SKU, format="json").status_code == 403
     quote = {"sku": sku.slug, "provider": "p", "usd_per_gpu_hour": "2.5", "quoted_on": "2026-07-17"}
     assert finance_api.post("/api/v1/gpu-quotes/", quote, format="json").status_code == 201
@@ -78,6 +79,7 @@ def test_admin_role_and_superuser_write_everything(client_for, make_user, sku):
     root = make_user("root", None, is_superuser=True)
     api = APIClient()
     api.force_authenticate(root)
+    assert admin_api.post("/api/v1/providers/", {"name": "p"}, format="json").status_code == 201
     quote = {"sku": sku.slug, "provider": "p", "usd_per_gpu_hour": "2.5", "quoted_on": "2026-07-17"}
     assert api.post("/api/v1/gpu-quotes/", quote, format="json").status_code == 201
 

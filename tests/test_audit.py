@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from fleet.catalog_loader import CATALOG_DIR
-from fleet.models import Cluster, Deployment, GpuQuote, HardwareSku, Workload
+from fleet.models import Cluster, Deployment, GpuQuote, HardwareSku, Provider, Workload
 from fleet.poller import run_poll_cycle
 from fleet.polling.fakeserver import FakeEngineServer
 from planner.models import Decision
@@ -98,6 +98,7 @@ def test_history_queries_do_not_grow_with_entries(platform_api, viewer_api, sku)
 
 @pytest.mark.django_db
 def test_quotes_history_by_id_and_decimals_compare_by_value(finance_api, sku):
+    Provider.objects.ensure("acme")
     r = finance_api.post(
         "/api/v1/gpu-quotes/",
         {"sku": sku.slug, "provider": "acme", "usd_per_gpu_hour": "2.50", "quoted_on": "2026-07-17"},
@@ -158,7 +159,8 @@ def test_polls_and_live_state_add_no_entry(cluster, llama70b):
 def test_load_catalog_twice_adds_nothing_and_a_changed_figure_is_one_entry(tmp_path):
     call_command("load_catalog", stdout=StringIO())
     first = LogEntry.objects.count()
-    assert first == HardwareSku.objects.count() + GpuQuote.objects.count() + 11 + 1  # models, API prices
+    # SKUs, quotes, providers, models, API prices
+    assert first == HardwareSku.objects.count() + GpuQuote.objects.count() + Provider.objects.count() + 11 + 1
     call_command("load_catalog", stdout=StringIO())
     assert LogEntry.objects.count() == first
     assert {(e.actor_id, e.additional_data["via"]) for e in LogEntry.objects.all()} == {
@@ -181,7 +183,8 @@ def test_load_catalog_twice_adds_nothing_and_a_changed_figure_is_one_entry(tmp_p
 def test_page_edits_name_the_user_and_the_record_pages_show_the_history(client, make_user, sku):
     user = make_user("pat", "platform")
     client.force_login(user)
-    form = {"name": "H100 pool", "slug": "h100-pool", "sku": sku.pk, "nodes": 2, "provider": "acme",
+    acme = Provider.objects.ensure("acme").name
+    form = {"name": "H100 pool", "slug": "h100-pool", "sku": sku.pk, "nodes": 2, "provider": acme,
             "team": "ml", "hours_per_day": "24", "status": "active"}  # fmt: skip
     assert client.post("/clusters/new/", form).status_code == 302
     assert client.post("/clusters/h100-pool/edit/", {**form, "nodes": 3}).status_code == 302

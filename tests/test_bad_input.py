@@ -77,6 +77,9 @@ def test_nul_in_a_url_is_a_400_naming_the_parameter(admin_api, catalog, url):
 
 
 def test_control_character_in_free_text_is_refused_but_tabs_and_newlines_pass(admin_api, sku):
+    from fleet.models import Provider
+
+    Provider.objects.ensure("p")
     body = {"slug": "c1", "name": "bell\x07", "sku": sku.slug, "nodes": 1, "team": "t", "provider": "p"}
     r = admin_api.post("/api/v1/clusters/", body, format="json")
     assert r.status_code == 400 and "name" in r.json(), r.content

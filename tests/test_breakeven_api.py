@@ -8,8 +8,9 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from priced import acme_quoting_the_seeds_rate
 
-from fleet.models import GpuQuote, Workload
+from fleet.models import GpuQuote, Provider, Workload
 
 URL = "/api/v1/breakeven/"
 SEED_PRICES = {
@@ -48,11 +49,19 @@ def test_seed_money_table(viewer_api, gpus, hours, gpu_hours, rent):
     assert (r.json()["gpu_hours"], r.json()["monthly_rent_usd"]) == (gpu_hours, rent)
 
 
+def seed_assumption(sku: str = "h100-sxm-80gb") -> GpuQuote:
+    """The seeds' 2.50 USD per GPU-hour for ``sku``: an assumption (no provider), never in force."""
+    return GpuQuote.objects.get(sku__slug=sku, provider__isnull=True)
+
+
 @pytest.mark.django_db
 def test_rent_buys_960m_output_tokens_from_the_quote_and_price_records(viewer_api, catalog):
+    """The seeds' case: priced on the seeds' assumption because the request picks it (never in force),
+    and every figure says so."""
     body = {
         "gpus": 8,
         "sku": "h100-sxm-80gb",
+        "gpu_quote": seed_assumption().pk,
         "on": "2026-08-01",
         "api_price": "kimi-k3-api",
         "monthly_input_tokens": 0,
@@ -65,7 +74,23 @@ def test_rent_buys_960m_output_tokens_from_the_quote_and_price_records(viewer_ap
     assert r["cheaper"] == "api"
     (quote,) = r["quotes_used"]
     assert (quote["sku"], quote["usd_per_gpu_hour"], quote["quoted_on"]) == ("h100-sxm-80gb", "2.5000", "2026-07-17")
+    assert quote["basis"] == "assumption" and r["price_basis"] == "assumption"
+    assert any("an assumption no provider quoted" in a for a in r["assumptions"])
     assert r["api_price_used"]["quoted_on"] == "2026-07-17" and r["api_price_used"]["output_usd_per_mtok"] == "15.0000"
+
+
+@pytest.mark.django_db
+def test_a_sku_alone_is_priced_at_its_price_in_force_never_the_seeds_assumption(viewer_api, catalog):
+    """Without a pick, the SKU's price in force on 2026-08-01: no provider quoted the fleet, so the
+    cheapest public list price in force that day (Nebius's H100 at 2.95 USD, read 2026-05-18; the
+    cheaper Hyperstack and RunPod rows are dated later): 8 x 2.95 x 720 h = 16,992 USD."""
+    body = {"gpus": 8, "sku": "h100-sxm-80gb", "on": "2026-08-01", "api_price": "kimi-k3-api",
+            "monthly_input_tokens": 0, "monthly_output_tokens": 100_000_000}  # fmt: skip
+    r = viewer_api.post(URL, body, format="json").json()
+    (quote,) = r["quotes_used"]
+    assert (quote["provider"], quote["usd_per_gpu_hour"], quote["basis"]) == ("Nebius", "2.9500", "list")
+    assert r["monthly_rent_usd"] == "16992.00"
+    assert "Priced at 2.95 USD per GPU-hour: Nebius's on-demand public list price of 2026-05-18." in r["assumptions"]
 
 
 @pytest.mark.django_db
@@ -131,9 +156,11 @@ def test_beyond_capacity_the_api_wins_at_every_volume(viewer_api):
 
 @pytest.mark.django_db
 def test_an_expired_quote_is_not_used(viewer_api, catalog):
-    # The seeds' quote (the catalogue's B200 public list prices never price a comparison either).
-    quote = GpuQuote.objects.get(sku__slug="b200-192gb", provider="seed-assumption")
-    GpuQuote.objects.filter(pk=quote.pk).update(valid_until=date(2026, 7, 31))
+    # acme's own B200 quote ended on 31 July; the catalogue's B200 list prices start on 26 August.
+    GpuQuote.objects.create(
+        sku=seed_assumption("b200-192gb").sku, provider=Provider.objects.ensure("acme"),
+        usd_per_gpu_hour=Decimal("1.00"), quoted_on=date(2026, 7, 1), valid_until=date(2026, 7, 31),
+    )  # fmt: skip
     body = {
         "gpus": 8,
         "sku": "b200-192gb",
@@ -144,6 +171,7 @@ def test_an_expired_quote_is_not_used(viewer_api, catalog):
     }
     r = viewer_api.post(URL, body, format="json")
     assert r.status_code == 400 and "sku" in r.json() and "2026-08-15" in r.json()["sku"][0]
+    assert "unpriced" in r.json()["sku"][0]  # never the expired 1.00, never the seeds' assumption
 
 
 @pytest.mark.django_db
@@ -211,7 +239,9 @@ def test_a_deployment_gives_gpus_price_and_capacity_from_the_throughput_model(vi
     from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
 
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
+    cluster = Cluster.objects.create(
+        slug="c", name="C", sku=sku, nodes=1, provider=acme_quoting_the_seeds_rate(sku), team="t"
+    )
     d = Deployment.objects.create(
         slug="llama",
         cluster=cluster,

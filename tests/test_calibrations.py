@@ -17,7 +17,7 @@ import pytest
 
 from fleet.catalog.reference import model_record, sku_record
 from fleet.errors import InputError
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider
 from planner.calibrations import CalibrationRequest, calibrate, find_logged_model
 from planner.engine import EngineInputError
 from planner.models import Calibration
@@ -145,7 +145,9 @@ def test_sglang_qwq_32b_token_pool(catalogue):
 
 def test_the_deployment_supplies_model_and_sku_and_a_layout_mismatch_is_noted(catalogue):
     sku = HardwareSku.objects.get(slug="h200-141gb")
-    cluster = Cluster.objects.create(slug="h200", name="H200", sku=sku, nodes=1, provider="acme", team="ml")
+    cluster = Cluster.objects.create(
+        slug="h200", name="H200", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="ml"
+    )
     model = ModelSpec.objects.get(slug="qwen3-next-80b-a3b")
     deployment = Deployment.objects.create(slug="next", cluster=cluster, model=model, tp=4, engine="vllm")
     c = calibrate(CalibrationRequest(text(QWEN3_NEXT), deployment_slug="next"))

@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 from django.utils import timezone
 
-from fleet.models import Cluster, ClusterState
+from fleet.models import Cluster, ClusterState, Provider
 
 
 @pytest.mark.django_db
@@ -49,6 +49,7 @@ def test_api_dates_a_registration_and_a_resize(platform_api, sku):
         "team": "ml",
         "effective_from": "2026-07-01",
     }
+    Provider.objects.ensure("acme")
     r = platform_api.post("/api/v1/clusters/", body, format="json")
     assert r.status_code == 201, r.json()
     assert "effective_from" not in r.json()

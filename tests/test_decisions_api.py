@@ -9,7 +9,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fleet.models import GpuQuote, HardwareSku, Workload
+from fleet.models import GpuQuote, HardwareSku, Provider, Workload
 from planner.models import Decision, ImmutableRecordError
 
 URL = "/api/v1/decisions/"
@@ -38,8 +38,10 @@ def _body(tier=3, note="API is cheaper at our volume"):
         "workload": "coding-agent",
         "tier": tier,
         "note": note,
-        "breakeven": {"gpus": 8, "sku": "h100-sxm-80gb", "on": "2026-08-01", "api_price": "kimi-k3-api"},
-    }
+        # Priced on the seeds' assumption, picked (it is never in force): the seeds' figures.
+        "breakeven": {"gpus": 8, "sku": "h100-sxm-80gb", "on": "2026-08-01", "api_price": "kimi-k3-api",
+                      "gpu_quote": GpuQuote.objects.get(sku__slug="h100-sxm-80gb", provider__isnull=True).pk},
+    }  # fmt: skip
 
 
 @pytest.mark.django_db
@@ -96,7 +98,7 @@ def test_a_quote_added_later_does_not_change_a_recorded_decision(finance_api, wo
     d = finance_api.post(URL, _body(), format="json").json()
     GpuQuote.objects.create(
         sku=HardwareSku.objects.get(slug="h100-sxm-80gb"),
-        provider="seed-assumption",
+        provider=Provider.objects.ensure("acme"),
         usd_per_gpu_hour=Decimal("1.10"),
         quoted_on=date(2026, 7, 25),
     )
@@ -105,8 +107,10 @@ def test_a_quote_added_later_does_not_change_a_recorded_decision(finance_api, wo
     again = finance_api.get(f"{URL}{d['id']}/").json()
     assert again["figures"] == d["figures"] and again["inputs"] == d["inputs"]
     assert again["inputs"]["quotes_used"][0]["usd_per_gpu_hour"] == "2.5000"
-    # The same comparison made now uses the new quote.
-    fresh = finance_api.post("/api/v1/breakeven/", {**_body()["breakeven"], "workload": "coding-agent"}, format="json")
+    # The same comparison made now, at the SKU's price in force, uses the new quote (acme's 1.10).
+    comparison = {**_body()["breakeven"], "workload": "coding-agent"}
+    comparison.pop("gpu_quote")
+    fresh = finance_api.post("/api/v1/breakeven/", comparison, format="json")
     assert fresh.json()["monthly_rent_usd"] == "6336.00"
 
 
@@ -116,7 +120,7 @@ def test_bad_decision_input_is_a_400(finance_api, workload):
     assert r.status_code == 400 and "tier" in r.json()
     r = finance_api.post(URL, {**_body(), "breakeven": {"gpus": 8}}, format="json")
     assert r.status_code == 400 and r.json()["breakeven.usd_per_gpu_hour"] == [
-        "Give an inline rate or a SKU whose quote in force is used."
+        "Give an inline rate, a deployment or a SKU whose price in force is used."
     ]
     r = finance_api.post(URL, {**_body(), "breakeven": {"gpus": "many"}}, format="json")
     assert r.status_code == 400 and "breakeven.gpus" in r.json()  # a type error, from the serializer

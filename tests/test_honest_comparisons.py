@@ -7,6 +7,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from priced import acme_quoting_the_seeds_rate
 
 from fleet.models import ApiPrice, Cluster, Deployment, HardwareSku, ModelSpec, Workload
 from planner.engine import GIB
@@ -20,8 +21,9 @@ def catalog(db):
 
 
 def _deployment(slug: str, model: str, sku: str, gpus: int, **extra) -> Deployment:
+    hardware = HardwareSku.objects.get(slug=sku)
     cluster = Cluster.objects.create(
-        slug=f"c-{slug}", name=slug, sku=HardwareSku.objects.get(slug=sku), nodes=1, provider="p", team="t"
+        slug=f"c-{slug}", name=slug, sku=hardware, nodes=1, provider=acme_quoting_the_seeds_rate(hardware), team="t"
     )
     return Deployment.objects.create(
         slug=slug, cluster=cluster, model=ModelSpec.objects.get(slug=model), tp=gpus, **extra
@@ -91,8 +93,9 @@ def test_an_unregistered_layout_that_does_not_fit_gets_the_same_answer(catalog, 
     r = viewer_api.post(URL, body, format="json").json()
     assert r["fits"] is False and r["cheaper"] is None and r["capacity_output_tokens_per_month"] == 0
     assert r["memory_deficit_bytes_per_gpu"] > 0
-    # The same layout on 16 B200s fits and is compared as usual.
-    body |= {"gpus": 16, "sku": "b200-192gb", "tp": 16}
+    # The same layout on 16 B200s fits and is compared as usual (priced once the catalogue's B200 list
+    # prices are in force: the cheapest, Hyperstack's 5.10 of 2026-08-26).
+    body |= {"gpus": 16, "sku": "b200-192gb", "tp": 16, "on": "2026-10-01"}
     r = viewer_api.post(URL, body, format="json").json()
     assert r["fits"] is True and r["memory_deficit_bytes_per_gpu"] is None and r["cheaper"] in ("rent", "api")
     assert r["capacity_output_tokens_per_month"] > 0

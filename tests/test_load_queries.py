@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, Workload
 from planner.snapshots import refresh_snapshots
 
 
@@ -24,7 +24,7 @@ def add_served(n: int, prefix: str) -> None:
     llama = ModelSpec.objects.get(slug="llama-3.1-70b")
     for i in range(n):
         cluster = Cluster.objects.create(
-            slug=f"{prefix}{i}", name=f"{prefix}{i}", sku=sku, nodes=1, provider="p", team="t"
+            slug=f"{prefix}{i}", name=f"{prefix}{i}", sku=sku, nodes=1, provider=Provider.objects.ensure("p"), team="t"
         )
         workload = Workload.objects.create(
             slug=f"{prefix}w{i}",

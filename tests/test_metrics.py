@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from fleet.models import Cluster, Deployment, GpuQuote
+from fleet.models import Cluster, Deployment, GpuQuote, Provider
 from planner.breakeven import BreakevenRequest, compare
 from planner.corrections import latest_for, latest_for_many, serving_of
 from planner.models import Calibration, SpeedCorrection
@@ -53,10 +53,15 @@ def bearer(user) -> APIClient:
 
 @pytest.fixture
 def quotes(sku):
-    """acme (the clusters' provider) at 2.50 and a cheaper market quote at 2.00, both in force all month."""
+    """acme (the clusters' provider) at 2.50 and a cheaper quote from another provider at 2.00, both in
+    force all month: the clusters pay acme's (issue 24: one price in force, on every page and here)."""
     start = date(2026, 1, 1)
-    GpuQuote.objects.create(sku=sku, provider="acme", usd_per_gpu_hour=Decimal("2.50"), quoted_on=start)
-    GpuQuote.objects.create(sku=sku, provider="bargain", usd_per_gpu_hour=Decimal("2.00"), quoted_on=start)
+    GpuQuote.objects.create(
+        sku=sku, provider=Provider.objects.ensure("acme"), usd_per_gpu_hour=Decimal("2.50"), quoted_on=start
+    )
+    GpuQuote.objects.create(
+        sku=sku, provider=Provider.objects.ensure("bargain"), usd_per_gpu_hour=Decimal("2.00"), quoted_on=start
+    )
 
 
 @pytest.fixture
@@ -64,7 +69,9 @@ def fleet(deployment, sku, llama70b, quotes):
     """The conftest's Kimi K3 on SGLang (h100-pool: 4 nodes, 32 GPUs, from today) and Llama 3.1 70B
     on vLLM (2 replicas of tp 4 = 8 GPUs) on a one-node cluster billed since the 1st of the month."""
     today = timezone.now().date()
-    small = Cluster(slug="h100-small", name="H100 small", sku=sku, nodes=1, provider="acme", team="search")
+    small = Cluster(
+        slug="h100-small", name="H100 small", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="search"
+    )
     small.save(effective_from=today.replace(day=1))
     llama = Deployment.objects.create(
         slug="llama-vllm", cluster=small, model=llama70b, replicas=2, tp=4, engine="vllm", max_model_len=32768,
@@ -150,10 +157,11 @@ def test_headroom_and_last_poll_checks_come_from_the_last_poll(fleet, viewer):
 def test_cost_is_rent_vs_apis_and_spend_is_the_month_so_far(fleet, viewer):
     families = scrape(bearer(viewer))
     one = {"deployment": "llama-vllm"}
-    # 8 GPUs at the cheapest on-demand quote in force (2.00): 16 USD an hour.
-    assert value(families, "fleetcap_deployment_gpu_price_usd_per_gpu_hour", **one) == 2.0
-    assert value(families, "fleetcap_deployment_cost_usd_per_hour", **one) == 16.0
-    assert value(families, "fleetcap_deployment_cost_usd_per_hour", deployment="k3-prod") == 64.0
+    # 8 GPUs at their cluster's price in force, acme's 2.50 (never bargain's 2.00): 20 USD an hour, the
+    # rate spend charges the same cluster below.
+    assert value(families, "fleetcap_deployment_gpu_price_usd_per_gpu_hour", **one) == 2.5
+    assert value(families, "fleetcap_deployment_cost_usd_per_hour", **one) == 20.0
+    assert value(families, "fleetcap_deployment_cost_usd_per_hour", deployment="k3-prod") == 80.0
     # Cost per million output tokens: the rent-vs-API comparison of the same deployment.
     rent_vs_api = compare(
         BreakevenRequest(
@@ -169,7 +177,7 @@ def test_cost_is_rent_vs_apis_and_spend_is_the_month_so_far(fleet, viewer):
     tokens_per_s = value(families, "fleetcap_deployment_output_tokens_per_second", **one)
     assert tokens_per_s == pytest.approx(fleet["llama"].throughput().tokens_per_s_replica * 2)
     assert value(families, "fleetcap_deployment_cost_usd_per_million_output_tokens", **one) == pytest.approx(
-        16 / (tokens_per_s * 3600) * 1e6, abs=5e-5
+        20 / (tokens_per_s * 3600) * 1e6, abs=5e-5
     )  # (rounded to 4 decimals, as rent vs API shows it)
     # Spend at the clusters' own provider's quote (2.50), whole days through today.
     today = fleet["today"]
@@ -187,7 +195,7 @@ def test_a_cluster_without_a_quote_this_month_has_no_spend_figure_the_others_do(
     mi = sku
     mi.pk, mi.slug = None, "unquoted-sku"  # a copy of the SKU without any quote
     mi.save()
-    Cluster(slug="amd", name="AMD", sku=mi, nodes=1, provider="acme", team="t").save(
+    Cluster(slug="amd", name="AMD", sku=mi, nodes=1, provider=Provider.objects.ensure("acme"), team="t").save(
         effective_from=fleet["today"].replace(day=1)
     )
     families = scrape(bearer(viewer))
@@ -209,12 +217,12 @@ def test_without_any_quote_the_spend_and_cost_are_left_out_not_the_page(deployme
 
 def test_a_deployment_that_does_not_fit_serves_nothing_as_rent_vs_api_says(fleet, viewer):
     """Kimi K3 on 32 H100s does not fit memory: no output rate and no cost per million tokens (rent vs
-    API gives it no unit economics either), but its GPUs still cost 32 x 2.00 an hour."""
+    API gives it no unit economics either), but its GPUs still cost 32 x 2.50 an hour."""
     k3 = fleet["k3"]
     assert not k3.sizing().fits
     families = scrape(bearer(viewer))
     assert value(families, "fleetcap_deployment_fits", deployment="k3-prod") == 0
-    assert value(families, "fleetcap_deployment_cost_usd_per_hour", deployment="k3-prod") == 64.0
+    assert value(families, "fleetcap_deployment_cost_usd_per_hour", deployment="k3-prod") == 80.0
     for name in ("output_tokens_per_second", "cost_usd_per_million_output_tokens"):
         assert {s.labels["deployment"] for s in families[f"fleetcap_deployment_{name}"]} == {"llama-vllm"}
     prices = {"input_cache_hit_usd_per_mtok": Decimal("0.1"), "input_cache_miss_usd_per_mtok": Decimal("1"),
@@ -341,7 +349,14 @@ def test_queries_do_not_grow_with_the_fleet(fleet, viewer, llama70b, django_asse
         for i in range(48)
     )
     Cluster.objects.bulk_create(
-        Cluster(slug=f"extra-{i}", name=f"extra {i}", sku=small.sku, provider="acme", team="t", gpus_per_node=8)
+        Cluster(
+            slug=f"extra-{i}",
+            name=f"extra {i}",
+            sku=small.sku,
+            provider=Provider.objects.ensure("acme"),
+            team="t",
+            gpus_per_node=8,
+        )
         for i in range(10)
     )
     assert Deployment.objects.count() == 50
@@ -462,7 +477,7 @@ def test_the_command_prints_the_same_families_and_writes_a_file(fleet, tmp_path)
     out = StringIO()
     call_command("metrics", stdout=out)
     families = parse(out.getvalue())
-    assert value(families, "fleetcap_deployment_cost_usd_per_hour", deployment="llama-vllm") == 16.0
+    assert value(families, "fleetcap_deployment_cost_usd_per_hour", deployment="llama-vllm") == 20.0
     target = tmp_path / "fleetcap.prom"
     call_command("metrics", output=str(target))
     assert parse(target.read_text()).keys() == families.keys()

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from fleet.models import Provider
+
 
 @pytest.mark.django_db
 def test_login_page_is_served(client):
@@ -33,12 +35,20 @@ def test_overview_query_count_does_not_grow_with_rows(client, make_user, sku, dj
     from fleet.models import Cluster
 
     client.force_login(make_user("v", "viewer"))
-    Cluster.objects.create(slug="c0", name="C0", sku=sku, nodes=1, provider="p", team="t")
+    Cluster.objects.create(slug="c0", name="C0", sku=sku, nodes=1, provider=Provider.objects.ensure("p"), team="t")
     with django_assert_max_num_queries(15) as few:
         client.get("/")
     Cluster.objects.bulk_create(
         [
-            Cluster(slug=f"c{i}", name=f"C{i}", sku=sku, nodes=1, gpus_per_node=8, provider="p", team="t")
+            Cluster(
+                slug=f"c{i}",
+                name=f"C{i}",
+                sku=sku,
+                nodes=1,
+                gpus_per_node=8,
+                provider=Provider.objects.ensure("p"),
+                team="t",
+            )
             for i in range(1, 40)
         ]
     )

@@ -10,7 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from fleet.catalog.reference import model_record, sku_record
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider
 from planner.models import Calibration
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "startup_logs"
@@ -24,7 +24,9 @@ def next_deployment(db) -> Deployment:
     record = model_record("qwen3-next-80b-a3b")
     model = ModelSpec.objects.create(**{**record, "expert_weight_format": record.get("expert_weight_format") or ""})
     sku = HardwareSku.objects.create(**sku_record("h200-141gb"))
-    cluster = Cluster.objects.create(slug="h200", name="H200", sku=sku, nodes=1, provider="acme", team="ml")
+    cluster = Cluster.objects.create(
+        slug="h200", name="H200", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="ml"
+    )
     return Deployment.objects.create(slug="next", cluster=cluster, model=model, tp=2, engine="vllm")
 
 

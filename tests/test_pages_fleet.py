@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider
 from planner.snapshots import refresh_snapshots
 
 
@@ -24,7 +24,12 @@ def add_fleet(n: int, prefix: str = "c") -> None:
     llama = ModelSpec.objects.get(slug="llama-3.1-70b")
     for i in range(n):
         c = Cluster.objects.create(
-            slug=f"{prefix}{i}", name=f"{prefix.upper()}{i}", sku=sku, nodes=4, provider=f"p{i % 3}", team=f"t{i % 2}"
+            slug=f"{prefix}{i}",
+            name=f"{prefix.upper()}{i}",
+            sku=sku,
+            nodes=4,
+            provider=Provider.objects.ensure(f"p{i % 3}"),
+            team=f"t{i % 2}",
         )
         for j in range(2):
             Deployment.objects.create(
@@ -110,7 +115,7 @@ def test_platform_registers_a_cluster_and_a_deployment(client, make_user, catalo
             "slug": "k3-h200",
             "sku": sku.pk,
             "nodes": 2,
-            "provider": "acme",
+            "provider": Provider.objects.ensure("acme").name,
             "team": "ml",
             "hours_per_day": "24",
             "status": "active",
@@ -157,7 +162,7 @@ def test_form_errors_are_shown_inline(client, make_user, catalog):
             "slug": "x",
             "sku": sku.pk,
             "nodes": 0,
-            "provider": "a",
+            "provider": Provider.objects.ensure("a").name,
             "team": "b",
             "hours_per_day": "30",
             "status": "active",

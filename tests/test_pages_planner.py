@@ -9,8 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from priced import acme_quoting_the_seeds_rate
 
-from fleet.models import Cluster, HardwareSku, ModelSpec, Workload
+from fleet.models import Cluster, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
 from planner.forms import WhatIfForm
 from planner.models import Decision
 
@@ -152,21 +153,28 @@ def test_rent_vs_api_errors_sit_beside_their_inputs(client, make_user, catalog):
     bad = {"workload": "agent", "gpus": "8", "sku": "h100-sxm-80gb", "api_price": "kimi-k3-api", "on": "2020-01-01"}
     r = client.post("/rent-vs-api/decide/", {**bad, "tier": "3"})
     assert r.status_code == 400 and not Decision.objects.exists()
-    assert "No on-demand quote for h100-sxm-80gb is in force on 2020-01-01" in r.context["form"].errors["sku"][0]
+    assert "h100-sxm-80gb is unpriced on 2020-01-01" in r.context["form"].errors["sku"][0]
 
 
 @pytest.mark.django_db
 def test_rent_vs_api_shows_the_recommendation_and_chart(viewer, catalog):
-    page = viewer.get("/rent-vs-api/?workload=agent&gpus=8&sku=h100-sxm-80gb&api_price=kimi-k3-api&on=2026-08-01")
-    html = page.content.decode()
+    seeds = GpuQuote.objects.get(sku__slug="h100-sxm-80gb", provider__isnull=True).pk
+    url = "/rent-vs-api/?workload=agent&gpus=8&sku=h100-sxm-80gb&api_price=kimi-k3-api&on=2026-08-01"
+    html = viewer.get(f"{url}&gpu_quote={seeds}").content.decode()  # the seeds' assumption, picked
     assert 'id="recommendation"' in html and 'data-chart="breakeven"' in html
     assert "14,400.00" in html and "2026-07-17" in html
+    price = html.split('id="gpu-price"')[1].split("</p>")[0]
+    assert "an assumption no provider quoted, picked for this comparison" in price
+    # Not picked: the SKU's price in force, the cheapest public list price that day (Nebius's 2.95).
+    price = viewer.get(url).content.decode().split('id="gpu-price"')[1].split("</p>")[0]
+    assert "2.9500 USD/GPU-hour (Nebius public list price, quoted 2026-05-18)" in price
     assert "Record a decision" not in html  # viewers are not offered the button
 
 
 @pytest.mark.django_db
 def test_finance_records_a_decision_from_the_page_and_viewer_is_refused(client, make_user, catalog):
-    inputs = {"workload": "agent", "gpus": "8", "sku": "h100-sxm-80gb", "api_price": "kimi-k3-api", "on": "2026-08-01"}
+    inputs = {"workload": "agent", "gpus": "8", "sku": "h100-sxm-80gb", "api_price": "kimi-k3-api", "on": "2026-08-01",
+              "gpu_quote": GpuQuote.objects.get(sku__slug="h100-sxm-80gb", provider__isnull=True).pk}  # fmt: skip
     client.force_login(make_user("v", "viewer"))
     assert client.post("/rent-vs-api/decide/", {**inputs, "tier": "3"}).status_code == 403
     client.force_login(make_user("f", "finance"))
@@ -182,9 +190,8 @@ def test_finance_records_a_decision_from_the_page_and_viewer_is_refused(client, 
 @pytest.mark.django_db
 def test_spend_page_and_csv_link(viewer, catalog):
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    Cluster(slug="k", name="K", sku=sku, nodes=1, provider="seed-assumption", team="ml").save(
-        effective_from=date(2026, 7, 17)
-    )
+    acme = acme_quoting_the_seeds_rate(sku)
+    Cluster(slug="k", name="K", sku=sku, nodes=1, provider=acme, team="ml").save(effective_from=date(2026, 7, 17))
     html = viewer.get("/spend/?month=2026-07").content.decode()
     assert "7,200.00" in html  # 8 GPUs x 24 h x 15 days (17..31 July) x 2.50, all spent (a past month)
     assert "/api/v1/spend/?month=2026-07&amp;format=csv" in html
@@ -194,15 +201,15 @@ def test_spend_page_and_csv_link(viewer, catalog):
     assert bad.status_code == 400
     label = bad.content.decode().split('name="month"')[1].split("</label>")[0]
     assert "Give a month as YYYY-MM, e.g. 2026-07." in label  # beside the input
-    # A month with days no quote prices (the catalogue's quotes start on 17 July) is priced where it
-    # can be, and the rest is named in a warning above the tables.
-    Cluster(slug="early", name="Early", sku=sku, nodes=1, provider="seed-assumption", team="ml").save(
+    # A month with days no quote prices (acme's quote starts on 17 July) is priced where it can be, and
+    # the rest is named in a warning above the tables.
+    Cluster(slug="early", name="Early", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="ml").save(
         effective_from=date(2026, 6, 1)
     )
     unpriced = viewer.get("/spend/?month=2026-06")
     assert unpriced.status_code == 200
     warnings = unpriced.content.decode().split('id="spend-warnings"')[1].split("</section>")[0]
-    assert "No quote in force for cluster early (seed-assumption, h100-sxm-80gb), 2026-06-01 to 2026-06-30" in warnings
+    assert "No quote in force for cluster early (acme, h100-sxm-80gb), 2026-06-01 to 2026-06-30" in warnings
 
 
 @pytest.mark.django_db
@@ -216,13 +223,13 @@ def test_planner_pages_query_count_is_constant(viewer, catalog, url):
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
     workload = Workload.objects.get()
     for i in range(2):
-        Cluster(slug=f"a{i}", name=f"A{i}", sku=sku, nodes=1, provider="seed-assumption", team="t").save(
+        Cluster(slug=f"a{i}", name=f"A{i}", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="t").save(
             effective_from=date(2026, 7, 17)
         )
         Decision.record(workload=workload, tier=3, note="", figures={}, inputs={}, user=None)
     few = count()
     for i in range(12):
-        Cluster(slug=f"b{i}", name=f"B{i}", sku=sku, nodes=1, provider="seed-assumption", team="t").save(
+        Cluster(slug=f"b{i}", name=f"B{i}", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="t").save(
             effective_from=date(2026, 7, 17)
         )
         Decision.record(workload=workload, tier=1, note="", figures={}, inputs={}, user=None)
@@ -244,7 +251,8 @@ def test_rent_vs_api_with_a_deployment_knows_the_capacity(viewer, catalog):
     from fleet.models import Deployment
 
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    c = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
+    acme = acme_quoting_the_seeds_rate(sku)
+    c = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider=acme, team="t")
     Deployment.objects.create(
         slug="llama",
         cluster=c,

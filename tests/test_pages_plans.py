@@ -62,7 +62,7 @@ def test_start_without_quotes_shows_the_service_error_beside_the_skus(client, ma
     r = client.post("/plans/start/", {"model": "kimi-k3", "workload": "agent", "skus": ["b200-192gb"]})
     assert r.status_code == 400 and not Plan.objects.exists()
     field = r.content.decode().split('<label for="id_skus">')[1].split('<div class="field')[0]
-    assert "No on-demand quote in force" in field and "b200-192gb" in field
+    assert "No on-demand price in force" in field and "b200-192gb" in field
 
 
 @pytest.mark.django_db

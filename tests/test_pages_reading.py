@@ -12,6 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
+from priced import acme_quoting_the_seeds_rate
 
 from fleet.catalog import reference
 from fleet.models import Cluster, Deployment, EndpointPoll, HardwareSku, ModelSpec, Workload
@@ -28,8 +29,9 @@ def world(client, make_user):
         mean_output_tokens=600, p95_context_tokens=64_000, prefix_cache_hit_rate=0.9, peak_concurrency=256,
         ttft_slo_ms=2000, tpot_slo_ms=50,
     )  # fmt: skip
-    cluster = Cluster(slug="pool", name="Pool", sku=HardwareSku.objects.get(slug="h100-sxm-80gb"), nodes=2,
-                      provider="seed-assumption", team="platform")  # fmt: skip
+    h100 = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    cluster = Cluster(slug="pool", name="Pool", sku=h100, nodes=2, provider=acme_quoting_the_seeds_rate(h100),
+                      team="platform")  # fmt: skip
     cluster.save(effective_from=date(2026, 7, 17))
     deployment = Deployment.objects.create(
         slug="llama", cluster=cluster, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4, replicas=2,
@@ -45,8 +47,9 @@ def world(client, make_user):
         ]
     )  # fmt: skip
     # Made before the registration checks existed (they would refuse it): Kimi K3 on one H200.
-    h200 = Cluster.objects.create(slug="h200", name="H200 box", sku=HardwareSku.objects.get(slug="h200-141gb"),
-                                  nodes=1, provider="p", team="t")  # fmt: skip
+    h200_sku = HardwareSku.objects.get(slug="h200-141gb")
+    h200 = Cluster.objects.create(slug="h200", name="H200 box", sku=h200_sku, nodes=1,
+                                  provider=acme_quoting_the_seeds_rate(h200_sku), team="t")  # fmt: skip
     Deployment.objects.create(slug="k3-one", cluster=h200, model=ModelSpec.objects.get(slug="kimi-k3"), tp=1)
     from planner.snapshots import refresh_snapshots
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from fleet.models import GpuQuote, OutboxMessage
+from fleet.models import GpuQuote, OutboxMessage, Provider
 from planner.breakeven import BreakevenRequest
 from planner.decisions import record_decision
 from planner.models import Decision
@@ -25,7 +25,7 @@ def _decide() -> Decision:
 def _flip(deployment) -> None:
     """8.00 USD/GPU-hour from today: 46,080 USD a month renting against the API's 39,000."""
     GpuQuote.objects.create(
-        sku=deployment.cluster.sku, provider="seed-assumption", usd_per_gpu_hour=Decimal("8.00"),
+        sku=deployment.cluster.sku, provider=Provider.objects.ensure("acme"), usd_per_gpu_hour=Decimal("8.00"),
         quoted_on=timezone.now().date(),
     )  # fmt: skip
     review_decisions()

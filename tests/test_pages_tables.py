@@ -11,7 +11,7 @@ from datetime import date
 import pytest
 from django.utils import timezone
 
-from fleet.models import Cluster, HardwareSku, ModelSpec, Workload
+from fleet.models import Cluster, HardwareSku, ModelSpec, Provider, Workload
 from fleet.tables import csv_text, safe_cell
 from planner.models import Decision, Plan
 
@@ -227,10 +227,10 @@ def test_ranking_csv(viewer, catalog_and_agent):
 @pytest.mark.django_db
 def test_fleet_table_search_and_order(viewer):
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    Cluster(slug="alpha", name="Alpha", sku=sku, nodes=1, provider="zeta-cloud", team="ml").save(
-        effective_from=date(2026, 7, 17)
-    )
-    Cluster(slug="beta", name="Beta", sku=sku, nodes=1, provider="acme", team="search").save(
+    Cluster(
+        slug="alpha", name="Alpha", sku=sku, nodes=1, provider=Provider.objects.ensure("zeta-cloud"), team="ml"
+    ).save(effective_from=date(2026, 7, 17))
+    Cluster(slug="beta", name="Beta", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="search").save(
         effective_from=date(2026, 7, 17)
     )
     ordered = viewer.get("/?sort=-name")
@@ -283,9 +283,9 @@ def test_fleet_csv_has_the_filtered_ordered_deployments_with_headroom(viewer):
 
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
     for slug, team in (("alpha", "=ml"), ("beta", "search"), ("gamma", "search")):
-        Cluster(slug=slug, name=slug.title(), sku=sku, nodes=1, provider="acme", team=team).save(
-            effective_from=date(2026, 7, 17)
-        )
+        Cluster(
+            slug=slug, name=slug.title(), sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team=team
+        ).save(effective_from=date(2026, 7, 17))
     llama = ModelSpec.objects.get(slug="llama-3.1-70b")
     Deployment.objects.create(slug="llama", cluster=Cluster.objects.get(slug="alpha"), model=llama, tp=4, replicas=2)
     from planner.snapshots import refresh_snapshots

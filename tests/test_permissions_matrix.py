@@ -31,6 +31,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from fleet import permissions as fleet_permissions
+from fleet.models import Provider
 from planner import permissions as planner_permissions
 
 ROLES = ("anonymous", "none", "viewer", "finance", "platform", "admin", "superuser")
@@ -69,6 +70,8 @@ API_RECORDS = [
     ("workloads", "{workload}", "fleet.workload", INVENTORY),
     ("gpu-quotes", "{quote}", "fleet.gpuquote", PRICING),
     ("api-prices", "{api_price}", "fleet.apiprice", PRICING),
+    # Clusters (platform) and quotes (finance) name a provider: both may add one.
+    ("providers", "{provider}", "fleet.provider", INVENTORY | PRICING),
 ]
 
 
@@ -151,6 +154,7 @@ BEAT_MODELS = ("periodictask", "clockedschedule", "crontabschedule", "solarsched
 ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     **{f"fleet.{m}": (INVENTORY,) * 3 for m in fleet_permissions.INVENTORY},
     **{f"fleet.{m}": (PRICING,) * 3 for m in fleet_permissions.PRICING},
+    "fleet.provider": (INVENTORY | PRICING,) * 3,
     # System-written records: read-only in the admin; the admin role may delete (all permissions).
     **{
         f"fleet.{m}": (NOBODY, NOBODY, ADMINS)
@@ -169,7 +173,8 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
 }
 ADMIN_KEYS = {"hardwaresku": "{sku_pk}", "modelspec": "{model_pk}", "workload": "{workload_pk}",
               "cluster": "{cluster_pk}", "deployment": "{deployment_pk}", "gpuquote": "{quote}",
-              "apiprice": "{api_price_pk}", "clusterstate": "{state}", "endpointpoll": "{poll}",
+              "provider": "{provider}", "apiprice": "{api_price_pk}", "clusterstate": "{state}",
+              "endpointpoll": "{poll}",
               "workerheartbeat": "{heartbeat}",
               "outboxmessage": "{outbox}", "plan": "{plan}", "decision": "{decision}", "user": "{user}",
               "group": "{group}", "tokenproxy": "{user}", "logentry": "{logentry}",
@@ -235,7 +240,9 @@ def _records() -> dict[str, Any]:
         slug="h100-sxm-80gb", name="H100 SXM 80GB", vendor="NVIDIA", hbm_gb=80, hbm_bandwidth_tbps=3.35,
         bf16_tflops=989, fp8_tflops=1979, interconnect_gbps=900, gpus_per_node=8,
     )  # fmt: skip
-    cluster = Cluster.objects.create(slug="pool", name="Pool", sku=sku, nodes=2, provider="acme", team="ml")
+    cluster = Cluster.objects.create(
+        slug="pool", name="Pool", sku=sku, nodes=2, provider=Provider.objects.ensure("acme"), team="ml"
+    )
     model = ModelSpec.objects.create(
         slug="llama-3.1-70b", name="Llama 3.1 70B", total_params=70_600_000_000, active_params=70_600_000_000,
         hidden_size=8192, vocab_size=128256, max_context_tokens=131072, attention_heads=64, weight_format="bf16",
@@ -247,7 +254,9 @@ def _records() -> dict[str, Any]:
     )  # fmt: skip
     # No endpoint: an allowed poll-now answers 400 instead of reaching out.
     deployment = Deployment.objects.create(slug="llama", cluster=cluster, model=model, tp=8, engine="vllm")
-    quote = GpuQuote.objects.create(sku=sku, provider="acme", usd_per_gpu_hour="2.5", quoted_on=date(2026, 1, 1))
+    quote = GpuQuote.objects.create(
+        sku=sku, provider=Provider.objects.ensure("acme"), usd_per_gpu_hour="2.5", quoted_on=date(2026, 1, 1)
+    )
     api_price = ApiPrice.objects.create(
         slug="acme-big", provider="acme", model_name="big", input_cache_hit_usd_per_mtok="0.1",
         input_cache_miss_usd_per_mtok="1", output_usd_per_mtok="4", quoted_on=date(2026, 1, 1),
@@ -271,6 +280,7 @@ def _records() -> dict[str, Any]:
         "sku": sku.slug, "sku_pk": sku.pk, "cluster": cluster.slug, "cluster_pk": cluster.pk,
         "model": model.slug, "model_pk": model.pk, "workload": workload.slug, "workload_pk": workload.pk,
         "deployment": deployment.slug, "deployment_pk": deployment.pk, "quote": quote.pk,
+        "provider": cluster.provider_id,
         "api_price": api_price.slug, "api_price_pk": api_price.pk, "plan": plan.pk, "decision": decision.pk,
         "calibration": calibration.pk,
         "state": ClusterState.objects.get(cluster=cluster).pk, "poll": poll.pk, "heartbeat": heartbeat.pk,

@@ -8,6 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from fleet.models import Provider
 from planner import plans as plan_service
 from planner.models import Plan
 
@@ -29,7 +30,10 @@ def test_create_returns_202_with_url_and_id_then_the_search_stores_the_result(pl
     body = r.json()
     assert body["status"] == "queued" and body["progress"] == 0 and r["Location"] == body["url"]
     assert body["url"].endswith(f"/api/v1/plans/{body['id']}/")
-    assert body["options"]["prices"]["h200-141gb"]["quoted_on"] == "2026-07-17"
+    # Each SKU's price in force: no provider quoted the fleet, so the cheapest public list price (RunPod
+    # Community Cloud's H200 at 3.59, read 2026-09-25), never the seeds' 2.50 assumption.
+    h200 = body["options"]["prices"]["h200-141gb"]
+    assert (h200["provider"], h200["usd_per_gpu_hour"], h200["basis"]) == ("RunPod Community Cloud", "3.5900", "list")
     plan = plan_service.execute_plan(body["id"])
     assert plan.status == "done" and plan.progress == 100 and plan.error == ""
     result = platform_api.get(body["url"]).json()
@@ -88,7 +92,7 @@ def test_bad_requests_and_roles(platform_api, viewer_api, setup):
     r = platform_api.post(URL, {**BODY, "model": "nope"}, format="json")
     assert r.status_code == 400 and "model" in r.json()
     r = platform_api.post(URL, {**BODY, "on": "2026-01-01"}, format="json")
-    assert r.status_code == 400 and "No on-demand quote" in r.json()["skus"][0]
+    assert r.status_code == 400 and "No on-demand price in force" in r.json()["skus"][0]
     r = platform_api.post(URL, {**BODY, "modes": ["sideways"]}, format="json")
     assert r.status_code == 400 and "modes.0" in r.json()
     assert viewer_api.get(URL).status_code == 200
@@ -109,7 +113,8 @@ def test_command_runs_the_same_search_with_a_progress_bar(setup):
 @pytest.mark.django_db
 def test_a_plan_ranked_on_public_list_prices(platform_api, setup):
     """``price_basis: list``: each SKU priced at the cheapest public on-demand list price in force
-    (the latest of each provider), not the seeds' 2.50; ``fleet`` (the default) keeps 2.50."""
+    (the latest of each provider); ``fleet`` (the default): the SKU's price in force, a provider's own
+    quote before any list price. Never the seeds' 2.50 assumption."""
     from datetime import date
 
     from fleet.models import GpuQuote, HardwareSku
@@ -117,13 +122,33 @@ def test_a_plan_ranked_on_public_list_prices(platform_api, setup):
     h200, b200 = HardwareSku.objects.get(slug="h200-141gb"), HardwareSku.objects.get(slug="b200-192gb")
     listed = {"list_price": True, "pricing_kind": "on-demand", "source": "test price list"}
     GpuQuote.objects.create(
-        sku=h200, provider="cheap-then-dear", usd_per_gpu_hour="0.40", quoted_on=date(2039, 11, 1), **listed
+        sku=h200,
+        provider=Provider.objects.ensure("cheap-then-dear"),
+        usd_per_gpu_hour="0.40",
+        quoted_on=date(2039, 11, 1),
+        **listed,
     )
     GpuQuote.objects.create(
-        sku=h200, provider="cheap-then-dear", usd_per_gpu_hour="0.90", quoted_on=date(2039, 12, 1), **listed
+        sku=h200,
+        provider=Provider.objects.ensure("cheap-then-dear"),
+        usd_per_gpu_hour="0.90",
+        quoted_on=date(2039, 12, 1),
+        **listed,
     )
-    GpuQuote.objects.create(sku=h200, provider="steady", usd_per_gpu_hour="0.50", quoted_on=date(2039, 10, 1), **listed)
-    GpuQuote.objects.create(sku=b200, provider="steady", usd_per_gpu_hour="0.60", quoted_on=date(2039, 10, 1), **listed)
+    GpuQuote.objects.create(
+        sku=h200,
+        provider=Provider.objects.ensure("steady"),
+        usd_per_gpu_hour="0.50",
+        quoted_on=date(2039, 10, 1),
+        **listed,
+    )
+    GpuQuote.objects.create(
+        sku=b200,
+        provider=Provider.objects.ensure("steady"),
+        usd_per_gpu_hour="0.60",
+        quoted_on=date(2039, 10, 1),
+        **listed,
+    )
     on = "2040-01-01"
     r = platform_api.post(URL, {**BODY, "on": on, "price_basis": "list"}, format="json")
     assert r.status_code == 202, r.json()
@@ -132,7 +157,15 @@ def test_a_plan_ranked_on_public_list_prices(platform_api, setup):
     assert (prices["h200-141gb"]["provider"], prices["h200-141gb"]["usd_per_gpu_hour"]) == ("steady", "0.5000")
     assert (prices["b200-192gb"]["provider"], prices["b200-192gb"]["usd_per_gpu_hour"]) == ("steady", "0.6000")
     fleet = platform_api.post(URL, {**BODY, "on": on}, format="json").json()["options"]
-    assert fleet["price_basis"] == "fleet" and fleet["prices"]["h200-141gb"]["usd_per_gpu_hour"] == "2.5000"
+    assert fleet["price_basis"] == "fleet" and fleet["prices"]["h200-141gb"]["usd_per_gpu_hour"] == "0.5000"
+    GpuQuote.objects.create(
+        sku=h200, provider=Provider.objects.ensure("steady"), usd_per_gpu_hour="0.70", quoted_on=date(2039, 12, 15)
+    )  # steady's own quote to the fleet: the H200's price in force, dearer than its list price
+    fleet = platform_api.post(URL, {**BODY, "on": on}, format="json").json()["options"]
+    assert (fleet["prices"]["h200-141gb"]["usd_per_gpu_hour"], fleet["prices"]["h200-141gb"]["basis"]) == (
+        "0.7000",
+        "own",
+    )
 
     r = platform_api.post(URL, {**BODY, "skus": ["rtx-4080-16gb"], "price_basis": "list"}, format="json")
     assert r.status_code == 400 and "No public on-demand list price in force" in r.json()["skus"][0]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from test_api_crud import MODEL, SKU, WORKLOAD
 
+from fleet.models import Provider
+
 
 def _errors(api, url, body, method="post"):
     r = getattr(api, method)(url, body, format="json")
@@ -163,6 +165,7 @@ def test_deployment_rejects_bad_values(platform_api, cluster, kimi_k3):
 
 @pytest.mark.django_db
 def test_quote_cannot_expire_before_it_was_quoted(finance_api, sku):
+    Provider.objects.ensure("acme")
     body = {
         "sku": sku.slug,
         "provider": "acme",

@@ -38,7 +38,7 @@ def test_declared_breakeven_is_what_compare_gives(chat_served):
     assert stored.declared_monthly_output_tokens == 1_500_000_000
     assert stored.observed_monthly_output_tokens is None and stored.figures["observed"] is None
     assert stored.inputs["deployment"] == "llama" and stored.inputs["api_price"] == "llama-api"
-    assert stored.inputs["quotes"] == [GpuQuote.objects.get(sku__slug="h100-sxm-80gb", provider="seed-assumption").pk]
+    assert stored.inputs["quotes"] == [GpuQuote.objects.get(sku__slug="h100-sxm-80gb", provider__name="acme").pk]
     assert stored.state() == "current"
     # Idempotent: a second run stores the same.
     first = (stored.figures, stored.inputs)
@@ -161,7 +161,7 @@ def test_a_dearer_gpu_quote_flips_the_decision(chat_served):
     decision = _decide()
     # 8.00 USD/GPU-hour from today: 8 GPUs x 8.00 x 720 h = 46,080 USD a month, more than the API's 39,000.
     GpuQuote.objects.create(
-        sku=deployment.cluster.sku, provider="seed-assumption", usd_per_gpu_hour=Decimal("8.00"),
+        sku=deployment.cluster.sku, provider=deployment.cluster.provider, usd_per_gpu_hour=Decimal("8.00"),
         quoted_on=timezone.now().date(),
     )  # fmt: skip
     assert review_decisions([workload.pk])["flipped"] == 1
@@ -238,7 +238,7 @@ def test_a_failed_recomputation_keeps_the_previous_figures(chat_served):
     GpuQuote.objects.filter(sku=deployment.cluster.sku).delete()
     assert refresh_breakevens(batch=1) == {"computed": 0, "unavailable": 0, "failed": 1, "batches": 1}
     row = WorkloadBreakeven.objects.get()
-    assert row.figures == before and "No on-demand quote for h100-sxm-80gb" in row.error
+    assert row.figures == before and "cluster is unpriced on" in row.error
     assert row.state() == "stale" and row.failed_at is not None
 
 
@@ -287,7 +287,12 @@ def test_breakevens_and_reviews_read_a_fixed_handful_of_queries_per_batch(chat_s
         w.pk, w.slug, w.name = None, f"chat-{i}", f"Chat {i}"  # a copy of the fixture's workload
         w.save()
         c = Cluster.objects.create(
-            slug=f"c{i}", name=f"C{i}", sku=deployment.cluster.sku, nodes=1, provider="p", team="t"
+            slug=f"c{i}",
+            name=f"C{i}",
+            sku=deployment.cluster.sku,
+            nodes=1,
+            provider=deployment.cluster.provider,
+            team="t",
         )
         Deployment.objects.create(slug=f"llama-{i}", cluster=c, model=deployment.model, tp=4, replicas=2, workload=w)
         record_decision(

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from fleet.models import ApiPrice, Deployment, GpuQuote
+from fleet.models import ApiPrice, Deployment, GpuQuote, Provider
 
 URL = "/api/v1/route/"
 LITELLM = "/api/v1/route/litellm/"
@@ -51,7 +51,9 @@ def _deployment(cluster, model, slug, *, polled_s_ago=5, status="up", running=4.
 @pytest.fixture
 def fleet(cluster, llama70b):
     today = timezone.now().date()
-    GpuQuote.objects.create(sku=cluster.sku, provider="acme", usd_per_gpu_hour=Decimal("2.50"), quoted_on=today)
+    GpuQuote.objects.create(
+        sku=cluster.sku, provider=Provider.objects.ensure("acme"), usd_per_gpu_hour=Decimal("2.50"), quoted_on=today
+    )
     fresh = _deployment(cluster, llama70b, "llama-fresh")
     stale = _deployment(cluster, llama70b, "llama-stale", polled_s_ago=3600)
     down = _deployment(cluster, llama70b, "llama-down", status="down")

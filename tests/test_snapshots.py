@@ -15,7 +15,16 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from fleet.models import CapacitySnapshot, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, OutboxMessage
+from fleet.models import (
+    CapacitySnapshot,
+    Cluster,
+    Deployment,
+    GpuQuote,
+    HardwareSku,
+    ModelSpec,
+    OutboxMessage,
+    Provider,
+)
 from fleet.models.snapshots import describe_capacity
 from planner import snapshots
 from planner.snapshots import REFRESH_TASK, refresh_snapshots
@@ -31,11 +40,17 @@ def fleet(db):
     llama = ModelSpec.objects.get(slug="llama-3.1-70b")
     GpuQuote.objects.filter(sku=sku).delete()
     GpuQuote.objects.create(
-        sku=sku, provider="acme", usd_per_gpu_hour=Decimal("2.00"), quoted_on=date(2026, 1, 1), list_price=False
+        sku=sku,
+        provider=Provider.objects.ensure("acme"),
+        usd_per_gpu_hour=Decimal("2.00"),
+        quoted_on=date(2026, 1, 1),
+        list_price=False,
     )
     out = []
     for i in range(2):
-        c = Cluster.objects.create(slug=f"c{i}", name=f"C{i}", sku=sku, nodes=1, provider="acme", team="t")
+        c = Cluster.objects.create(
+            slug=f"c{i}", name=f"C{i}", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="t"
+        )
         out.append(
             Deployment.objects.create(
                 slug=f"d{i}",
@@ -100,7 +115,10 @@ def test_a_snapshot_is_never_current_after_its_inputs_changed(fleet):
     refresh_snapshots()
     assert {describe_capacity(load(d.pk))["state"] for d in fleet} == {"current"}
     GpuQuote.objects.create(
-        sku=d0.cluster.sku, provider="acme", usd_per_gpu_hour=Decimal("3.00"), quoted_on=timezone.now().date()
+        sku=d0.cluster.sku,
+        provider=Provider.objects.ensure("acme"),
+        usd_per_gpu_hour=Decimal("3.00"),
+        quoted_on=timezone.now().date(),
     )
     for d in fleet:
         shown = describe_capacity(load(d.pk))
@@ -188,7 +206,9 @@ def test_running_twice_stores_the_same_and_queries_do_not_grow_with_the_batch(fl
     assert {s.pk: (s.figures, s.inputs) for s in CapacitySnapshot.objects.all()} == first
     sku, llama = fleet[0].cluster.sku, fleet[0].model
     for i in range(2, 12):
-        c = Cluster.objects.create(slug=f"c{i}", name=f"C{i}", sku=sku, nodes=1, provider="acme", team="t")
+        c = Cluster.objects.create(
+            slug=f"c{i}", name=f"C{i}", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="t"
+        )
         Deployment.objects.create(slug=f"d{i}", cluster=c, model=llama, tp=4, replicas=2)
     refresh_snapshots()  # creates the ten new snapshots (one INSERT more); then, as for two:
     with CaptureQueriesContext(connection) as twelve:
@@ -228,7 +248,9 @@ def test_every_change_that_can_move_a_snapshot_records_its_recomputation(fleet):
     assert len(messages()) == count
     # Nothing affected (a quote of a SKU no deployment runs on, no decision priced it): no message.
     other = HardwareSku.objects.exclude(pk=d0.cluster.sku_id).first()
-    GpuQuote.objects.create(sku=other, provider="x", usd_per_gpu_hour=Decimal("1"), quoted_on=date(2026, 1, 1))
+    GpuQuote.objects.create(
+        sku=other, provider=Provider.objects.ensure("x"), usd_per_gpu_hour=Decimal("1"), quoted_on=date(2026, 1, 1)
+    )
     assert len(messages()) == count
 
 
@@ -238,7 +260,9 @@ def test_the_beat_fans_the_fleet_out_in_batches(fleet, settings, monkeypatch):
 
     sku, llama = fleet[0].cluster.sku, fleet[0].model
     for i in range(2, 5):
-        c = Cluster.objects.create(slug=f"c{i}", name=f"C{i}", sku=sku, nodes=1, provider="acme", team="t")
+        c = Cluster.objects.create(
+            slug=f"c{i}", name=f"C{i}", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="t"
+        )
         Deployment.objects.create(slug=f"d{i}", cluster=c, model=llama, tp=4, replicas=2)
     settings.SNAPSHOT_BATCH = 2
     sent = []

@@ -13,6 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.db import OperationalError
 from django.utils import timezone
+from priced import acme_quoting_the_seeds_rate
 
 from fleet.models import Cluster, Deployment, EndpointPoll, HardwareSku, ModelSpec, Workload
 from fleet.tasks import TRANSIENT_ERRORS
@@ -39,7 +40,8 @@ def catalog(db):
 def deployment(slug: str = "llama", replicas: int = 2, **extra) -> Deployment:
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
     cluster, _ = Cluster.objects.get_or_create(
-        slug="c", defaults={"name": "C", "sku": sku, "nodes": 4, "provider": "p", "team": "t"}
+        slug="c",
+        defaults={"name": "C", "sku": sku, "nodes": 4, "provider": acme_quoting_the_seeds_rate(sku), "team": "t"},
     )
     model = ModelSpec.objects.get(slug="llama-3.1-70b")
     return Deployment.objects.create(slug=slug, cluster=cluster, model=model, tp=4, replicas=replicas, **extra)

@@ -11,7 +11,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fleet.models import Cluster, GpuQuote, HardwareSku
+from fleet.models import Cluster, GpuQuote, HardwareSku, Provider
 
 
 @pytest.fixture
@@ -21,22 +21,42 @@ def fleet(db):
     GpuQuote.objects.all().delete()
     GpuQuote.objects.create(
         sku=HardwareSku.objects.get(slug="mi300x-192gb"),
-        provider="seed-assumption",
+        provider=Provider.objects.ensure("acme"),
         usd_per_gpu_hour=Decimal("2.50"),
         quoted_on=date(2026, 7, 17),
     )
     h100 = HardwareSku.objects.get(slug="h100-sxm-80gb")
     # Registered 1 July with one node (8 GPUs), resized to two nodes from 16 July.
-    c = Cluster(slug="k3-h100", name="K3 H100", sku=h100, nodes=1, provider="seed-assumption", team="platform")
+    c = Cluster(
+        slug="k3-h100",
+        name="K3 H100",
+        sku=h100,
+        nodes=1,
+        provider=Provider.objects.ensure("acme"),
+        team="platform",
+    )
     c.save(effective_from=date(2026, 7, 1))
     c.nodes = 2
     c.save(effective_from=date(2026, 7, 16))
     # A research cluster at another provider: 8 GPUs, 4 hours a day, from 10 July, its own quote.
-    r = Cluster(slug="lab", name="Lab", sku=h100, nodes=1, provider="labcloud", team="research", hours_per_day=4)
+    r = Cluster(
+        slug="lab",
+        name="Lab",
+        sku=h100,
+        nodes=1,
+        provider=Provider.objects.ensure("labcloud"),
+        team="research",
+        hours_per_day=4,
+    )
     r.save(effective_from=date(2026, 7, 10))
-    GpuQuote.objects.create(sku=h100, provider="labcloud", usd_per_gpu_hour=Decimal("2.00"), quoted_on=date(2026, 7, 1))
     GpuQuote.objects.create(
-        sku=h100, provider="seed-assumption", usd_per_gpu_hour=Decimal("2.50"), quoted_on=date(2026, 6, 1)
+        sku=h100,
+        provider=Provider.objects.ensure("labcloud"),
+        usd_per_gpu_hour=Decimal("2.00"),
+        quoted_on=date(2026, 7, 1),
+    )
+    GpuQuote.objects.create(
+        sku=h100, provider=Provider.objects.ensure("acme"), usd_per_gpu_hour=Decimal("2.50"), quoted_on=date(2026, 6, 1)
     )
     return c
 
@@ -57,35 +77,40 @@ def test_resized_mid_month_is_pro_rated(viewer_api, fleet):
 
 
 @pytest.mark.django_db
-def test_a_provider_without_its_own_quote_pays_the_cheapest_in_force_and_is_warned(viewer_api, fleet):
+def test_a_provider_without_its_own_quote_is_unpriced_never_priced_at_another(viewer_api, fleet):
+    """Issue 24: a cluster pays its provider's price (own quote, else its list price) or is unpriced,
+    said as a warning; never another provider's quote (acme's MI300X 2.50 here)."""
     mi = HardwareSku.objects.get(slug="mi300x-192gb")
-    other = Cluster(slug="amd", name="AMD", sku=mi, nodes=1, provider="nocloud", team="research")
-    other.save(effective_from=date(2026, 7, 17))  # the only MI300X quote (seed-assumption) starts 17 July
+    other = Cluster(
+        slug="amd", name="AMD", sku=mi, nodes=1, provider=Provider.objects.ensure("nocloud"), team="research"
+    )
+    other.save(effective_from=date(2026, 7, 17))
     data = viewer_api.get("/api/v1/spend/?month=2026-07").json()
     amd = next(c for c in data["clusters"] if c["cluster"] == "amd")
-    assert amd["usd_per_gpu_hour"] == "2.5000" and amd["gpu_hours"] == str(8 * 24 * 15) + ".00"
+    assert amd["usd_per_gpu_hour"] is None and amd["cost_usd"] == "0.00"
+    assert amd["unpriced_gpu_hours"] == str(8 * 24 * 15) + ".00"
     (w,) = [w for w in data["warnings"] if w["cluster"] == "amd"]
     assert (w["kind"], w["borrowed_from"], w["first_day"], w["last_day"], w["days"]) == (
-        "borrowed",
-        "seed-assumption",
+        "missing",
+        None,
         "2026-07-17",
         "2026-07-31",
         15,
     )
-    assert "No quote from nocloud" in w["message"]
+    assert not [w for w in data["warnings"] if w["kind"] == "borrowed"]
 
 
 @pytest.mark.django_db
 def test_days_without_any_quote_are_a_named_warning_not_a_zero(viewer_api, fleet):
     mi = HardwareSku.objects.get(slug="mi300x-192gb")
-    Cluster(slug="amd", name="AMD", sku=mi, nodes=1, provider="nocloud", team="research").save(
+    Cluster(slug="amd", name="AMD", sku=mi, nodes=1, provider=Provider.objects.ensure("acme"), team="research").save(
         effective_from=date(2026, 7, 1)
     )
     r = viewer_api.get("/api/v1/spend/?month=2026-07")
     assert r.status_code == 200, r.content
     data = r.json()
     amd = next(c for c in data["clusters"] if c["cluster"] == "amd")
-    # 1-16 July: no MI300X quote at all: 8 x 24 x 16 = 3,072 GPU-hours unpriced; 17-31 July at 2.50.
+    # 1-16 July: no MI300X quote from acme yet: 8 x 24 x 16 = 3,072 GPU-hours unpriced; 17-31 July at 2.50.
     assert amd["unpriced_gpu_hours"] == "3072.00" and amd["cost_usd"] == str(8 * 24 * 15 * 2.5) + "0"
     missing = [w for w in data["warnings"] if w["kind"] == "missing"]
     assert [(w["cluster"], w["sku"], w["first_day"], w["last_day"]) for w in missing] == [

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from fleet.errors import InputError
-from fleet.models import Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec
+from fleet.models import Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider
 from fleet.poll_store import count_poll
 from planner import headroom as headroom_module
 from planner import spend as spend_module
@@ -24,8 +24,10 @@ def june(db):
     call_command("load_catalog", stdout=StringIO())
     GpuQuote.objects.all().delete()  # only the quotes below: independent of the catalogue's price lists
     h100 = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    GpuQuote.objects.create(sku=h100, provider="acme", usd_per_gpu_hour=Decimal("2.50"), quoted_on=date(2026, 5, 1))
-    c = Cluster(slug="c8", name="C8", sku=h100, nodes=1, provider="acme", team="ml")
+    GpuQuote.objects.create(
+        sku=h100, provider=Provider.objects.ensure("acme"), usd_per_gpu_hour=Decimal("2.50"), quoted_on=date(2026, 5, 1)
+    )
+    c = Cluster(slug="c8", name="C8", sku=h100, nodes=1, provider=Provider.objects.ensure("acme"), team="ml")
     c.save(effective_from=date(2026, 6, 1))
     return c
 
@@ -60,7 +62,10 @@ def test_projection_uses_todays_quote_not_a_later_one(june):
     # A new quote from 20 June: actual days before it are at 2.50; projected days (after 10 June) stay at
     # today's 2.50 even though a 3.00 quote is recorded for later (a price is not foreseen).
     GpuQuote.objects.create(
-        sku=june.sku, provider="acme", usd_per_gpu_hour=Decimal("3.00"), quoted_on=date(2026, 6, 20)
+        sku=june.sku,
+        provider=Provider.objects.ensure("acme"),
+        usd_per_gpu_hour=Decimal("3.00"),
+        quoted_on=date(2026, 6, 20),
     )
     r = spend_for_month(2026, 6, today=date(2026, 6, 10)).spend
     assert r.total.projected.cost_usd == Decimal("9600.00")  # 8 x 24 x 20 x 2.50
@@ -116,22 +121,32 @@ def test_a_layout_without_capacity_has_no_utilisation_and_says_why(june, monkeyp
     assert any("llama: no admitted capacity (too big)" in a for a in r.assumptions)
 
 
-def test_missing_and_borrowed_quotes_are_warnings_per_cluster_and_day_range(june):
+def test_unpriced_days_are_warnings_per_cluster_and_day_range_never_another_providers_price(june):
     h200 = HardwareSku.objects.get(slug="h200-141gb")
-    # Another provider's H200 quote starts 15 June; the cluster's own provider has none.
-    GpuQuote.objects.create(sku=h200, provider="other", usd_per_gpu_hour=Decimal("4.00"), quoted_on=date(2026, 6, 15))
-    Cluster(slug="h", name="H", sku=h200, nodes=1, provider="acme", team="ml").save(effective_from=date(2026, 6, 1))
+    # Another provider's cheaper H200 quote starts 1 June; the cluster's own provider's starts 10 June.
+    GpuQuote.objects.create(
+        sku=h200,
+        provider=Provider.objects.ensure("other"),
+        usd_per_gpu_hour=Decimal("4.00"),
+        quoted_on=date(2026, 6, 1),
+    )
+    GpuQuote.objects.create(
+        sku=h200,
+        provider=Provider.objects.ensure("ACME"),  # the same provider, whatever the case
+        usd_per_gpu_hour=Decimal("5.00"),
+        quoted_on=date(2026, 6, 10),
+    )
+    Cluster(slug="h", name="H", sku=h200, nodes=1, provider=Provider.objects.ensure("acme"), team="ml").save(
+        effective_from=date(2026, 6, 1)
+    )
     data = spend_for("2026-06", date(2026, 6, 20)).to_dict()
     warnings = [(w["kind"], w["part"], w["cluster"], w["first_day"], w["last_day"]) for w in data["warnings"]]
-    assert warnings == [
-        ("missing", "actual", "h", "2026-06-01", "2026-06-14"),
-        ("borrowed", "actual", "h", "2026-06-15", "2026-06-20"),
-        ("borrowed", "projected", "h", "2026-06-21", "2026-06-30"),
-    ]
+    assert warnings == [("missing", "actual", "h", "2026-06-01", "2026-06-09")]
     h = next(c for c in data["clusters"] if c["cluster"] == "h")
-    # 14 days unpriced: 8 x 24 x 14 = 2,688 GPU-hours; 6 actual days at 4.00: 8 x 24 x 6 x 4 = 4,608
-    assert h["unpriced_gpu_hours"] == "2688.00" and h["actual_cost_usd"] == "4608.00"
-    assert h["projected_cost_usd"] == "7680.00"  # 8 x 24 x 10 x 4.00
+    # 1-9 June unpriced (never other's 4.00): 8 x 24 x 9 = 1,728 GPU-hours; 10-20 June at acme's 5.00:
+    # 8 x 24 x 11 x 5 = 10,560; projected 21-30 June at today's 5.00: 8 x 24 x 10 x 5 = 9,600
+    assert h["unpriced_gpu_hours"] == "1728.00" and h["actual_cost_usd"] == "10560.00"
+    assert h["projected_cost_usd"] == "9600.00"
 
 
 def test_the_trend_covers_twelve_months_ending_with_the_one_asked(june):
@@ -164,12 +179,16 @@ def test_months_outside_the_range_are_refused(june):
 def test_a_providers_public_list_price_prices_its_own_cluster_but_is_never_borrowed(june):
     h200 = HardwareSku.objects.get(slug="h200-141gb")
     GpuQuote.objects.create(
-        sku=h200, provider="listed", usd_per_gpu_hour=Decimal("3.00"), quoted_on=date(2026, 5, 1), list_price=True
+        sku=h200,
+        provider=Provider.objects.ensure("listed"),
+        usd_per_gpu_hour=Decimal("3.00"),
+        quoted_on=date(2026, 5, 1),
+        list_price=True,
     )
-    Cluster(slug="at-listed", name="L", sku=h200, nodes=1, provider="listed", team="ml").save(
+    Cluster(slug="at-listed", name="L", sku=h200, nodes=1, provider=Provider.objects.ensure("listed"), team="ml").save(
         effective_from=date(2026, 6, 1)
     )
-    Cluster(slug="elsewhere", name="E", sku=h200, nodes=1, provider="acme", team="ml").save(
+    Cluster(slug="elsewhere", name="E", sku=h200, nodes=1, provider=Provider.objects.ensure("acme"), team="ml").save(
         effective_from=date(2026, 6, 1)
     )
     data = spend_for("2026-06", date(2026, 7, 1)).to_dict()
@@ -203,7 +222,12 @@ def test_the_trends_closed_months_are_computed_once_until_a_history_or_a_quote_c
     assert [(t.year, t.month, t.total.cost_usd) for t in again.trend] == trend
     assert trend[-2] == (2026, 8, Decimal("14880.00"))  # 8 GPUs x 24 h x 31 days x 2.50
     # A new quote from 1 August: August is priced again, at 3.00.
-    GpuQuote.objects.create(sku=june.sku, provider="acme", usd_per_gpu_hour=Decimal("3.00"), quoted_on=date(2026, 8, 1))
+    GpuQuote.objects.create(
+        sku=june.sku,
+        provider=Provider.objects.ensure("acme"),
+        usd_per_gpu_hour=Decimal("3.00"),
+        quoted_on=date(2026, 8, 1),
+    )
     calls.clear()
     changed = spend_for_month(2026, 9, today=date(2026, 9, 12))
     assert len(calls) == 12

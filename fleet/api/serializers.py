@@ -8,20 +8,84 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from fleet import registration
+from fleet import inputs, registration
 from fleet.errors import InputError
 from fleet.limits import MAX_CONCURRENCY, MAX_REQUESTS_PER_DAY, MAX_TOKENS
-from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models import (
+    ApiPrice,
+    Cluster,
+    Deployment,
+    EndpointPoll,
+    GpuQuote,
+    HardwareSku,
+    ModelSpec,
+    Provider,
+    Workload,
+)
 from fleet.models.snapshots import SNAPSHOT_STATES, describe_capacity
-from planner.engine import WEIGHT_FORMATS
+from fleet.prices import PriceBook
+from planner.engine import PRICE_BASES, WEIGHT_FORMATS, superseded
 
 from .cleaning import ModelCleanMixin
 
 TIMESTAMPS = ("created", "updated")
 
 
-class HardwareSkuSerializer(ModelCleanMixin, serializers.ModelSerializer):
+class ProviderField(serializers.SlugRelatedField):
+    """A provider given by its name, matched whatever the case ("coreweave" is CoreWeave)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("queryset", Provider.objects.all())
+        super().__init__(slug_field="name", **kwargs)
+
+    def to_internal_value(self, data: Any) -> Provider:
+        if not isinstance(data, str) or not data.strip():
+            self.fail("invalid")
+        if len(data) > 100 or (message := inputs.control_character_message(data)):
+            raise serializers.ValidationError(
+                message if len(data) <= 100 else "A provider's name has 100 characters at most."
+            )
+        found = self.get_queryset().named(data)
+        if found is None:
+            raise serializers.ValidationError(
+                f"No provider called {data.strip()[:100]!r}; pick one of /api/v1/providers/ or add it there first."
+            )
+        return found
+
+
+class PriceInForceSerializer(serializers.Serializer):
+    """The price in force today (``planner.engine.price_in_force``): for a cluster its provider's own
+    quote, else that provider's public list price; for a SKU the cheapest own quote, else the
+    cheapest list price. ``null``: unpriced."""
+
+    usd_per_gpu_hour = serializers.DecimalField(max_digits=10, decimal_places=4)
+    quote = serializers.IntegerField(help_text="The GPU quote's id (/api/v1/gpu-quotes/<id>/).")
+    provider = serializers.CharField()
+    basis = serializers.ChoiceField(choices=PRICE_BASES, help_text="own (a provider's quote) or list (its list price).")
+    pricing_kind = serializers.CharField()
+    valid_from = serializers.DateField()
+    valid_until = serializers.DateField(allow_null=True)
+
+
+class PricedMixin:
+    """Reads the price book once per response (one query), whatever the number of rows."""
+
+    def price_book(self) -> tuple[PriceBook, Any]:
+        from django.utils import timezone
+
+        context = self.context  # shared by a list's rows
+        if "price_book" not in context:
+            today = timezone.now().date()
+            context["price_book"] = (PriceBook.load(until=today), today)
+        return context["price_book"]
+
+
+class HardwareSkuSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:sku-detail", lookup_field="slug")
+    price_in_force = serializers.SerializerMethodField(
+        help_text="The SKU's on-demand price in force today: the cheapest quote a provider gave the fleet, else "
+        "the cheapest public list price; null: unpriced. Assumptions (quotes with no provider) are never in force."
+    )
 
     class Meta:
         model = HardwareSku
@@ -32,15 +96,27 @@ class HardwareSkuSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "vendor",
             *HardwareSku.FIGURES,
             "hbm_reported_source",
+            "price_in_force",
             "source",
             "assumptions",
             *TIMESTAMPS,
         )
 
+    @extend_schema_field(PriceInForceSerializer(allow_null=True))
+    def get_price_in_force(self, sku: HardwareSku) -> dict[str, Any] | None:
+        book, today = self.price_book()
+        price = book.for_sku(sku.slug, today)
+        return None if price is None else price.to_dict()
 
-class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):
+
+class ClusterSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:cluster-detail", lookup_field="slug")
     sku = serializers.SlugRelatedField(slug_field="slug", queryset=HardwareSku.objects.all())
+    provider = ProviderField(help_text="The provider's name (any case), one of /api/v1/providers/.")
+    price_in_force = serializers.SerializerMethodField(
+        help_text="The cluster's on-demand price in force today: its provider's own quote for the SKU, else that "
+        "provider's public list price; null: unpriced (never another provider's price or an assumption)."
+    )
     total_gpus = serializers.IntegerField(read_only=True)
     effective_from = serializers.DateField(
         write_only=True,
@@ -63,9 +139,16 @@ class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "team",
             "hours_per_day",
             "status",
+            "price_in_force",
             "effective_from",
             *TIMESTAMPS,
         )
+
+    @extend_schema_field(PriceInForceSerializer(allow_null=True))
+    def get_price_in_force(self, cluster: Cluster) -> dict[str, Any] | None:
+        book, today = self.price_book()
+        price = book.for_cluster(cluster.sku.slug, cluster.provider.name, today)
+        return None if price is None else price.to_dict()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         effective_from = attrs.pop("effective_from", None)
@@ -196,9 +279,20 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
         return super().update(instance, validated_data)
 
 
-class GpuQuoteSerializer(ModelCleanMixin, serializers.ModelSerializer):
+class GpuQuoteSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:gpuquote-detail")
     sku = serializers.SlugRelatedField(slug_field="slug", queryset=HardwareSku.objects.all())
+    provider = ProviderField(
+        required=False,
+        allow_null=True,
+        help_text="Who quoted it (a name of /api/v1/providers/, any case). null: an assumption no provider issued, "
+        "never in force (a comparison may pick it by id).",
+    )
+    basis = serializers.SerializerMethodField(help_text="own, list or assumption.")
+    in_force = serializers.SerializerMethodField(
+        help_text="In force today: valid, not superseded by a newer quote of its provider and kind, not an assumption "
+        "(it prices the clusters at its provider, or the SKU)."
+    )
 
     class Meta:
         model = GpuQuote
@@ -213,8 +307,20 @@ class GpuQuoteSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "valid_until",
             "source",
             "list_price",
+            "basis",
+            "in_force",
             *TIMESTAMPS,
         )
+
+    def get_basis(self, quote: GpuQuote) -> str:
+        return quote.basis
+
+    def get_in_force(self, quote: GpuQuote) -> bool:
+        book, today = self.price_book()
+        if "superseded" not in self.context:
+            self.context["superseded"] = superseded(book.quotes, today)
+        valid = quote.quoted_on <= today and (quote.valid_until is None or quote.valid_until >= today)
+        return quote.provider_id is not None and valid and quote.pk not in self.context["superseded"]
 
 
 class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
@@ -362,3 +468,11 @@ class WorkloadSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "p95_context_tokens": {"max_value": MAX_TOKENS},
             "peak_concurrency": {"max_value": MAX_CONCURRENCY},
         }
+
+
+class ProviderSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:provider-detail")
+
+    class Meta:
+        model = Provider
+        fields = ("url", "id", "name", "kind", *TIMESTAMPS)

@@ -18,7 +18,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from fleet import filters, outbox, registration
-from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models import (
+    ApiPrice,
+    Cluster,
+    Deployment,
+    EndpointPoll,
+    GpuQuote,
+    HardwareSku,
+    ModelSpec,
+    Provider,
+    Workload,
+)
 from fleet.poll_store import lease_is_free
 
 from . import serializers
@@ -58,12 +68,12 @@ class HardwareSkuViewSet(HistoryMixin, viewsets.ModelViewSet):
 
 
 class ClusterViewSet(HistoryMixin, viewsets.ModelViewSet):
-    queryset = Cluster.objects.select_related("sku")
+    queryset = Cluster.objects.select_related("sku", "provider")
     serializer_class = serializers.ClusterSerializer
     filterset_class = filters.ClusterFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
-    ordering_fields = ["name", "nodes", "team", "provider"]
+    ordering_fields = ["name", "nodes", "team", "provider__name"]
 
 
 class DeploymentViewSet(HistoryMixin, viewsets.ModelViewSet):
@@ -135,8 +145,17 @@ class DeploymentViewSet(HistoryMixin, viewsets.ModelViewSet):
         return self.get_paginated_response(serializers.EndpointPollSerializer(page, many=True).data)
 
 
+class ProviderViewSet(HistoryMixin, viewsets.ModelViewSet):
+    """Who rents or runs GPUs: clusters and GPU quotes name one (names are unique whatever the case)."""
+
+    queryset = Provider.objects.all()
+    serializer_class = serializers.ProviderSerializer
+    filterset_fields = ["kind"]
+    ordering_fields = ["name"]
+
+
 class GpuQuoteViewSet(HistoryMixin, viewsets.ModelViewSet):
-    queryset = GpuQuote.objects.select_related("sku")
+    queryset = GpuQuote.objects.select_related("sku", "provider")
     serializer_class = serializers.GpuQuoteSerializer
     filterset_class = filters.GpuQuoteFilter
     ordering_fields = ["quoted_on", "usd_per_gpu_hour"]

@@ -3,13 +3,13 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-from fleet.permissions import GRANTS, create_permissions_now, grant
+from fleet.permissions import GRANTS_0014, create_permissions_now, grant
 
 
 def grant_roles(apps, schema_editor):
-    """Every role reads capacity snapshots; admins hold the rest (fleet.permissions.GRANTS)."""
+    """Every role reads capacity snapshots; admins hold the rest (fleet.permissions.GRANTS_0014)."""
     create_permissions_now(apps, "fleet")
-    grant(apps, "fleet", GRANTS)
+    grant(apps, "fleet", GRANTS_0014)
 
 
 def drop_snapshot_grants(apps, schema_editor):

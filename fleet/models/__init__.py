@@ -5,6 +5,7 @@ from .inventory import Cluster, Deployment, HardwareSku
 from .ops import OutboxMessage, WorkerHeartbeat
 from .polls import DailyPollCount, EndpointPoll, EndpointPollHourly
 from .pricing import ApiPrice, GpuQuote
+from .providers import Provider
 from .snapshots import CapacitySnapshot
 from .specs import ModelSpec
 from .workloads import Workload
@@ -22,6 +23,7 @@ __all__ = [
     "HardwareSku",
     "ModelSpec",
     "OutboxMessage",
+    "Provider",
     "WorkerHeartbeat",
     "Workload",
 ]

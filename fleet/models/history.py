@@ -13,7 +13,7 @@ from datetime import date
 from django.db import models
 
 #: The cluster fields whose changes are recorded.
-TRACKED_FIELDS: tuple[str, ...] = ("sku_id", "nodes", "gpus_per_node", "hours_per_day", "status", "team", "provider")
+TRACKED_FIELDS: tuple[str, ...] = ("sku_id", "nodes", "gpus_per_node", "hours_per_day", "status", "team", "provider_id")
 
 
 class ClusterState(models.Model):
@@ -27,7 +27,7 @@ class ClusterState(models.Model):
     hours_per_day = models.DecimalField(max_digits=4, decimal_places=2)
     status = models.CharField(max_length=10)
     team = models.CharField(max_length=100)
-    provider = models.CharField(max_length=100)
+    provider = models.ForeignKey("fleet.Provider", on_delete=models.PROTECT, related_name="+")
     recorded = models.DateTimeField(auto_now_add=True)
 
     class Meta:

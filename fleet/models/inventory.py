@@ -98,7 +98,12 @@ class Cluster(TimeStamped):
     gpus_per_node = models.PositiveSmallIntegerField(
         "GPUs per node", null=True, blank=True, validators=[MinValueValidator(1)], help_text="Defaults to the SKU's."
     )
-    provider = models.CharField(max_length=100)
+    provider = models.ForeignKey(
+        "fleet.Provider",
+        on_delete=models.PROTECT,
+        related_name="clusters",
+        help_text="Who rents or runs it: its price in force is this provider's quote for the SKU.",
+    )
     region = models.CharField(max_length=100, blank=True)
     team = models.CharField(max_length=100)
     hours_per_day = models.DecimalField(
@@ -108,7 +113,7 @@ class Cluster(TimeStamped):
 
     class Meta:
         ordering = ["name"]
-        indexes = [models.Index(fields=["team"]), models.Index(fields=["provider"])]
+        indexes = [models.Index(fields=["team"])]
 
     def __str__(self) -> str:
         return self.name

@@ -6,7 +6,7 @@ from datetime import date
 
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q
 from django.urls import reverse
 
 from fleet.validators import non_negative, positive
@@ -18,64 +18,40 @@ from .specs import ModelSpec
 
 
 class GpuQuoteQuerySet(models.QuerySet):
-    """Quotes in force, filtered in SQL with the rules of ``planner.engine.costs.quotes``.
-
-    A quote is in force on a day when it was quoted on or before it and its ``valid_until``
-    (inclusive) has not passed. Per SKU, provider, pricing kind and ``list_price`` the latest such
-    quote wins (same day: the cheaper, then the larger id); across providers the cheapest of the
-    fleet's own quotes (then the latest quote, then the provider name): a public list price is shown
-    beside them and never taken as the SKU's price (``cheapest``). ``tests/test_quotes_in_force.py``
-    checks it against the engine.
-    """
+    """SQL prefilters only: which quote is in force is decided by one engine rule,
+    ``planner.engine.price_in_force``, asked through ``fleet.prices.PriceBook``."""
 
     def valid_on(self, on: date) -> GpuQuoteQuerySet:
-        """Quotes quoted on or before ``on`` that have not expired by then."""
+        """Quotes quoted on or before ``on`` that have not expired by then (a prefilter: a valid quote
+        may still be superseded by a later one of its provider)."""
         return self.filter(Q(valid_until__isnull=True) | Q(valid_until__gte=on), quoted_on__lte=on)
 
-    def in_force_on(self, on: date) -> GpuQuoteQuerySet:
-        """The quotes of every SKU in force on ``on``: per SKU, provider, pricing kind and
-        ``list_price``, the latest (the pages mark them; pricing asks ``in_force`` per SKU)."""
-        superseding = (
-            GpuQuote.objects.filter(
-                sku=OuterRef("sku"),
-                provider=OuterRef("provider"),
-                pricing_kind=OuterRef("pricing_kind"),
-                list_price=OuterRef("list_price"),
-            )
-            .valid_on(on)
-            .filter(
-                Q(quoted_on__gt=OuterRef("quoted_on"))
-                | Q(quoted_on=OuterRef("quoted_on"), usd_per_gpu_hour__lt=OuterRef("usd_per_gpu_hour"))
-                | Q(
-                    quoted_on=OuterRef("quoted_on"),
-                    usd_per_gpu_hour=OuterRef("usd_per_gpu_hour"),
-                    pk__gt=OuterRef("pk"),
-                )
-            )
+    def as_quotes(self) -> list[Quote]:
+        """These rows as the engine's ``Quote`` (SKU slug, provider name), in one query."""
+        rows = self.values(
+            "id",
+            "sku__slug",
+            "provider__name",
+            "usd_per_gpu_hour",
+            "pricing_kind",
+            "quoted_on",
+            "valid_until",
+            "list_price",
         )
-        return self.valid_on(on).exclude(Exists(superseding))
-
-    def in_force(self, sku: HardwareSku, on: date) -> GpuQuoteQuerySet:
-        """The quotes of ``sku`` in force on ``on``: one per provider and pricing kind (the latest),
-        and apart from those, one public list price per provider and kind (the latest)."""
-        return self.filter(sku=sku).in_force_on(on)
-
-    def cheapest(self, kind: str = "on-demand", *, list_prices: bool = False) -> Quote | None:
-        """The cheapest quote of ``kind`` among these, public list prices left out (after
-        ``in_force``: the price in force), as the engine's ``Quote`` (what pricing, plans and decision
-        snapshots use); None when none. ``list_prices=True``: the cheapest public list price instead
-        (a plan ranked on list prices)."""
-        row = self.cheapest_row(kind, list_prices=list_prices)
-        return None if row is None else Quote.from_record(row, sku=row.sku.slug)
-
-    def cheapest_row(self, kind: str = "on-demand", *, list_prices: bool = False) -> GpuQuote | None:
-        """The row ``cheapest`` converts (the pages mark it as the price in force)."""
-        return (
-            self.filter(pricing_kind=kind, list_price=list_prices)
-            .select_related("sku")
-            .order_by("usd_per_gpu_hour", "-quoted_on", "provider")
-            .first()
-        )
+        return [
+            Quote(
+                sku=r["sku__slug"],
+                provider=r["provider__name"] or "",
+                usd_per_gpu_hour=r["usd_per_gpu_hour"],
+                pricing_kind=r["pricing_kind"],
+                quoted_on=r["quoted_on"],
+                valid_until=r["valid_until"],
+                id=r["id"],
+                list_price=r["list_price"],
+                assumption=r["provider__name"] is None,
+            )
+            for r in rows
+        ]
 
 
 class GpuQuote(TimeStamped):
@@ -87,7 +63,14 @@ class GpuQuote(TimeStamped):
         SPOT = "spot", "Spot"
 
     sku = models.ForeignKey(HardwareSku, on_delete=models.PROTECT, related_name="quotes")
-    provider = models.CharField(max_length=100)
+    provider = models.ForeignKey(
+        "fleet.Provider",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="quotes",
+        help_text="Who quoted it. Blank: an assumption no provider issued (never in force; a comparison may pick it).",
+    )
     usd_per_gpu_hour = models.DecimalField("USD per GPU-hour", max_digits=10, decimal_places=4, validators=[positive])
     pricing_kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.ON_DEMAND)
     quoted_on = models.DateField()
@@ -96,8 +79,8 @@ class GpuQuote(TimeStamped):
     list_price = models.BooleanField(
         "public list price",
         default=False,
-        help_text="A provider's published price list, kept for comparison: it prices a cluster at this provider "
-        "(spend), but is never taken as the SKU's price for plans, what-if, rent vs API or /metrics.",
+        help_text="A provider's published price list: it prices a cluster at this provider when the fleet holds "
+        "no quote of its own from it, and a SKU when no provider quoted the fleet.",
     )
 
     objects = GpuQuoteQuerySet.as_manager()
@@ -108,7 +91,12 @@ class GpuQuote(TimeStamped):
         verbose_name = "GPU quote"
 
     def __str__(self) -> str:
-        return f"{self.sku} @ {self.usd_per_gpu_hour} USD/h ({self.provider}, {self.quoted_on})"
+        return f"{self.sku} @ {self.usd_per_gpu_hour} USD/h ({self.provider or 'assumption'}, {self.quoted_on})"
+
+    @property
+    def basis(self) -> str:
+        """``own``, ``list`` or ``assumption`` (``planner.engine.PRICE_BASES``)."""
+        return "assumption" if self.provider_id is None else "list" if self.list_price else "own"
 
     def get_absolute_url(self) -> str:
         return reverse("api:gpuquote-detail", kwargs={"pk": self.pk})
@@ -116,6 +104,8 @@ class GpuQuote(TimeStamped):
     def clean(self) -> None:
         if self.valid_until and self.quoted_on and self.valid_until < self.quoted_on:
             raise ValidationError({"valid_until": "A quote cannot expire before the date it was quoted."})
+        if self.provider_id is None and self.list_price:
+            raise ValidationError({"provider": "A public list price is a provider's: name the provider."})
 
 
 class ApiPrice(TimeStamped):

@@ -263,6 +263,9 @@ SPECTACULAR_SETTINGS = {
         "EngineProfileEnum": "planner.engine.ENGINES",
         "DispatchEnum": "fleet.outbox.DISPATCH",
         "PlanStatusEnum": "planner.models.plans.Plan.Status",
+        "ProviderKindEnum": "fleet.models.providers.Provider.Kind",
+        "PriceBasisEnum": "planner.engine.PRICE_BASES",
+        "SpendLineKindEnum": "planner.api.costs.LINE_KINDS",
     },
 }
 

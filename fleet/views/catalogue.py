@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from fleet import prices
 from fleet.forms import HardwareSkuForm, WorkloadForm
-from fleet.models import GpuQuote, HardwareSku, Workload
+from fleet.models import HardwareSku, Workload
 
 from .access import add_or_change_required, perms_required, record_delete_page, record_form_page
 
@@ -21,8 +21,9 @@ def sku_list(request: HttpRequest) -> HttpResponse:
     skus = list(HardwareSku.objects.all())
     price = {}
     if request.user.has_perm("fleet.view_gpuquote"):
-        in_force = GpuQuote.objects.in_force_on(timezone.now().date()).select_related("sku")
-        price = {sku_id: q for (sku_id, kind), q in prices.prices_in_force(in_force).items() if kind == "on-demand"}
+        today = timezone.now().date()
+        book = prices.PriceBook.load(until=today, kind="on-demand")
+        price = {s.pk: book.for_sku(s.slug, today) for s in skus}
     rows = [{"sku": s, "price": price.get(s.pk)} for s in skus]
     return render(request, "fleet/skus.html", {"rows": rows})
 

@@ -26,7 +26,7 @@ def quote_list(request: HttpRequest) -> HttpResponse:
     chosen = next((s for s in skus if s.slug == request.GET.get("sku")), None)
     quotes = GpuQuoteFilter(request.GET, queryset=GpuQuote.objects.all()).qs
     rows = prices.quote_rows(
-        quotes.order_by("sku__vendor", "sku__hbm_gb", "sku__name", "-quoted_on", "provider"), today
+        quotes.order_by("sku__vendor", "sku__hbm_gb", "sku__name", "-quoted_on", "provider__name"), today
     )
     in_force = {(r.quote.sku_id, r.quote.pricing_kind): r.quote for r in rows if r.status == "price"}
     listed = {}

@@ -48,9 +48,20 @@ class BreakevenRequestSerializer(serializers.Serializer):
     gpus = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_GPUS, help_text="Default: the deployment's GPUs."
     )
-    usd_per_gpu_hour = _money(help_text="Inline rate; or give `sku` to use the quote in force.")
-    sku = serializers.CharField(required=False, help_text="SKU slug: its quote in force is the rate.")
-    on = serializers.DateField(required=False, help_text="Date for the quote in force (default: today).")
+    usd_per_gpu_hour = _money(help_text="Inline rate; or give `deployment` or `sku` to use the price in force.")
+    sku = serializers.CharField(
+        required=False,
+        help_text="SKU slug: its price in force is the rate (the cheapest provider's quote, else the cheapest public "
+        "list price). With a deployment, its cluster's provider's price is used instead.",
+    )
+    gpu_quote = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**63 - 1,
+        help_text="Price on this GPU quote (an id of /api/v1/gpu-quotes/) instead of the price in force: e.g. the "
+        "seeds' assumption, which is never in force; the figures say so (price_basis, assumptions).",
+    )
+    on = serializers.DateField(required=False, help_text="Date for the price in force (default: today).")
     pricing_kind = serializers.ChoiceField(choices=PRICING_KINDS, required=False, help_text="Default on-demand.")
     hours_per_day = serializers.DecimalField(
         max_digits=4,
@@ -244,9 +255,7 @@ class SpendLineSerializer(serializers.Serializer):
     ``cost_usd`` = ``actual_cost_usd`` + ``projected_cost_usd``: only the actual part was spent."""
 
     name = serializers.CharField()
-    kind = serializers.ChoiceField(
-        choices=["cluster", "deployment", "unassigned", "team", "provider", "model", "total"]
-    )
+    kind = serializers.ChoiceField(choices=LINE_KINDS)
     cluster = serializers.CharField(allow_null=True)
     model = serializers.CharField(allow_null=True)
     team = serializers.CharField(allow_null=True)

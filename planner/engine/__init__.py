@@ -25,7 +25,8 @@ Layout, by concept (each package's ``__init__`` lists its modules):
   (with its ``Serving``), ``ApiCandidate`` -> ``RouteResult`` of ``Destination``; ``stale_limit_s``,
   ``reusable_prefix_tokens``, ``MODALITIES``;
 - ``costs/`` (money): ``breakeven``, ``unit_economics``, ``weights_storage``, ``spend_month``,
-  ``quotes_in_force``, ``quote_in_force``, ``next_quote_change``, ``rate_from_quotes``; observed volumes:
+  ``price_in_force`` (the one rule for the price in force: ``PriceInForce``), ``superseded``,
+  ``next_quote_change``, ``rate_from_quotes``; observed volumes:
   ``observed_volume`` over ``RateSample``s, ``hour_coverage_s``;
 - ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
   ``ImportedModel``;
@@ -35,7 +36,9 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 """
 
 from planner.engine.costs import (
+    DEFAULT_PRICING_KIND,
     MAX_PRICE_USD,
+    PRICE_BASES,
     PRICING_KINDS,
     UNASSIGNED,
     BreakevenResult,
@@ -43,6 +46,7 @@ from planner.engine.costs import (
     DeploymentShare,
     MonthSpend,
     ObservedVolume,
+    PriceInForce,
     Quote,
     Rate,
     RateSample,
@@ -53,10 +57,10 @@ from planner.engine.costs import (
     hour_coverage_s,
     next_quote_change,
     observed_volume,
-    quote_in_force,
-    quotes_in_force,
+    price_in_force,
     rate_from_quotes,
     spend_month,
+    superseded,
     unit_economics,
     utilisation_from_polls,
     weights_storage,
@@ -135,6 +139,7 @@ __all__ = [
     "CACHE_DTYPES",
     "CACHE_MODES",
     "DEFAULT_GRANULARITIES",
+    "DEFAULT_PRICING_KIND",
     "ENGINES",
     "GB",
     "GIB",
@@ -153,6 +158,7 @@ __all__ = [
     "NEWEST_SGLANG",
     "NEWEST_VLLM",
     "PREFIX_ENGINES",
+    "PRICE_BASES",
     "PRICING_KINDS",
     "REASONS",
     "RETENTIONS",
@@ -179,6 +185,7 @@ __all__ = [
     "MonthSpend",
     "ObservedVolume",
     "PrefixCacheResult",
+    "PriceInForce",
     "Quote",
     "Rate",
     "RateSample",
@@ -220,8 +227,7 @@ __all__ = [
     "prediction_of",
     "prefix_cache",
     "prefix_granularity_tokens",
-    "quote_in_force",
-    "quotes_in_force",
+    "price_in_force",
     "rank",
     "rate_from_quotes",
     "redact_startup_log",
@@ -233,6 +239,7 @@ __all__ = [
     "spend_month",
     "stale_limit_s",
     "state_bytes_per_sequence",
+    "superseded",
     "unit_economics",
     "utilisation_from_polls",
     "weights_bytes",

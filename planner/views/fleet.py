@@ -16,7 +16,7 @@ from django.utils import timezone
 from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, WorkerHeartbeat
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, WorkerHeartbeat
 from fleet.models.snapshots import describe_capacity
 from fleet.poll_rollups import PollHistory, PollPoint, poll_history
 from fleet.tables import csv_response
@@ -57,7 +57,7 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
     deployments = Deployment.objects.only(*FLEET_ROW_FIELDS).select_related("capacity_snapshot", "workload")
     deployments = deployments.prefetch_related(models)
     table = FleetTableForm(request.GET)
-    clusters = table.apply(ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku")).qs)
+    clusters = table.apply(ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku", "provider")).qs)
     page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
     shown = list(page.object_list.prefetch_related(Prefetch("deployments", deployments.order_by("slug"))))
     rows = stored_headroom([d for c in shown for d in c.deployments.all()])
@@ -76,7 +76,7 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
         return render(request, "fleet/_fleet_table.html", context)
     context |= {
         "teams": Cluster.objects.order_by("team").values_list("team", flat=True).distinct(),
-        "providers": Cluster.objects.order_by("provider").values_list("provider", flat=True).distinct(),
+        "providers": Provider.objects.filter(clusters__isnull=False).distinct().values_list("name", flat=True),
         "skus": HardwareSku.objects.values_list("slug", "name"),
         "statuses": Cluster.Status.choices,
         "workers": WorkerHeartbeat.objects.all()[:10],

@@ -9,9 +9,9 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
+from fleet import prices
 from fleet.errors import FIELD_ERRORS
 from fleet.forms import add_service_errors
-from fleet.models import GpuQuote
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from planner.estimates import band_of, breakdown
 from planner.forms import WhatIfForm
@@ -39,7 +39,7 @@ def compute(form: WhatIfForm) -> dict:
     result = sizing.result
     context = {"result": result, "envelope": envelope(result)}
     if result.fits:
-        quote = GpuQuote.objects.in_force(sizing.sku, timezone.now().date()).cheapest()
+        quote = prices.price_of_sku(sizing.sku, timezone.now().date())
         try:
             speed = speed_of(sizing, quote.usd_per_gpu_hour if quote else None)
         except FIELD_ERRORS:

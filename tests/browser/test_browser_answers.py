@@ -11,6 +11,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
+from priced import acme_quoting_the_seeds_rate
 
 from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 from planner.breakeven import BreakevenRequest
@@ -34,7 +35,8 @@ def flipped(make_user):
         mean_output_tokens=500, p95_context_tokens=4_000, prefix_cache_hit_rate=0.5, peak_concurrency=64,
         ttft_slo_ms=2000, tpot_slo_ms=50,
     )  # fmt: skip
-    cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider="seed-assumption", team="t")
+    acme = acme_quoting_the_seeds_rate(sku)
+    cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider=acme, team="t")
     Deployment.objects.create(
         slug="llama", cluster=cluster, model=model, tp=4, replicas=2, kv_cache_dtype="fp8", workload=workload,
         last_status="up", last_metrics={"requests_running": 4},
@@ -48,7 +50,10 @@ def flipped(make_user):
         workload="chat", tier=1, comparison=BreakevenRequest(deployment="llama", api_price="llama-api")
     )
     GpuQuote.objects.create(
-        sku=sku, provider="seed-assumption", usd_per_gpu_hour=Decimal("8.00"), quoted_on=timezone.now().date()
+        sku=sku,
+        provider=acme,
+        usd_per_gpu_hour=Decimal("8.00"),
+        quoted_on=timezone.now().date(),
     )
     refresh_snapshots()
     review_decisions()

@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, Workload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -22,7 +22,7 @@ def fleet(make_user):
         ttft_slo_ms=2000, tpot_slo_ms=50,
     )  # fmt: skip
     cluster = Cluster.objects.create(slug="pool", name="Pool", sku=HardwareSku.objects.get(slug="h100-sxm-80gb"),
-                                     nodes=1, provider="acme", team="platform")  # fmt: skip
+                                     nodes=1, provider=Provider.objects.ensure("acme"), team="platform")  # fmt: skip
     Deployment.objects.create(slug="llama", cluster=cluster, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4,
                               max_model_len=32768, kv_cache_dtype="fp8", last_status="up",
                               last_metrics={"requests_running": 3})  # fmt: skip

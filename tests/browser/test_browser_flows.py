@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from celery_workers import start_worker, stop_worker
 from django.core.management import call_command
+from priced import acme_quoting_the_seeds_rate
 
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, Workload
 from planner.models import Decision, Plan
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -68,7 +69,7 @@ def _register_and_see_headroom(open_page, live_server) -> None:
     page.fill("#id_slug", "k3-pool")
     page.select_option("#id_sku", label="NVIDIA H100 SXM 80GB")
     page.fill("#id_nodes", "1")
-    page.fill("#id_provider", "acme")
+    page.select_option("#id_provider", "Lambda")  # picked from the list (the catalogue's providers)
     page.fill("#id_team", "platform")
     page.click("button:has-text('Save')")
     page.wait_for_url(f"{live_server.url}/clusters/k3-pool/")
@@ -161,7 +162,7 @@ def test_record_a_decision_as_finance_and_be_refused_as_viewer(open_page, live_s
 
 def test_download_the_spend_csv(open_page, live_server, catalog):
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    Cluster(slug="k", name="K", sku=sku, nodes=1, provider="seed-assumption", team="ml").save(
+    Cluster(slug="k", name="K", sku=sku, nodes=1, provider=acme_quoting_the_seeds_rate(sku), team="ml").save(
         effective_from=date(2026, 7, 17)
     )
     page = open_page("finance")
@@ -178,7 +179,9 @@ def test_download_the_spend_csv(open_page, live_server, catalog):
 def test_calibrate_a_deployment_from_its_startup_log_without_a_page_load(open_page, live_server, catalog):
     """Paste a real vLLM startup log on the deployment's page: the table appears in place (HTMX)."""
     sku = HardwareSku.objects.get(slug="h200-141gb")
-    cluster = Cluster.objects.create(slug="h200", name="H200", sku=sku, nodes=1, provider="acme", team="ml")
+    cluster = Cluster.objects.create(
+        slug="h200", name="H200", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="ml"
+    )
     model = ModelSpec.objects.get(slug="qwen3-next-80b-a3b")
     Deployment.objects.create(slug="next", cluster=cluster, model=model, tp=2, engine="vllm")
     log = (FIXTURES / "vllm-0.10.2-Qwen3-Next-80B-A3B-Instruct-tp2.log").read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, Workload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -22,12 +22,19 @@ def world(make_user):
         mean_output_tokens=300, p95_context_tokens=8_000, prefix_cache_hit_rate=0.5, peak_concurrency=64,
         ttft_slo_ms=2000, tpot_slo_ms=50,
     )  # fmt: skip
+    # At Nebius: priced at its public list prices in the catalogue (H100 3.85, H200 4.50).
+    nebius = Provider.objects.get(name="Nebius")
     h100 = Cluster.objects.create(
-        slug="h100", name="H100 pool", sku=HardwareSku.objects.get(slug="h100-sxm-80gb"), nodes=1, provider="p",
-        team="t",
+        slug="h100", name="H100 pool", sku=HardwareSku.objects.get(slug="h100-sxm-80gb"), nodes=1,
+        provider=nebius, team="t",
     )  # fmt: skip
     h200 = Cluster.objects.create(
-        slug="h200", name="H200 box", sku=HardwareSku.objects.get(slug="h200-141gb"), nodes=1, provider="p", team="t"
+        slug="h200",
+        name="H200 box",
+        sku=HardwareSku.objects.get(slug="h200-141gb"),
+        nodes=1,
+        provider=nebius,
+        team="t",
     )
     llama = ModelSpec.objects.get(slug="llama-3.1-70b")
     Deployment.objects.create(

@@ -9,7 +9,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fleet.models import GpuQuote, Workload
+from fleet.models import GpuQuote, Provider, Workload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -22,6 +22,7 @@ def world(make_user):
         mean_output_tokens=300, p95_context_tokens=8_000, prefix_cache_hit_rate=0.5, peak_concurrency=64,
         ttft_slo_ms=2000, tpot_slo_ms=50,
     )  # fmt: skip
+    Provider.objects.ensure("acme", Provider.Kind.NEO_CLOUD)  # a provider finance picks from the list
     for role in ("viewer", "finance", "platform"):
         make_user(role, role)
 
@@ -31,11 +32,12 @@ def test_finance_adds_a_quote_and_sees_it_in_force(open_page, live_server, world
     page.click("nav[aria-label=Main] >> text=Prices")
     page.wait_for_url(f"{live_server.url}/quotes/")
     h100 = page.locator("#prices-in-force tr[data-sku=h100-sxm-80gb]")
-    assert "2.50" in h100.inner_text() and "seed-assumption" in h100.inner_text()
-    assert "2.69" in h100.inner_text()  # the cheapest public list price, shown beside it
+    # No provider quoted the fleet: the cheapest public list price is in force, never the seeds' 2.50.
+    assert "2.69" in h100.inner_text() and "RunPod Community Cloud (list price)" in h100.inner_text()
+    assert "2.50" not in h100.inner_text()
     page.click("text=Add a quote")
     page.select_option("#id_sku", label="NVIDIA H100 SXM 80GB")
-    page.fill("#id_provider", "acme")
+    page.select_option("#id_provider", "acme")
     page.fill("#id_usd_per_gpu_hour", "2.10")
     today = date.today().isoformat()  # in force from today (the pages price "as of today")
     page.fill("#id_quoted_on", today)
@@ -43,16 +45,17 @@ def test_finance_adds_a_quote_and_sees_it_in_force(open_page, live_server, world
     page.click("button:has-text('Save')")
     page.wait_for_url(f"{live_server.url}/quotes/?sku=h100-sxm-80gb")
     assert "Quote saved" in page.inner_text("main")
-    quote = GpuQuote.objects.get(provider="acme")
+    quote = GpuQuote.objects.get(provider__name="acme")
     row = page.locator(f"#quotes tr[data-quote='{quote.pk}']")
     assert row.get_attribute("data-status") == "price" and "price in force" in row.inner_text()
     summary = page.locator("#prices-in-force tr[data-sku=h100-sxm-80gb]").inner_text()
     assert "2.10" in summary and f"acme, {today}" in summary
-    seed = GpuQuote.objects.get(sku__slug="h100-sxm-80gb", provider="seed-assumption")
-    assert page.locator(f"#quotes tr[data-quote='{seed.pk}']").get_attribute("data-status") == "in-force"
+    seed = GpuQuote.objects.get(sku__slug="h100-sxm-80gb", provider=None)
+    seed_row = page.locator(f"#quotes tr[data-quote='{seed.pk}']")
+    assert seed_row.get_attribute("data-status") == "assumption" and "never in force" in seed_row.inner_text()
     # A bad price is an error beside its input, not a 500.
     page.click("text=Add a quote")
-    page.fill("#id_provider", "acme")
+    page.select_option("#id_provider", "acme")
     page.fill("#id_usd_per_gpu_hour", "-3")
     page.fill("#id_quoted_on", today)
     page.click("button:has-text('Save')")
@@ -122,4 +125,6 @@ def test_the_new_pages_report_no_content_security_policy_violation(open_page, li
     assert violations == []
     page.goto(f"{live_server.url}/quotes/?list_price=false")
     assert page.locator("#quotes tr[data-status=list-price]").count() == 0
-    assert page.locator("#quotes tr[data-status=price]").count() == 11  # the seeds' assumption, one per SKU
+    # The fleet's own rows: the seeds' assumption, one per SKU, never in force.
+    assert page.locator("#quotes tr[data-status=assumption]").count() == 11
+    assert page.locator("#quotes tr[data-status=price]").count() == 0

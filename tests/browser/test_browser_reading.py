@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from fleet.models import Cluster, Deployment, EndpointPoll, HardwareSku, ModelSpec, Workload
+from fleet.models import Cluster, Deployment, EndpointPoll, HardwareSku, ModelSpec, Provider, Workload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -29,7 +29,7 @@ def world(make_user):
         ttft_slo_ms=2000, tpot_slo_ms=50,
     )  # fmt: skip
     cluster = Cluster.objects.create(slug="pool", name="Pool", sku=HardwareSku.objects.get(slug="h100-sxm-80gb"),
-                                     nodes=1, provider="acme", team="platform")  # fmt: skip
+                                     nodes=1, provider=Provider.objects.ensure("acme"), team="platform")  # fmt: skip
     deployment = Deployment.objects.create(
         slug="llama", cluster=cluster, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4, max_model_len=32768,
         kv_cache_dtype="fp8", last_status="up", last_metrics={"requests_running": 3}, workload=workload,

@@ -10,7 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, Workload
 from planner.plans import PlanRequest, create_plan, execute_plan
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,7 +25,8 @@ def world(make_user):
         ttft_slo_ms=3000, tpot_slo_ms=60,
     )  # fmt: skip
     big = Cluster.objects.create(
-        slug="big", name="Two H100 nodes", sku=HardwareSku.objects.get(slug="h100-sxm-80gb"), nodes=2, provider="p",
+        slug="big", name="Two H100 nodes", sku=HardwareSku.objects.get(slug="h100-sxm-80gb"), nodes=2,
+        provider=Provider.objects.ensure("p"),
         team="t",
     )  # fmt: skip
     Deployment.objects.create(slug="llama-16", cluster=big, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=8,

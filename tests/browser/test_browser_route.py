@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec
+from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -22,8 +22,12 @@ def world(make_user):
     call_command("load_catalog", stdout=StringIO())
     now = timezone.now()
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    GpuQuote.objects.create(sku=sku, provider="acme", usd_per_gpu_hour=Decimal("2.50"), quoted_on=now.date())
-    cluster = Cluster.objects.create(slug="pool", name="Pool", sku=sku, nodes=2, provider="acme", team="platform")
+    GpuQuote.objects.create(
+        sku=sku, provider=Provider.objects.ensure("acme"), usd_per_gpu_hour=Decimal("2.50"), quoted_on=now.date()
+    )
+    cluster = Cluster.objects.create(
+        slug="pool", name="Pool", sku=sku, nodes=2, provider=Provider.objects.ensure("acme"), team="platform"
+    )
     llama = ModelSpec.objects.get(slug="llama-3.1-70b")
     for slug, age in (("llama-live", 5), ("llama-lost", 3600)):
         Deployment.objects.create(

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from fleet.models import Cluster, GpuQuote, HardwareSku
+from fleet.models import Cluster, GpuQuote, HardwareSku, Provider
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,11 +26,17 @@ def fleet(make_user):
     call_command("load_catalog", stdout=StringIO())
     GpuQuote.objects.all().delete()  # the quotes below only: one SKU priced, one not
     h100 = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    GpuQuote.objects.create(sku=h100, provider="acme", usd_per_gpu_hour=Decimal("2.50"), quoted_on=date(2020, 1, 1))
+    GpuQuote.objects.create(
+        sku=h100, provider=Provider.objects.ensure("acme"), usd_per_gpu_hour=Decimal("2.50"), quoted_on=date(2020, 1, 1)
+    )
     since = _first_of_previous_month(timezone.now().date())
-    Cluster(slug="priced", name="Priced", sku=h100, nodes=1, provider="acme", team="ml").save(effective_from=since)
+    Cluster(slug="priced", name="Priced", sku=h100, nodes=1, provider=Provider.objects.ensure("acme"), team="ml").save(
+        effective_from=since
+    )
     mi = HardwareSku.objects.get(slug="mi300x-192gb")
-    Cluster(slug="unquoted", name="Unquoted", sku=mi, nodes=1, provider="acme", team="ml").save(effective_from=since)
+    Cluster(
+        slug="unquoted", name="Unquoted", sku=mi, nodes=1, provider=Provider.objects.ensure("acme"), team="ml"
+    ).save(effective_from=since)
     make_user("finance", "finance")
 
 

@@ -14,7 +14,16 @@ from django.core.management import call_command
 from django.utils import timezone
 from test_pages_tables import _done_plan
 
-from fleet.models import Cluster, Deployment, EndpointPoll, EndpointPollHourly, HardwareSku, ModelSpec, Workload
+from fleet.models import (
+    Cluster,
+    Deployment,
+    EndpointPoll,
+    EndpointPollHourly,
+    HardwareSku,
+    ModelSpec,
+    Provider,
+    Workload,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -103,7 +112,8 @@ def test_compare_two_plans_ticked_on_the_list(open_page, live_server, world):
 
 def test_choose_a_polls_range(open_page, live_server, world):
     cluster = Cluster.objects.create(
-        slug="h100", name="H100 pool", sku=HardwareSku.objects.get(slug="h100-sxm-80gb"), nodes=1, provider="p",
+        slug="h100", name="H100 pool", sku=HardwareSku.objects.get(slug="h100-sxm-80gb"), nodes=1,
+        provider=Provider.objects.ensure("p"),
         team="t",
     )  # fmt: skip
     d = Deployment.objects.create(
@@ -144,7 +154,9 @@ def test_choose_a_polls_range(open_page, live_server, world):
 def test_fleet_search_and_order_without_reload(open_page, live_server, world):
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
     for slug, provider in (("alpha", "zeta-cloud"), ("beta", "acme"), ("gamma", "acme")):
-        Cluster.objects.create(slug=slug, name=slug.title(), sku=sku, nodes=1, provider=provider, team="t")
+        Cluster.objects.create(
+            slug=slug, name=slug.title(), sku=sku, nodes=1, provider=Provider.objects.ensure(provider), team="t"
+        )
     page = open_page("viewer")
     page.goto(f"{live_server.url}/")
     _mark(page)

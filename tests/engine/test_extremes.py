@@ -53,8 +53,7 @@ from planner.engine import (
     min_gpus_for_weights,
     model_record_from_config,
     parse_startup_log,
-    quote_in_force,
-    quotes_in_force,
+    price_in_force,
     redact_startup_log,
     search,
     sensitivity,
@@ -562,11 +561,10 @@ def test_spend_and_quotes_extremes(gpus, hours, rate, year, month, utilisation, 
         assert exc.errors
         return
     assert_finite(quote.to_dict())
-    for q in quotes_in_force([quote], day).values():
-        assert_finite(q.to_dict())
-    found = quote_in_force([quote], day, PRICING_KINDS[0], "h100")
-    if found is not None:
-        assert_finite(found.to_dict())
+    for provider in ("prov", None):
+        found = price_in_force([quote], day, sku="h100", provider=provider, kind=PRICING_KINDS[0])
+        if found is not None:
+            assert_finite(found.to_dict())
 
 
 # --------------------------------------------------------------------------- config.json and startup logs

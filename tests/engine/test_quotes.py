@@ -7,13 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from planner.engine.costs.quotes import Quote, quote_in_force, quotes_in_force, rate_from_quotes
+from planner.engine.costs.quotes import PriceInForce, Quote, price_in_force, rate_from_quotes, superseded
 from planner.engine.errors import EngineInputError
 
 D = Decimal
 
 
-def q(provider, usd, quoted_on, valid_until=None, kind="on-demand", sku="h100", id=None):
+def q(provider, usd, quoted_on, valid_until=None, kind="on-demand", sku="h100", id=None, **extra):
     return Quote(
         sku=sku,
         provider=provider,
@@ -22,6 +22,7 @@ def q(provider, usd, quoted_on, valid_until=None, kind="on-demand", sku="h100", 
         quoted_on=quoted_on,
         valid_until=valid_until,
         id=id,
+        **extra,
     )
 
 
@@ -34,61 +35,107 @@ RESERVED = q("lambda", "1.90", date(2026, 6, 15), kind="reserved", id=6)
 SPOT = q("vast", "1.20", date(2026, 7, 1), valid_until=date(2026, 7, 31), kind="spot", id=7)
 
 
+def sku_price(quotes, on, kind="on-demand", sku="h100"):
+    found = price_in_force(quotes, on, sku=sku, kind=kind)
+    return None if found is None else found.quote
+
+
 def test_expired_quote_is_ignored():
     # on 20 July the promo (valid until 10 July) has passed: the older open-ended quote is in force
-    assert quote_in_force([OLD, PROMO], date(2026, 7, 20)) == OLD
+    assert sku_price([OLD, PROMO], date(2026, 7, 20)) == OLD
     # valid_until is inclusive
-    assert quote_in_force([OLD, PROMO], date(2026, 7, 10)) == PROMO
+    assert sku_price([OLD, PROMO], date(2026, 7, 10)) == PROMO
 
 
 def test_future_quote_is_ignored():
-    assert quote_in_force([OLD, FUTURE], date(2026, 7, 20)) == OLD
-    assert quote_in_force([FUTURE], date(2026, 7, 31)) is None
+    assert sku_price([OLD, FUTURE], date(2026, 7, 20)) == OLD
+    assert sku_price([FUTURE], date(2026, 7, 31)) is None
     # quoted_on is inclusive
-    assert quote_in_force([OLD, FUTURE], date(2026, 8, 1)) == FUTURE
+    assert sku_price([OLD, FUTURE], date(2026, 8, 1)) == FUTURE
 
 
 def test_latest_quote_of_a_provider_wins_even_if_dearer():
     # on 20 July lambda's latest quote (3.00, 15 July) supersedes its 2.80 of 1 June
-    assert quote_in_force([OLD, PROMO, NEWER], date(2026, 7, 20)) == NEWER
-    assert quote_in_force([OLD, PROMO, NEWER], date(2026, 7, 14)) == OLD
+    assert sku_price([OLD, PROMO, NEWER], date(2026, 7, 20)) == NEWER
+    assert sku_price([OLD, PROMO, NEWER], date(2026, 7, 14)) == OLD
 
 
-def test_cheapest_provider_per_pricing_kind():
+def test_a_sku_alone_is_priced_at_the_cheapest_provider_per_pricing_kind():
     everything = [OLD, PROMO, NEWER, FUTURE, OTHER, RESERVED, SPOT]
     # 20 July: lambda on-demand 3.00 vs coreweave 2.60 -> coreweave; reserved 1.90; spot 1.20
-    got = quotes_in_force(everything, date(2026, 7, 20))
-    assert got == {"on-demand": OTHER, "reserved": RESERVED, "spot": SPOT}
-    assert list(got) == ["on-demand", "reserved", "spot"]
-    # 5 July: the lambda promo at 2.50 beats coreweave's 2.60
-    assert quotes_in_force(everything, date(2026, 7, 5))["on-demand"] == PROMO
-    # a datetime is read as its day
-    assert quotes_in_force(everything, datetime(2026, 7, 5, 18, 30))["on-demand"] == PROMO
-    assert quote_in_force(everything, date(2026, 7, 20), kind="spot") == SPOT
-    assert quote_in_force(everything, date(2026, 8, 1), kind="spot") is None
+    assert sku_price(everything, date(2026, 7, 20)) == OTHER
+    assert sku_price(everything, date(2026, 7, 20), kind="reserved") == RESERVED
+    assert sku_price(everything, date(2026, 7, 20), kind="spot") == SPOT
+    # 5 July: the lambda promo at 2.50 beats coreweave's 2.60; a datetime is read as its day
+    assert sku_price(everything, date(2026, 7, 5)) == PROMO
+    assert sku_price(everything, datetime(2026, 7, 5, 18, 30)) == PROMO
+    assert sku_price(everything, date(2026, 8, 1), kind="spot") is None
+
+
+def test_a_cluster_is_priced_at_its_own_provider_then_its_list_price_then_unpriced():
+    """Issue 24: own quote > the provider's public list price > nothing; never another provider's
+    cheaper quote, never an assumption."""
+    cheap = q("cheapco", "1.00", date(2026, 6, 1), id=20)
+    lambda_list = q("Lambda", "3.99", date(2026, 6, 1), id=21, list_price=True)
+    seeds = q("", "2.50", date(2026, 6, 1), id=22, assumption=True)
+    pool = [OLD, cheap, lambda_list, seeds]
+    got = price_in_force(pool, date(2026, 7, 20), sku="h100", provider="LAMBDA")  # any case
+    assert got.quote == OLD and got.basis == "own" and got.usd_per_gpu_hour == D("2.80")
+    # without its own quote, its list price (and never cheapco's 1.00)
+    got = price_in_force([cheap, lambda_list, seeds], date(2026, 7, 20), sku="h100", provider="lambda")
+    assert got.quote == lambda_list and got.basis == "list"
+    # a provider with neither: unpriced, whatever others quote and whatever the assumption says
+    assert price_in_force(pool, date(2026, 7, 20), sku="h100", provider="nebius") is None
+    # a SKU alone: the cheapest own quote, else the cheapest list price; an assumption never
+    assert price_in_force(pool, date(2026, 7, 20), sku="h100").quote == cheap
+    assert price_in_force([lambda_list, seeds], date(2026, 7, 20), sku="h100").quote == lambda_list
+    assert price_in_force([seeds], date(2026, 7, 20), sku="h100") is None
+
+
+def test_the_price_says_its_basis():
+    seeds = q("", "2.50", date(2026, 6, 1), id=22, assumption=True)
+    assert PriceInForce(seeds).basis == "assumption" and "assumption no provider quoted" in PriceInForce(seeds).note
+    listed = q("Lambda", "3.99", date(2026, 6, 1), id=21, list_price=True)
+    note = "Priced at 3.99 USD per GPU-hour: Lambda's on-demand public list price of 2026-06-01."
+    assert PriceInForce(listed).note == note
+    assert PriceInForce(listed).to_dict() == {
+        "usd_per_gpu_hour": "3.9900",
+        "quote": 21,
+        "provider": "Lambda",
+        "basis": "list",
+        "pricing_kind": "on-demand",
+        "valid_from": "2026-06-01",
+        "valid_until": None,
+    }
+    with pytest.raises(EngineInputError):
+        q("Lambda", "1", date(2026, 6, 1), list_price=True, assumption=True)
 
 
 def test_nothing_in_force():
-    assert quotes_in_force([], date(2026, 7, 1)) == {}
-    assert quotes_in_force([FUTURE], date(2026, 7, 1)) == {}
+    assert sku_price([], date(2026, 7, 1)) is None
+    assert sku_price([FUTURE], date(2026, 7, 1)) is None
 
 
 def test_ties_are_deterministic():
     a = q("b-cloud", "2.00", date(2026, 7, 1), id=10)
     b = q("a-cloud", "2.00", date(2026, 7, 1), id=11)
     c = q("a-cloud", "2.00", date(2026, 7, 3), id=12)
-    assert quote_in_force([a, b], date(2026, 7, 5)) == b  # same price and date: provider name
-    assert quote_in_force([a, c], date(2026, 7, 5)) == c  # same price: the latest quote
+    assert sku_price([a, b], date(2026, 7, 5)) == b  # same price and date: provider name
+    assert sku_price([a, c], date(2026, 7, 5)) == c  # same price: the latest quote
     same_day = q("a-cloud", "1.90", date(2026, 7, 3), id=13)
-    assert quote_in_force([c, same_day], date(2026, 7, 5)) == same_day  # same provider and day: cheaper
+    assert sku_price([c, same_day], date(2026, 7, 5)) == same_day  # same provider and day: cheaper
 
 
-def test_several_skus_need_a_sku():
+def test_other_skus_quotes_do_not_count():
     h200 = q("lambda", "3.50", date(2026, 7, 1), sku="h200")
-    with pytest.raises(EngineInputError) as exc:
-        quotes_in_force([OLD, h200], date(2026, 7, 20))
-    assert "sku" in exc.value.errors
-    assert quote_in_force([OLD, h200], date(2026, 7, 20), sku="h200") == h200
+    assert sku_price([OLD, h200], date(2026, 7, 20), sku="h200") == h200
+    assert sku_price([OLD, h200], date(2026, 7, 20)) == OLD
+
+
+def test_superseded_quotes():
+    assert superseded([OLD, PROMO, NEWER, OTHER], date(2026, 7, 20)) == {1}
+    assert superseded([OLD, PROMO, NEWER, OTHER], date(2026, 7, 5)) == {1}
+    assert superseded([OLD, OTHER], date(2026, 7, 5)) == set()
 
 
 @pytest.mark.parametrize(
@@ -116,9 +163,9 @@ def test_bad_quotes(kwargs, field):
 
 def test_unknown_kind_and_bad_date():
     with pytest.raises(EngineInputError):
-        quote_in_force([OLD], date(2026, 7, 1), kind="weekly")
+        price_in_force([OLD], date(2026, 7, 1), sku="h100", kind="weekly")
     with pytest.raises(EngineInputError):
-        quotes_in_force([OLD], "2026-07-01")
+        price_in_force([OLD], "2026-07-01", sku="h100")
 
 
 def test_from_record_and_to_dict():
@@ -147,9 +194,9 @@ def test_from_record_and_to_dict():
 def test_rate_from_quotes_uses_the_clusters_own_provider():
     cheap = q("cheapco", "1.00", date(2026, 6, 1))
     lookup = rate_from_quotes([OLD, PROMO, NEWER, cheap])
-    state = SimpleNamespace(sku="h100", provider="lambda")
+    state = SimpleNamespace(sku="h100", provider="Lambda")
     assert lookup(state, date(2026, 7, 5)) == D("2.50")
     assert lookup(state, date(2026, 7, 20)) == D("3.00")
     assert lookup(SimpleNamespace(sku="h200", provider="lambda"), date(2026, 7, 20)) is None
-    market = rate_from_quotes([OLD, PROMO, NEWER, cheap], match_provider=False)
-    assert market(state, date(2026, 7, 20)) == D("1.00")
+    # another provider's cluster is unpriced, never priced at cheapco's 1.00
+    assert lookup(SimpleNamespace(sku="h100", provider="nebius"), date(2026, 7, 20)) is None

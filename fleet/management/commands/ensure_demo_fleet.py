@@ -11,11 +11,13 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from fleet.audit import AuditedCommandMixin
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Workload
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, Workload
 
 DEMO_MODEL_ID = "meta-llama/Llama-3.1-70B-Instruct"
 #: The demo deployment ``make run`` registers and its fake vLLM endpoint serves (``runstack``).
 DEMO_DEPLOYMENT = "demo-llama-70b"
+#: The demo cluster's provider: the catalogue holds its public H100 list price.
+DEMO_PROVIDER = "Lambda"
 
 
 class Command(AuditedCommandMixin, BaseCommand):
@@ -45,17 +47,23 @@ class Command(AuditedCommandMixin, BaseCommand):
                 "tpot_slo_ms": 50,
             },
         )
-        cluster = Cluster.objects.filter(slug="demo-h100").first()
+        # Priced at Lambda's public H100 list price (the catalogue's): a provider's price, never the
+        # seeds' 2.50 assumption (which is in force nowhere).
+        provider = Provider.objects.ensure(DEMO_PROVIDER, Provider.Kind.NEO_CLOUD)
+        cluster = Cluster.objects.filter(slug="demo-h100").select_related("provider").first()
         if cluster is None:
             cluster = Cluster(
                 slug="demo-h100",
                 name="Demo H100 node",
                 sku=sku,
                 nodes=1,
-                provider="seed-assumption",
+                provider=provider,
                 region="local",
                 team="platform",
             )
+            cluster.save(effective_from=timezone.now().date().replace(day=1))
+        elif cluster.provider.name == "seed-assumption":  # a demo made before providers were records
+            cluster.provider = provider
             cluster.save(effective_from=timezone.now().date().replace(day=1))
         deployment, _ = Deployment.objects.update_or_create(
             slug=DEMO_DEPLOYMENT,

@@ -58,13 +58,25 @@ from .ledger import (
     utilisation_from_polls,
 )
 from .money import MAX_PRICE_USD
-from .quotes import PRICING_KINDS, Quote, next_quote_change, quote_in_force, quotes_in_force, rate_from_quotes
+from .quotes import (
+    DEFAULT_PRICING_KIND,
+    PRICE_BASES,
+    PRICING_KINDS,
+    PriceInForce,
+    Quote,
+    next_quote_change,
+    price_in_force,
+    rate_from_quotes,
+    superseded,
+)
 from .spend import STATUSES, ClusterState
 from .volumes import MONTH_S, ObservedVolume, RateSample, hour_coverage_s, observed_volume
 
 __all__ = [
+    "DEFAULT_PRICING_KIND",
     "MAX_PRICE_USD",
     "MONTH_S",
+    "PRICE_BASES",
     "PRICING_KINDS",
     "STATUSES",
     "UNASSIGNED",
@@ -75,6 +87,7 @@ __all__ = [
     "DownloadResult",
     "MonthSpend",
     "ObservedVolume",
+    "PriceInForce",
     "Quote",
     "Rate",
     "RateSample",
@@ -97,11 +110,11 @@ __all__ = [
     "monthly_rent",
     "next_quote_change",
     "observed_volume",
-    "quote_in_force",
-    "quotes_in_force",
+    "price_in_force",
     "rate_from_quotes",
     "rent_usd",
     "spend_month",
+    "superseded",
     "unit_economics",
     "utilisation_from_polls",
     "weights_download",

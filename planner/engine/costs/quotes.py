@@ -1,16 +1,27 @@
-"""GPU rental quotes in force on a date.
+"""GPU rental quotes and the price in force: one rule, used by every page, the API, plans,
+breakeven, spend, reviews and ``/metrics`` (``price_in_force``).
 
 Every price carries the date it was quoted (the seeds: prices changed within two weeks of the
 K3 launch). A quote is *in force* on day ``on`` when it was quoted on or before ``on`` and its
-``valid_until`` (inclusive; ``None`` = open-ended) has not passed. For each provider and pricing
+``valid_until`` (inclusive; ``None`` = open-ended) has not passed; per provider, basis and pricing
 kind the latest such quote wins (a newer quote supersedes the provider's older ones; an expired
-newer quote does not); across providers the cheapest wins per pricing kind.
+newer quote does not).
 
-A quote marked ``list_price`` is a provider's public price list, kept for comparison: it is never
-the market's cheapest (``quotes_in_force`` leaves list prices out unless asked for them alone), and
-it prices a cluster only at that provider, when the fleet holds no quote of its own from it
-(``rate_from_quotes``). So adding public prices never moves a figure computed from the fleet's
-quotes (the seeds' 2.50 USD assumption included).
+A quote has one of three bases (``Quote.basis``):
+
+- ``own``: a quote a provider issued to the fleet (a contract, a negotiated or reserved rate);
+- ``list``: a provider's public price list, read on a date;
+- ``assumption``: a figure no provider issued (the seeds' 2.50 USD per GPU-hour). It is never in
+  force: a person may pick it for a comparison (the request names it), and every figure priced on
+  it says so.
+
+The price in force (``price_in_force``):
+
+- **for a cluster** (its provider given): that provider's own quote for the SKU and kind in force
+  that day, else that provider's public list price, else nothing: the cluster is *unpriced* that
+  day (never another provider's price, never a placeholder). Providers match case-insensitively;
+- **for a SKU alone** (what-if, plans, a SKU's ``price_in_force``): the cheapest own quote in force
+  from any provider, else the cheapest public list price in force, else nothing.
 
 Ties are broken deterministically: same provider, kind and ``quoted_on`` -> the cheaper quote,
 then the larger ``id``; several providers at the same price -> the latest ``quoted_on``, then the
@@ -19,6 +30,7 @@ provider name in alphabetical order.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -26,18 +38,29 @@ from decimal import Decimal
 from typing import Any
 
 from ..errors import EngineInputError
-from .money import MILLS, Fields, as_day, dec_str
+from .money import MILLS, Fields, as_day, dec_str, price_text
 
 __all__ = [
+    "DEFAULT_PRICING_KIND",
+    "PRICE_BASES",
     "PRICING_KINDS",
+    "PriceInForce",
     "Quote",
-    "quote_in_force",
-    "quotes_in_force",
+    "next_quote_change",
+    "price_in_force",
     "rate_from_quotes",
 ]
 
 PRICING_KINDS = ("on-demand", "reserved", "spot")
 """The pricing kinds of ``fleet.models.GpuQuote.Kind``."""
+
+DEFAULT_PRICING_KIND = "on-demand"
+"""The pricing kind a deployment's GPU-hours are priced at unless a request says otherwise (every
+page, ``/metrics``, snapshots, routing, rent vs API)."""
+
+PRICE_BASES = ("own", "list", "assumption")
+"""What a quote is (the module): a provider's quote to the fleet, its public list price, or an
+assumption no provider issued."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +69,8 @@ class Quote:
 
     ``sku`` is the SKU's slug (or any stable key); ``valid_until`` is inclusive, ``None`` when the
     quote has no end date. ``id`` is the database id when the quote came from a row.
-    ``list_price``: a public price list's figure, not a quote the fleet holds (see the module).
+    ``list_price``: a public price list's figure, not a quote the fleet holds; ``assumption``: a figure
+    no provider issued (``provider`` is then ``""``; see the module).
     """
 
     sku: str
@@ -57,6 +81,7 @@ class Quote:
     valid_until: date | None = None
     id: int | None = None
     list_price: bool = False
+    assumption: bool = False
 
     def __post_init__(self) -> None:
         f = Fields()
@@ -67,6 +92,8 @@ class Quote:
             f.add("quoted_on", "Must be a date.")
         if self.valid_until is not None and not isinstance(self.valid_until, date):
             f.add("valid_until", "Must be a date or None.")
+        if self.list_price and self.assumption:
+            f.add("list_price", "An assumption is not a provider's list price.")
         f.raise_if_any()
         object.__setattr__(self, "usd_per_gpu_hour", rate)
         object.__setattr__(self, "quoted_on", as_day(self.quoted_on))
@@ -82,16 +109,25 @@ class Quote:
         if sku is None:
             raw = record.sku
             sku = getattr(raw, "slug", None) or str(raw)
+        provider = getattr(record, "provider_name", None)
+        if provider is None:
+            provider = getattr(record.provider, "name", record.provider)
         return cls(
             sku=sku,
-            provider=record.provider,
+            provider=provider or "",
             usd_per_gpu_hour=record.usd_per_gpu_hour,
             pricing_kind=record.pricing_kind,
             quoted_on=record.quoted_on,
             valid_until=record.valid_until,
             id=getattr(record, "id", None),
             list_price=bool(getattr(record, "list_price", False)),
+            assumption=not provider,
         )
+
+    @property
+    def basis(self) -> str:
+        """``own``, ``list`` or ``assumption`` (``PRICE_BASES``)."""
+        return "assumption" if self.assumption else "list" if self.list_price else "own"
 
     def in_force(self, on: date) -> bool:
         """Quoted on or before ``on`` and not expired (``valid_until >= on``)."""
@@ -109,6 +145,8 @@ class Quote:
         }
         if self.list_price:  # only then: snapshots of the fleet's quotes keep their shape
             out["list_price"] = True
+        if self.assumption:
+            out["assumption"] = True
         return out
 
 
@@ -128,45 +166,106 @@ def _cheapest_key(q: Quote) -> tuple:
     return (q.usd_per_gpu_hour, -q.quoted_on.toordinal(), q.provider)
 
 
-def quotes_in_force(
-    quotes: Iterable[Quote], on: date | datetime, sku: str | None = None, list_prices: bool = False
-) -> dict[str, Quote]:
-    """The quote in force for each pricing kind on ``on``: per provider the latest quote in force,
-    then the cheapest provider. ``{}`` when none is in force.
+@dataclass(frozen=True, slots=True)
+class PriceInForce:
+    """The price in force for a cluster or a SKU on a day: the quote it is and on what basis.
 
-    ``quotes`` should be one SKU's quotes; give ``sku`` to filter a mixed list. A mixed list
-    without ``sku`` raises ``EngineInputError`` (prices of different SKUs are not comparable).
-    Only the fleet's quotes count (``list_price`` False), or with ``list_prices`` only public list
-    prices.
-    """
-    day = _day(on)
-    pool = [q for q in quotes if (sku is None or q.sku == sku) and q.list_price == list_prices]
-    skus = {q.sku for q in pool}
-    if len(skus) > 1:
-        raise EngineInputError.single(
-            "sku", f"The quotes cover several SKUs ({', '.join(sorted(skus))}); say which SKU to price."
+    ``basis``: ``own`` (a provider's quote to the fleet), ``list`` (its public list price) or
+    ``assumption`` (picked by a person for a comparison: never chosen by ``price_in_force``)."""
+
+    quote: Quote
+
+    @property
+    def basis(self) -> str:
+        return self.quote.basis
+
+    @property
+    def usd_per_gpu_hour(self) -> Decimal:
+        return self.quote.usd_per_gpu_hour
+
+    @property
+    def note(self) -> str:
+        """One sentence for a result's assumptions: the rate, whose it is and since when."""
+        rate = price_text(self.usd_per_gpu_hour)
+        since = self.quote.quoted_on.isoformat()
+        if self.basis == "assumption":
+            return (
+                f"Priced at {rate} USD per GPU-hour, an assumption no provider quoted (picked for this "
+                f"comparison, dated {since}): not a price in force."
+            )
+        whose = "public list price" if self.basis == "list" else "quote"
+        return (
+            f"Priced at {rate} USD per GPU-hour: {self.quote.provider}'s {self.quote.pricing_kind} {whose} of {since}."
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The API's ``price_in_force`` shape."""
+        q = self.quote
+        return {
+            "usd_per_gpu_hour": dec_str(q.usd_per_gpu_hour, MILLS),
+            "quote": q.id,
+            "provider": q.provider or None,
+            "basis": self.basis,
+            "pricing_kind": q.pricing_kind,
+            "valid_from": q.quoted_on.isoformat(),
+            "valid_until": None if q.valid_until is None else q.valid_until.isoformat(),
+        }
+
+
+def _latest_per_provider(pool: Iterable[Quote], day: date) -> dict[tuple[str, str], Quote]:
+    """Per (provider, casefolded; basis) the latest quote in force on ``day``."""
     latest: dict[tuple[str, str], Quote] = {}
     for q in pool:
         if not q.in_force(day):
             continue
-        key = (q.provider, q.pricing_kind)
+        key = (q.provider.casefold(), q.basis)
         if key not in latest or _latest_key(q) > _latest_key(latest[key]):
             latest[key] = q
-    best: dict[str, Quote] = {}
-    for (_, kind), q in latest.items():
-        if kind not in best or _cheapest_key(q) < _cheapest_key(best[kind]):
-            best[kind] = q
-    return {kind: best[kind] for kind in PRICING_KINDS if kind in best}
+    return latest
 
 
-def quote_in_force(
-    quotes: Iterable[Quote], on: date | datetime, kind: str = "on-demand", sku: str | None = None
-) -> Quote | None:
-    """The quote of one pricing kind in force on ``on`` (see ``quotes_in_force``), or ``None``."""
+def price_in_force(
+    quotes: Iterable[Quote],
+    on: date | datetime,
+    *,
+    sku: str,
+    provider: str | None = None,
+    kind: str = "on-demand",
+) -> PriceInForce | None:
+    """The price in force for ``sku`` on ``on`` (the module's rule), or ``None``: unpriced.
+
+    With ``provider`` (a cluster's): that provider's own quote, else its public list price. Without
+    (a SKU alone): the cheapest own quote from any provider, else the cheapest list price.
+    Assumptions never count. ``quotes`` may mix SKUs and kinds: only ``sku``'s of ``kind`` count.
+    """
     if kind not in PRICING_KINDS:
         raise EngineInputError.single("kind", f"Unknown pricing kind {kind!r}; use one of {', '.join(PRICING_KINDS)}.")
-    return quotes_in_force(quotes, on, sku=sku).get(kind)
+    day = _day(on)
+    pool = (q for q in quotes if q.sku == sku and q.pricing_kind == kind and not q.assumption)
+    latest = _latest_per_provider(pool, day)
+    if provider is not None:
+        name = provider.casefold()
+        found = latest.get((name, "own")) or latest.get((name, "list"))
+        return None if found is None else PriceInForce(found)
+    for basis in ("own", "list"):
+        candidates = [q for (_, b), q in latest.items() if b == basis]
+        if candidates:
+            return PriceInForce(min(candidates, key=_cheapest_key))
+    return None
+
+
+def superseded(quotes: Iterable[Quote], on: date | datetime) -> set[int]:
+    """Ids of the quotes valid on ``on`` that a later quote of the same SKU, provider, basis and kind
+    supersedes (``price_in_force`` never takes them); for the quotes page's statuses."""
+    day = _day(on)
+    latest: dict[tuple[str, str, str, str], Quote] = {}
+    valid = [q for q in quotes if q.in_force(day)]
+    for q in valid:
+        key = (q.sku, q.provider.casefold(), q.basis, q.pricing_kind)
+        if key not in latest or _latest_key(q) > _latest_key(latest[key]):
+            latest[key] = q
+    kept = {id(q) for q in latest.values()}
+    return {q.id for q in valid if id(q) not in kept and q.id is not None}
 
 
 def next_quote_change(quotes: Iterable[Quote], on: date | datetime, sku: str | None = None) -> date | None:
@@ -186,32 +285,29 @@ def next_quote_change(quotes: Iterable[Quote], on: date | datetime, sku: str | N
     return min(days, default=None)
 
 
-def rate_from_quotes(
-    quotes: Iterable[Quote], kind: str = "on-demand", match_provider: bool = True
-) -> Callable[[Any, date], Decimal | None]:
-    """A rate lookup for ``ledger.spend_month``: ``(state, day) -> USD per GPU-hour | None``.
-
-    For the state's SKU, the quote of ``kind`` in force that day; with ``match_provider`` (the
-    default) only the state's own provider's quotes count (a cluster pays its provider's price,
-    not the market's cheapest), and when the fleet holds none from it, that provider's public list
-    price. Without ``match_provider``, list prices never count (the market's cheapest is the
-    cheapest quote the fleet holds).
-    """
+def rate_from_quotes(quotes: Iterable[Quote], kind: str = "on-demand") -> Callable[[Any, date], Decimal | None]:
+    """A rate lookup for ``ledger.spend_month``: ``(state, day) -> USD per GPU-hour | None``: the price
+    in force for the state's cluster (``price_in_force`` with its SKU and provider) that day; None:
+    unpriced. Memoised per stretch of days on which the quotes in force cannot change."""
     if kind not in PRICING_KINDS:
         raise EngineInputError.single("kind", f"Unknown pricing kind {kind!r}; use one of {', '.join(PRICING_KINDS)}.")
-    by_key: dict[tuple[str, str | None], list[Quote]] = {}
+    by_sku: dict[str, list[Quote]] = {}
     for q in quotes:
-        by_key.setdefault((q.sku, q.provider if match_provider else None), []).append(q)
-    memo: dict[tuple[str, str | None, date], Decimal | None] = {}
+        if q.pricing_kind == kind:
+            by_sku.setdefault(q.sku, []).append(q)
+    # Which quotes are in force changes only on a quote's first day or the day after it ends; between
+    # two such days the answer is the same, so it is looked up once per stretch (a 12-month trend asks
+    # ~365 days per cluster).
+    changes = {
+        sku: sorted({q.quoted_on for q in pool} | {q.valid_until + timedelta(days=1) for q in pool if q.valid_until})
+        for sku, pool in by_sku.items()
+    }
+    memo: dict[tuple[str, str, int], Decimal | None] = {}
 
     def lookup(state: Any, day: date) -> Decimal | None:
-        provider = state.provider if match_provider else None
-        key = (state.sku, provider, day)
+        key = (state.sku, state.provider.casefold(), bisect_right(changes.get(state.sku, ()), day))
         if key not in memo:
-            pool = by_key.get((state.sku, provider), [])
-            found = quotes_in_force(pool, day).get(kind)
-            if found is None and match_provider:
-                found = quotes_in_force(pool, day, list_prices=True).get(kind)
+            found = price_in_force(by_sku.get(state.sku, ()), day, sku=state.sku, provider=state.provider, kind=kind)
             memo[key] = None if found is None else found.usd_per_gpu_hour
         return memo[key]
 
