@@ -15,14 +15,20 @@ from fleet.polling import display_url
 from fleet.validators import hours_per_day, non_negative, positive, utilisation
 from planner.engine import (
     ACCELERATOR_RECORD_FIELDS,
+    DEFAULT_ENGINE,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_KV_CACHE_DTYPE,
+    GENERIC,
     KV_CACHE_DTYPES,
     Accelerator,
     Layout,
     ModelArch,
     SizingResult,
     ThroughputResult,
+    engine_choices,
     estimate,
     layout_errors,
+    profile_of,
     size,
 )
 
@@ -230,12 +236,6 @@ class Deployment(TimeStamped):
         "poll_lease_owner",
     )
 
-    class Engine(models.TextChoices):
-        VLLM = "vllm", "vLLM"
-        SGLANG = "sglang", "SGLang"
-        LLAMACPP = "llamacpp", "llama.cpp"
-        OPENAI = "openai", "OpenAI-compatible"
-
     slug = SlugField()
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="deployments")
     model = models.ForeignKey("fleet.ModelSpec", on_delete=models.PROTECT, related_name="deployments")
@@ -252,7 +252,8 @@ class Deployment(TimeStamped):
     pp = models.PositiveSmallIntegerField("pipeline parallel", default=1, validators=[MinValueValidator(1)])
     dp = models.PositiveSmallIntegerField("data parallel (attention)", default=1, validators=[MinValueValidator(1)])
     ep = models.PositiveSmallIntegerField("expert parallel", default=1, validators=[MinValueValidator(1)])
-    engine = models.CharField(max_length=10, choices=Engine.choices, default=Engine.VLLM)
+    #: The serving engine registry's engines (``planner.engine.serving_engines``): one entry there adds one here.
+    engine = models.CharField(max_length=10, choices=engine_choices(), default=DEFAULT_ENGINE)
     engine_version = models.CharField(
         max_length=20, blank=True, help_text="The engine's release (e.g. 0.11.0); blank: the newest the app models."
     )
@@ -272,12 +273,14 @@ class Deployment(TimeStamped):
     )
     served_model_id = models.CharField("served model ID", max_length=200, blank=True)
     kv_cache_dtype = models.CharField(
-        "KV cache dtype", max_length=10, choices=[(d, d) for d in KV_CACHE_DTYPES], default="bf16"
+        "KV cache dtype", max_length=10, choices=[(d, d) for d in KV_CACHE_DTYPES], default=DEFAULT_KV_CACHE_DTYPE
     )
     max_model_len = models.PositiveIntegerField(
         "max model length (tokens)", null=True, blank=True, validators=[MinValueValidator(1)]
     )
-    gpu_memory_utilization = models.FloatField("GPU memory utilization (0-1)", default=0.9, validators=[utilisation])
+    gpu_memory_utilization = models.FloatField(
+        "GPU memory utilization (0-1)", default=DEFAULT_GPU_MEMORY_UTILIZATION, validators=[utilisation]
+    )
     api_key_encrypted = models.TextField(blank=True, default="", editable=False)
     poll_interval_s = models.PositiveIntegerField("poll interval (s)", default=15, validators=[MinValueValidator(5)])
     enabled = models.BooleanField(default=True)
@@ -340,14 +343,10 @@ class Deployment(TimeStamped):
         """The context length capacity is quoted at: the served maximum, else the model's."""
         return self.max_model_len or self.model.max_context_tokens
 
-    #: The engine profile (``planner.engine.ENGINES``) each serving engine is sized with; llama.cpp and
-    #: OpenAI-compatible endpoints have no modelled allocator.
-    ENGINE_PROFILES = {"vllm": "vllm", "sglang": "sglang"}
-
     @property
     def engine_profile(self) -> str:
-        """``vllm``/``sglang`` for those engines, ``generic`` for the others."""
-        return self.ENGINE_PROFILES.get(self.engine, "generic")
+        """The allocator profile the serving engine registry sizes this engine with (``generic``: none)."""
+        return profile_of(self.engine)
 
     def sizing(
         self, context_tokens: int | None = None, model: ModelArch | None = None, engine: str | None = None
@@ -360,7 +359,7 @@ class Deployment(TimeStamped):
         """
         engine = engine or self.engine_profile
         options = {}
-        if engine != "generic":
+        if engine != GENERIC:
             options = {
                 "engine": engine,
                 "engine_version": self.engine_version or None,

@@ -85,6 +85,7 @@ from .limits import (
 from .profiles import EngineAllocation, sglang_allocation, sglang_release, vllm_release
 from .profiles.common import choose_release
 from .profiles.vllm import DEFAULT_BLOCK_SIZE, MLA_BLOCK_SIZE
+from .serving_engines import prefix_cache_engines
 from .sizing import size
 from .sizing.result import SizingResult
 from .spec import Accelerator, Layout, ModelArch
@@ -93,7 +94,6 @@ from .throughput.decode import DecodeModel
 from .throughput.prefill import PrefillModel
 from .units import TB, ceil_div
 
-PREFIX_ENGINES: tuple[str, ...] = ("vllm", "sglang")
 #: Every caching mode the app knows, by engine; a release offers a subset (``PrefixRules.modes``).
 CACHE_MODES: dict[str, tuple[str, ...]] = {
     "vllm": ("none", "align", "all"),
@@ -196,7 +196,7 @@ def prefix_rules(engine: str, version: str | None) -> tuple[str, PrefixRules]:
     if engine == "sglang":
         version, _ = sglang_release(version)
         return choose_release(SGLANG_PREFIX_RELEASES, version, "0.5.23", "SGLang", "0.5.23")
-    raise EngineInputError.single("engine", f"Prefix caching is modelled for {', '.join(PREFIX_ENGINES)}.")
+    raise EngineInputError.single("engine", f"Prefix caching is modelled for {', '.join(prefix_cache_engines())}.")
 
 
 # --- the trace ---------------------------------------------------------------------------------
@@ -673,8 +673,8 @@ def _check(
     available_kv_cache_gib: float | None,
 ) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
-    if engine not in PREFIX_ENGINES:
-        errors["engine"] = [f"Prefix caching is modelled for {', '.join(PREFIX_ENGINES)}."]
+    if engine not in (modelled := prefix_cache_engines()):
+        errors["engine"] = [f"Prefix caching is modelled for {', '.join(modelled)}."]
     elif cache_mode is not None and cache_mode not in CACHE_MODES[engine]:
         errors["cache_mode"] = [f"{engine} modes: {', '.join(CACHE_MODES[engine])}."]
     if retention is not None and retention not in RETENTIONS:
@@ -1409,7 +1409,6 @@ def _granularities(
 __all__ = [
     "CACHE_MODES",
     "DEFAULT_GRANULARITIES",
-    "PREFIX_ENGINES",
     "RETENTIONS",
     "SGLANG_PREFIX_RELEASES",
     "TRACE_COLUMNS",

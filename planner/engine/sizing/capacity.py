@@ -36,7 +36,8 @@ from ..limits import (
     float_error,
     int_error,
 )
-from ..profiles import ENGINES, EngineAllocation, allocate
+from ..profiles import EngineAllocation
+from ..serving_engines import allocate, profile_names
 from ..spec import Accelerator, Layout, ModelArch
 from ..units import GB, GIB, ceil_div, gib_to_bytes
 from .admission import (
@@ -85,8 +86,8 @@ class EngineOptions:
     def errors(self, limit: int) -> dict[str, list[str]]:
         """Field errors (empty when valid); ``limit`` is the model's maximum context (0: none)."""
         errors: dict[str, list[str]] = {}
-        if self.engine not in ENGINES:
-            errors["engine"] = [f"Unknown engine {self.engine!r}; use one of {', '.join(ENGINES)}."]
+        if self.engine not in (names := profile_names()):
+            errors["engine"] = [f"Unknown engine {self.engine!r}; use one of {', '.join(names)}."]
         if self.engine_version is not None and (
             not isinstance(self.engine_version, str) or not self.engine_version.strip() or len(self.engine_version) > 20
         ):
