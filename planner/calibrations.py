@@ -32,6 +32,7 @@ from planner.engine import (
     DEFAULT_ENGINE,
     DEFAULT_GPU_MEMORY_UTILIZATION,
     DEFAULT_KV_CACHE_DTYPE,
+    GENERIC,
     GIB,
     EngineInputError,
     Layout,
@@ -226,7 +227,7 @@ def _size(model: ModelSpec, sku: HardwareSku, kwargs: dict[str, Any], notes: lis
             if set(exc.errors) != {"engine"}:
                 raise
         notes.append(f"The engine has no allocator profile for {kwargs['engine']} yet: its generic arithmetic is used.")
-        generic = {**kwargs, "engine": "generic", "engine_version": None, "block_size_tokens": None}
+        generic = {**kwargs, "engine": GENERIC, "engine_version": None, "block_size_tokens": None}
         return size(model.to_engine(), sku.to_engine(), **generic)
     except EngineInputError as exc:
         # The inputs came from the log: say so beside the log, naming the setting.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, URLValidator
@@ -87,6 +88,29 @@ class HardwareSku(TimeStamped, Sourced):
     def to_engine(self) -> Accelerator:
         """The engine's view of this record (the catalogue row's shape: ``Accelerator.from_record``)."""
         return Accelerator.from_record({name: getattr(self, name) for name in ("name", *self.FIGURES)})
+
+
+class EngineField(models.CharField):
+    """A serving engine's name, its choices the serving-engine registry's (``planner.engine.engine_choices``)
+    read whenever they are used: validation (``full_clean``), page and admin forms, the API's
+    serializers and the display name, so one entry in the registry adds an engine everywhere.
+
+    Migrations see the registry's list as it is (a plain ``CharField`` with those choices), so the
+    migration state changes only when the registry does, and then ``makemigrations`` records it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["choices"] = engine_choices  # a callable: Django reads it each time
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        kwargs["choices"] = engine_choices()
+        return name, "django.db.models.CharField", args, kwargs
+
+    def formfield(self, **kwargs: Any) -> Any:
+        field = super().formfield(**kwargs)
+        field.choices = engine_choices  # the form's too, not a copy taken when its class was made
+        return field
 
 
 class Cluster(TimeStamped):
@@ -252,8 +276,7 @@ class Deployment(TimeStamped):
     pp = models.PositiveSmallIntegerField("pipeline parallel", default=1, validators=[MinValueValidator(1)])
     dp = models.PositiveSmallIntegerField("data parallel (attention)", default=1, validators=[MinValueValidator(1)])
     ep = models.PositiveSmallIntegerField("expert parallel", default=1, validators=[MinValueValidator(1)])
-    #: The serving engine registry's engines (``planner.engine.serving_engines``): one entry there adds one here.
-    engine = models.CharField(max_length=10, choices=engine_choices(), default=DEFAULT_ENGINE)
+    engine = EngineField(max_length=10, default=DEFAULT_ENGINE)
     engine_version = models.CharField(
         max_length=20, blank=True, help_text="The engine's release (e.g. 0.11.0); blank: the newest the app models."
     )

@@ -19,7 +19,7 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
 - ``serving_engines`` (the one registry of serving engines: name, label, allocator profile, poll routes,
   metric family, startup-log dialect, prefix caching; every list of engines is read from it):
-  ``ServingEngine``, ``serving_engines``, ``engine_names``, ``engine_choices``, ``profile_names``, ``profile_of``,
+  ``ServingEngine``, ``registered_engines``, ``engine_names``, ``engine_choices``, ``profile_names``, ``profile_of``,
   ``poll_routes``, ``startup_log_engines``, ``prefix_cache_engines``, ``Names``;
 - ``profiles/`` (what a named serving engine allocates): ``EngineAllocation``, ``NEWEST_VLLM``,
   ``NEWEST_SGLANG``; ``size(engine=...)``;
@@ -114,8 +114,8 @@ from planner.engine.serving_engines import (
     prefix_cache_engines,
     profile_names,
     profile_of,
+    registered_engines,
     serving_engine,
-    serving_engines,
     startup_log_engines,
 )
 from planner.engine.sizing import (
@@ -267,11 +267,11 @@ __all__ = [
     "rank",
     "rate_from_quotes",
     "redact_startup_log",
+    "registered_engines",
     "reusable_prefix_tokens",
     "search",
     "sensitivity",
     "serving_engine",
-    "serving_engines",
     "single_gpu_fit",
     "size",
     "spend_month",

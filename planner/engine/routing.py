@@ -66,6 +66,7 @@ from typing import Any
 from .errors import EngineInputError, is_number
 from .limits import MAX_CONTEXT_TOKENS, MAX_SLO_MS
 from .prefix_cache import prefix_granularity_tokens
+from .serving_engines import GENERIC
 from .sizing.capacity import size
 from .spec import Accelerator, Layout, ModelArch
 from .throughput.correction import SpeedCorrection, apply_correction
@@ -167,7 +168,7 @@ class Serving:
     replicas: int
     kv_cache_dtype: str = "bf16"
     gpu_memory_utilization: float = 0.9
-    engine: str = "generic"
+    engine: str = GENERIC
     engine_version: str | None = None
     block_size_tokens: int | None = None
     max_model_len: int | None = None
@@ -422,7 +423,7 @@ def assess_deployment(request: RequestClass, d: DeploymentCandidate) -> Destinat
     if why:
         return out(False, why)
     options = {}
-    if s.engine != "generic":
+    if s.engine != GENERIC:
         options = {
             "engine": s.engine,
             "engine_version": s.engine_version,

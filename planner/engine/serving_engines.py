@@ -179,7 +179,7 @@ SERVING_ENGINES: tuple[ServingEngine, ...] = (
 )
 
 
-def serving_engines() -> tuple[ServingEngine, ...]:
+def registered_engines() -> tuple[ServingEngine, ...]:
     """Every registered engine, in the registry's order."""
     return SERVING_ENGINES
 
@@ -324,7 +324,7 @@ __all__ = [
     "profile_names",
     "profile_of",
     "profiles",
+    "registered_engines",
     "serving_engine",
-    "serving_engines",
     "startup_log_engines",
 ]
