@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import EngineInputError, is_int, is_number
+from .formats import DEFAULT_KV_CACHE_DTYPE
 from .limits import (
     MAX_ARRIVAL_S,
     MAX_BATCH,
@@ -87,6 +88,8 @@ from .profiles.common import choose_release
 from .profiles.vllm import DEFAULT_BLOCK_SIZE, MLA_BLOCK_SIZE
 from .serving_engines import prefix_cache_engines
 from .sizing import size
+from .sizing.admission import DEFAULT_STATE_POOL_RATIO
+from .sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
 from .sizing.result import SizingResult
 from .spec import Accelerator, Layout, ModelArch
 from .throughput import DEFAULT_OPTIONS, prefill
@@ -719,15 +722,15 @@ def prefix_cache(
     cache_mode: str | None = None,
     retention: str | None = None,
     checkpoint_interval_tokens: int = 0,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     weight_format: str | None = None,
     context_tokens: int | None = None,
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     runtime_reserve_gib: float | None = None,
     available_kv_cache_gib: float | None = None,
     block_size_tokens: int | None = None,
     concurrency: int | None = None,
-    state_pool_ratio: float = 0.9,
+    state_pool_ratio: float = DEFAULT_STATE_POOL_RATIO,
     mamba_chunk_size_tokens: int | None = None,
     trace: Sequence[TraceRequest] | None = None,
     granularities: Sequence[int] | None = None,

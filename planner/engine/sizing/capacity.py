@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import EngineInputError, is_int, is_number
-from ..formats import DTYPE_BYTES, RAW_BITS, WEIGHT_FORMATS
+from ..formats import DEFAULT_KV_CACHE_DTYPE, DTYPE_BYTES, RAW_BITS, WEIGHT_FORMATS
 from ..limits import (
     MAX_CONTEXT_TOKENS,
     MAX_GIB,
@@ -494,7 +494,7 @@ def size(
     layout: Layout | None = None,
     weight_format: str | None = None,
     include_scale_overhead: bool = True,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     context_tokens: int | None = None,
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     runtime_reserve_gib: float | None = None,
