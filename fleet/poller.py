@@ -44,12 +44,16 @@ from fleet.polling import (
     poll_endpoint,
     poll_endpoint_async,
 )
+from planner.engine import poll_routes
 
 log = logging.getLogger(__name__)
 
 
 def _poll_kwargs() -> dict[str, Any]:
+    """The guard's settings and every engine's routes (the serving-engine registry's ``poll_routes()``:
+    ``fleet.polling`` may not import planner, so the routes travel with each poll)."""
     return {
+        "engines": poll_routes(),
         "timeout_s": settings.POLL_TIMEOUT_S,
         "max_bytes": settings.POLL_MAX_BYTES,
         "allowed_networks": tuple(settings.POLL_ALLOWED_NETWORKS),

@@ -29,6 +29,10 @@ from fleet.errors import InputError
 from fleet.models import Deployment, HardwareSku, ModelSpec
 from fleet.models.base import find_by_slug
 from planner.engine import (
+    DEFAULT_ENGINE,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_KV_CACHE_DTYPE,
+    GENERIC,
     GIB,
     EngineInputError,
     Layout,
@@ -37,12 +41,11 @@ from planner.engine import (
     parse_startup_log,
     redact_startup_log,
     size,
+    startup_log_engines,
 )
 from planner.models import Calibration
 from planner.models.calibrations import LOG_TEXT_MAX_CHARS
 
-#: The serving engines the engine has (or will have) an allocator profile for.
-PROFILED_ENGINES = ("vllm", "sglang")
 #: Logged dtype (``dtype=torch.bfloat16``, ``dtype='auto'``) -> the KV cache dtype "auto" means.
 _MODEL_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16"}
 #: Logged ``kv_cache_dtype`` -> the engine's name for it.
@@ -150,7 +153,7 @@ def _kv_cache_dtype(log: StartupLog, deployment: Deployment | None) -> tuple[str
         model_dtype = _MODEL_DTYPES.get((log.dtype or "").lower())
         if model_dtype:
             return model_dtype, None
-        fallback = deployment.kv_cache_dtype if deployment and not logged else "bf16"
+        fallback = deployment.kv_cache_dtype if deployment and not logged else DEFAULT_KV_CACHE_DTYPE
         return fallback, f"KV cache dtype {logged or 'not logged'}: taken as {fallback}."
     raise InputError.single("log", f"The logged KV cache dtype {logged!r} is not modelled.")
 
@@ -182,10 +185,11 @@ def _engine_inputs(
             f"The log ran tp {tp} x pp {pp} x dp {dp}; the deployment records tp {d.tp} x pp {d.pp} x dp {d.dp}. "
             "The prediction uses the log's."
         )
-    engine = log.engine or (d.engine if d and d.engine in PROFILED_ENGINES else "vllm")
+    # The deployment's engine where the log does not say and its log is one the parser reads (the registry).
+    engine = log.engine or (d.engine if d and d.engine in startup_log_engines() else DEFAULT_ENGINE)
     utilization = log.gpu_memory_utilization if engine == "vllm" else log.mem_fraction_static
     if utilization is None:
-        utilization = d.gpu_memory_utilization if d else 0.9
+        utilization = d.gpu_memory_utilization if d else DEFAULT_GPU_MEMORY_UTILIZATION
         notes.append(f"gpu_memory_utilization not logged: {utilization:g} assumed.")
     max_len = log.max_model_len or log.max_concurrency_tokens or (d.max_model_len if d else None)
     max_len = max_len or model.max_context_tokens
@@ -223,7 +227,7 @@ def _size(model: ModelSpec, sku: HardwareSku, kwargs: dict[str, Any], notes: lis
             if set(exc.errors) != {"engine"}:
                 raise
         notes.append(f"The engine has no allocator profile for {kwargs['engine']} yet: its generic arithmetic is used.")
-        generic = {**kwargs, "engine": "generic", "engine_version": None, "block_size_tokens": None}
+        generic = {**kwargs, "engine": GENERIC, "engine_version": None, "block_size_tokens": None}
         return size(model.to_engine(), sku.to_engine(), **generic)
     except EngineInputError as exc:
         # The inputs came from the log: say so beside the log, naming the setting.

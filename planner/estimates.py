@@ -28,6 +28,8 @@ from fleet.models.base import find_by_slug
 from planner.corrections import calibration_of, correction_for
 from planner.corrections import to_engine as correction_to_engine
 from planner.engine import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_KV_CACHE_DTYPE,
     KV_CACHE_DTYPES,
     WEIGHT_FORMATS,
     Layout,
@@ -229,11 +231,13 @@ def estimate_layout(request: EstimateRequest) -> Estimate:
         context_tokens=request.context_tokens,
         batch=request.batch,
         usd_per_gpu_hour=request.usd_per_gpu_hour,
-        kv_cache_dtype=request.kv_cache_dtype or "bf16",
+        kv_cache_dtype=request.kv_cache_dtype or DEFAULT_KV_CACHE_DTYPE,
         weight_format=weight_format,
-        gpu_memory_utilization=request.gpu_memory_utilization or 0.9,
+        gpu_memory_utilization=request.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
     )
-    fit = correction_for(deployment, model.pk, sku.pk, request.layout(), request.kv_cache_dtype or "bf16")
+    fit = correction_for(
+        deployment, model.pk, sku.pk, request.layout(), request.kv_cache_dtype or DEFAULT_KV_CACHE_DTYPE
+    )
     result, calibration = band.central, None
     if fit is not None:
         now = timezone.now()
@@ -272,7 +276,7 @@ def band_around(
     *,
     weight_format: str | None = None,
     include_scale_overhead: bool = True,
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
 ) -> SensitivityBand:
     """The band of an estimate already made: ``sensitivity()`` on the inputs ``speed`` echoes (layout,
     request shape, prefix-cache rate, batch, price, KV dtype) plus the formats it was made with.
@@ -305,5 +309,5 @@ def band_of(sizing: Sizing, speed: ThroughputResult) -> SensitivityBand:
         speed,
         weight_format=request.weight_format,
         include_scale_overhead=request.include_scale_overhead,
-        gpu_memory_utilization=request.gpu_memory_utilization or 0.9,
+        gpu_memory_utilization=request.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
     )

@@ -5,6 +5,7 @@ the engine, never here."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -20,16 +21,20 @@ from planner.calibrations import CalibrationRequest
 from planner.decisions import NOTE_MAX_CHARS
 from planner.engine import (
     CACHE_MODES,
-    ENGINES,
+    DEFAULT_ENGINE,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_KV_CACHE_DTYPE,
+    GENERIC,
     KV_CACHE_DTYPES,
     MAX_LOG_BYTES,
     MAX_TRACE_BYTES,
     MODALITIES,
     MODES,
     NEWEST_VLLM,
-    PREFIX_ENGINES,
     RETENTIONS,
     RequestClass,
+    prefix_cache_engines,
+    profile_names,
 )
 from planner.models import Decision
 from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PRICE_BASES, PlanRequest
@@ -40,6 +45,12 @@ from planner.spend import FIRST_MONTH, LAST_MONTH
 
 def _number(**attrs: object) -> forms.NumberInput:
     return forms.NumberInput(attrs={"min": 1, **attrs})
+
+
+def _pairs(names: Callable[[], tuple[str, ...]]) -> Callable[[], list[tuple[str, str]]]:
+    """Choices ``(name, name)`` read from ``names()`` each time a form is made (Django calls a callable
+    for its choices): the serving-engine registry's lists, never a copy taken at import."""
+    return lambda: [(name, name) for name in names()]
 
 
 class WhatIfForm(forms.Form):
@@ -72,7 +83,7 @@ class WhatIfForm(forms.Form):
     dp = forms.IntegerField(label="dp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     ep = forms.IntegerField(label="ep", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     kv_cache_dtype = forms.ChoiceField(
-        label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial="bf16", required=False
+        label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial=DEFAULT_KV_CACHE_DTYPE, required=False
     )
     context_tokens = forms.IntegerField(
         label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
@@ -83,9 +94,12 @@ class WhatIfForm(forms.Form):
         min_value=0.01,
         max_value=1,
         required=False,
-        widget=forms.NumberInput(attrs={"step": "0.01", "min": "0.01", "max": "1", "placeholder": "0.9"}),
+        widget=forms.NumberInput(
+            attrs={"step": "0.01", "min": "0.01", "max": "1", "placeholder": f"{DEFAULT_GPU_MEMORY_UTILIZATION:g}"}
+        ),
     )
-    engine = forms.ChoiceField(label="Engine", choices=[(e, e) for e in ENGINES], initial="generic", required=False)
+    # Choices read from the serving-engine registry whenever a form is made (a callable).
+    engine = forms.ChoiceField(label="Engine", choices=_pairs(profile_names), initial=GENERIC, required=False)
     engine_version = forms.CharField(
         label="Release",
         max_length=20,
@@ -483,7 +497,7 @@ class PrefixCacheForm(forms.Form):
 
     model = forms.ChoiceField()
     sku = forms.ChoiceField(label="SKU")
-    engine = forms.ChoiceField(label="Engine", choices=[(e, e) for e in PREFIX_ENGINES], initial="vllm")
+    engine = forms.ChoiceField(label="Engine", choices=_pairs(prefix_cache_engines), initial=DEFAULT_ENGINE)
     engine_version = forms.CharField(
         label="Release",
         max_length=20,
@@ -505,7 +519,7 @@ class PrefixCacheForm(forms.Form):
     pp = forms.IntegerField(label="pp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     dp = forms.IntegerField(label="dp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     kv_cache_dtype = forms.ChoiceField(
-        label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial="bf16", required=False
+        label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial=DEFAULT_KV_CACHE_DTYPE, required=False
     )
     context_tokens = forms.IntegerField(
         label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()

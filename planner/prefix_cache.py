@@ -15,6 +15,10 @@ from fleet import inputs
 from fleet.errors import InputError
 from fleet.models import HardwareSku, ModelSpec
 from planner.engine import (
+    DEFAULT_ENGINE,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_KV_CACHE_DTYPE,
+    DEFAULT_STATE_POOL_RATIO,
     MAX_TRACE_BYTES,
     TRACE_COLUMNS,
     Layout,
@@ -44,7 +48,7 @@ class PrefixCacheRequest:
 
     model: str
     sku: str
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE
     engine_version: str | None = None
     cache_mode: str | None = None
     retention: str | None = None
@@ -53,15 +57,15 @@ class PrefixCacheRequest:
     pp: int | None = None
     dp: int | None = None
     ep: int | None = None
-    kv_cache_dtype: str = "bf16"
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE
     weight_format: str | None = None
     context_tokens: int | None = None
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
     runtime_reserve_gib: float | None = None
     available_kv_cache_gib: float | None = None
     block_size_tokens: int | None = None
     concurrency: int | None = None
-    state_pool_ratio: float = 0.9
+    state_pool_ratio: float = DEFAULT_STATE_POOL_RATIO
     mamba_chunk_size_tokens: int | None = None
     granularities: tuple[int, ...] | None = None
     trace_csv: str | None = None

@@ -17,6 +17,10 @@ from fleet.models.base import find_by_slug
 from planner.corrections import calibration_of, correction_for
 from planner.corrections import to_engine as correction_to_engine
 from planner.engine import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_KV_CACHE_DTYPE,
+    DEFAULT_STATE_POOL_RATIO,
+    GENERIC,
     KV_CACHE_DTYPES,
     Layout,
     SizingResult,
@@ -58,7 +62,7 @@ class SizingRequest:
     gpu_memory_utilization: float | None = None
     runtime_reserve_gib: float | None = None
     pool: str = "unified"
-    state_pool_ratio: float = 0.9
+    state_pool_ratio: float = DEFAULT_STATE_POOL_RATIO
     engine: str | None = None
     engine_version: str | None = None
     max_model_len: int | None = None
@@ -137,10 +141,10 @@ def size_layout(request: SizingRequest) -> Sizing:
     if errors:
         raise InputError(errors)
     model, sku = resolve(request.model, request.sku)
-    kv_cache_dtype = request.kv_cache_dtype or "bf16"
+    kv_cache_dtype = request.kv_cache_dtype or DEFAULT_KV_CACHE_DTYPE
     if kv_cache_dtype not in KV_CACHE_DTYPES:
         raise InputError.single("kv_cache_dtype", f"Use one of {', '.join(KV_CACHE_DTYPES)}.")
-    engine = request.engine or "generic"  # size() checks it (EngineInputError under "engine")
+    engine = request.engine or GENERIC  # size() checks it (EngineInputError under "engine")
     result = size(
         model.to_engine(),
         sku.to_engine(),
@@ -150,7 +154,7 @@ def size_layout(request: SizingRequest) -> Sizing:
         include_scale_overhead=request.include_scale_overhead,
         kv_cache_dtype=kv_cache_dtype,
         context_tokens=request.context_tokens,
-        gpu_memory_utilization=request.gpu_memory_utilization or 0.9,
+        gpu_memory_utilization=request.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
         runtime_reserve_gib=request.runtime_reserve_gib,
         pool=request.pool,
         state_pool_ratio=request.state_pool_ratio,
@@ -174,7 +178,11 @@ def speed_of(sizing: Sizing, usd_per_gpu_hour: object = None) -> ThroughputResul
         return result
     deployment = Deployment.objects.select_related("cluster").filter(slug=request.deployment).first()
     fit = correction_for(
-        deployment, sizing.model.pk, sizing.sku.pk, sizing.result.layout, request.kv_cache_dtype or "bf16"
+        deployment,
+        sizing.model.pk,
+        sizing.sku.pk,
+        sizing.result.layout,
+        request.kv_cache_dtype or DEFAULT_KV_CACHE_DTYPE,
     )
     if fit is None:
         return result
@@ -197,8 +205,8 @@ def _model_speed(sizing: Sizing, usd_per_gpu_hour: object) -> ThroughputResult:
         context_tokens=context,
         batch=max(1, admitted) if admitted else None,
         usd_per_gpu_hour=usd_per_gpu_hour,
-        kv_cache_dtype=request.kv_cache_dtype or "bf16",
+        kv_cache_dtype=request.kv_cache_dtype or DEFAULT_KV_CACHE_DTYPE,
         weight_format=request.weight_format,
         include_scale_overhead=request.include_scale_overhead,
-        gpu_memory_utilization=request.gpu_memory_utilization or 0.9,
+        gpu_memory_utilization=request.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
     )

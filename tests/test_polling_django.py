@@ -253,12 +253,16 @@ def test_a_deployment_deleted_while_polled_loses_no_other_poll(cluster, llama):
     """Polls are stored in batches; one that can no longer be stored does not take the batch down."""
     from fleet.poll_store import Polled, store_polls, take_leases
     from fleet.polling import poll_endpoint
+    from planner.engine import poll_routes
 
     with FakeEngineServer("vllm") as server:
         kept = make_deployment(cluster, llama, server, slug="kept")
         gone = make_deployment(cluster, llama, server, slug="gone")
         take_leases([kept.pk, gone.pk], timezone.now())
-        outcomes = [poll_endpoint(server.url, "vllm", server.model_id, None, timeout_s=2) for _ in range(2)]
+        outcomes = [
+            poll_endpoint(server.url, "vllm", server.model_id, None, timeout_s=2, engines=poll_routes())
+            for _ in range(2)
+        ]
     Deployment.objects.filter(pk=gone.pk).delete()
     stored = store_polls([Polled(kept, outcomes[0], timezone.now()), Polled(gone, outcomes[1], timezone.now())])
     assert [p.deployment_id for p in stored] == [kept.pk]

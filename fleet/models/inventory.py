@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, URLValidator
@@ -15,14 +16,20 @@ from fleet.polling import display_url
 from fleet.validators import hours_per_day, non_negative, positive, utilisation
 from planner.engine import (
     ACCELERATOR_RECORD_FIELDS,
+    DEFAULT_ENGINE,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_KV_CACHE_DTYPE,
+    GENERIC,
     KV_CACHE_DTYPES,
     Accelerator,
     Layout,
     ModelArch,
     SizingResult,
     ThroughputResult,
+    engine_choices,
     estimate,
     layout_errors,
+    profile_of,
     size,
 )
 
@@ -81,6 +88,29 @@ class HardwareSku(TimeStamped, Sourced):
     def to_engine(self) -> Accelerator:
         """The engine's view of this record (the catalogue row's shape: ``Accelerator.from_record``)."""
         return Accelerator.from_record({name: getattr(self, name) for name in ("name", *self.FIGURES)})
+
+
+class EngineField(models.CharField):
+    """A serving engine's name, its choices the serving-engine registry's (``planner.engine.engine_choices``)
+    read whenever they are used: validation (``full_clean``), page and admin forms, the API's
+    serializers and the display name, so one entry in the registry adds an engine everywhere.
+
+    Migrations see the registry's list as it is (a plain ``CharField`` with those choices), so the
+    migration state changes only when the registry does, and then ``makemigrations`` records it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["choices"] = engine_choices  # a callable: Django reads it each time
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        kwargs["choices"] = engine_choices()
+        return name, "django.db.models.CharField", args, kwargs
+
+    def formfield(self, **kwargs: Any) -> Any:
+        field = super().formfield(**kwargs)
+        field.choices = engine_choices  # the form's too, not a copy taken when its class was made
+        return field
 
 
 class Cluster(TimeStamped):
@@ -235,12 +265,6 @@ class Deployment(TimeStamped):
         "poll_lease_owner",
     )
 
-    class Engine(models.TextChoices):
-        VLLM = "vllm", "vLLM"
-        SGLANG = "sglang", "SGLang"
-        LLAMACPP = "llamacpp", "llama.cpp"
-        OPENAI = "openai", "OpenAI-compatible"
-
     slug = SlugField()
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="deployments")
     model = models.ForeignKey("fleet.ModelSpec", on_delete=models.PROTECT, related_name="deployments")
@@ -257,7 +281,7 @@ class Deployment(TimeStamped):
     pp = models.PositiveSmallIntegerField("pipeline parallel", default=1, validators=[MinValueValidator(1)])
     dp = models.PositiveSmallIntegerField("data parallel (attention)", default=1, validators=[MinValueValidator(1)])
     ep = models.PositiveSmallIntegerField("expert parallel", default=1, validators=[MinValueValidator(1)])
-    engine = models.CharField(max_length=10, choices=Engine.choices, default=Engine.VLLM)
+    engine = EngineField(max_length=10, default=DEFAULT_ENGINE)
     engine_version = models.CharField(
         max_length=20, blank=True, help_text="The engine's release (e.g. 0.11.0); blank: the newest the app models."
     )
@@ -277,12 +301,14 @@ class Deployment(TimeStamped):
     )
     served_model_id = models.CharField("served model ID", max_length=200, blank=True)
     kv_cache_dtype = models.CharField(
-        "KV cache dtype", max_length=10, choices=[(d, d) for d in KV_CACHE_DTYPES], default="bf16"
+        "KV cache dtype", max_length=10, choices=[(d, d) for d in KV_CACHE_DTYPES], default=DEFAULT_KV_CACHE_DTYPE
     )
     max_model_len = models.PositiveIntegerField(
         "max model length (tokens)", null=True, blank=True, validators=[MinValueValidator(1)]
     )
-    gpu_memory_utilization = models.FloatField("GPU memory utilization (0-1)", default=0.9, validators=[utilisation])
+    gpu_memory_utilization = models.FloatField(
+        "GPU memory utilization (0-1)", default=DEFAULT_GPU_MEMORY_UTILIZATION, validators=[utilisation]
+    )
     api_key_encrypted = models.TextField(blank=True, default="", editable=False)
     poll_interval_s = models.PositiveIntegerField("poll interval (s)", default=15, validators=[MinValueValidator(5)])
     enabled = models.BooleanField(default=True)
@@ -345,14 +371,10 @@ class Deployment(TimeStamped):
         """The context length capacity is quoted at: the served maximum, else the model's."""
         return self.max_model_len or self.model.max_context_tokens
 
-    #: The engine profile (``planner.engine.ENGINES``) each serving engine is sized with; llama.cpp and
-    #: OpenAI-compatible endpoints have no modelled allocator.
-    ENGINE_PROFILES = {"vllm": "vllm", "sglang": "sglang"}
-
     @property
     def engine_profile(self) -> str:
-        """``vllm``/``sglang`` for those engines, ``generic`` for the others."""
-        return self.ENGINE_PROFILES.get(self.engine, "generic")
+        """The allocator profile the serving engine registry sizes this engine with (``generic``: none)."""
+        return profile_of(self.engine)
 
     def sizing(
         self, context_tokens: int | None = None, model: ModelArch | None = None, engine: str | None = None
@@ -365,7 +387,7 @@ class Deployment(TimeStamped):
         """
         engine = engine or self.engine_profile
         options = {}
-        if engine != "generic":
+        if engine != GENERIC:
             options = {
                 "engine": engine,
                 "engine_version": self.engine_version or None,

@@ -10,7 +10,14 @@ from django.db import models
 from django.urls import reverse
 
 from fleet.validators import modalities, positive
-from planner.engine import MODEL_RECORD_FIELDS, WEIGHT_FORMATS, EngineInputError, ModelArch, parse_layer_groups
+from planner.engine import (
+    DEFAULT_WEIGHT_FORMAT,
+    MODEL_RECORD_FIELDS,
+    WEIGHT_FORMATS,
+    EngineInputError,
+    ModelArch,
+    parse_layer_groups,
+)
 
 from .base import SlugField, Sourced, TimeStamped
 
@@ -65,7 +72,7 @@ class ModelSpec(TimeStamped, Sourced):
         validators=[MinValueValidator(1)],
         help_text="Query heads; tp must divide them.",
     )
-    weight_format = models.CharField(max_length=8, choices=WEIGHT_FORMAT_CHOICES, default="bf16")
+    weight_format = models.CharField(max_length=8, choices=WEIGHT_FORMAT_CHOICES, default=DEFAULT_WEIGHT_FORMAT)
     expert_weight_format = models.CharField(
         "routed experts' weight format",
         max_length=8,

@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from .guard import FetchResult, IPNetwork, display_url, fetch_async, parse_networks, parse_ports, redact, run_sync
 from .metrics import DerivedMetrics, MetricsParseError, MetricsSnapshot, SeriesHeads, derive, parse_metrics
@@ -50,15 +50,41 @@ _SEVERITY = {
     PollStatus.DOWN: 5,
 }
 
-KNOWN_ENGINES = ("vllm", "sglang", "llamacpp", "openai")
-#: ``owned_by`` in ``/v1/models`` -> engine.
-OWNED_BY = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp"}
-#: The health route each engine answers; None: none to ask.
-HEALTH_ROUTE = {"vllm": "/health", "sglang": "/health_generate", "llamacpp": "/health", "openai": None}
-#: Engines whose health route answers 503 while loading (on vLLM a 503 means its engine died).
-HEALTH_503_MEANS_LOADING = frozenset({"sglang", "llamacpp"})
-#: Engines that may serve /metrics (vLLM always; SGLang with --enable-metrics, llama.cpp --metrics).
-METRICS_ENGINES = frozenset({"vllm", "sglang", "llamacpp"})
+
+class EngineRoutes(Protocol):
+    """What the poller asks one serving engine beyond ``/v1/models``, and how it reads the answers.
+
+    The facts are the serving-engine registry's (``planner.engine.serving_engines.PollRoutes``; this
+    package may not import ``planner``, so the Django poller passes ``poll_routes()`` with each poll as
+    ``engines``). ``health``: the health route (None: none); ``health_503_means_loading``: a 503 there
+    means still loading (else the engine died); ``metrics``: the metrics route (None: none served);
+    ``metrics_expected``: metrics are always served, so a 404 or 501 is worth a warning; ``owned_by``:
+    the ``owned_by`` values of ``/v1/models`` that name the engine."""
+
+    @property
+    def health(self) -> str | None: ...
+    @property
+    def health_503_means_loading(self) -> bool: ...
+    @property
+    def metrics(self) -> str | None: ...
+    @property
+    def metrics_expected(self) -> bool: ...
+    @property
+    def owned_by(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True)
+class _ModelsOnly:
+    """An engine the poller has no routes for (an OpenAI-compatible server): ``/v1/models`` only."""
+
+    health: str | None = None
+    health_503_means_loading: bool = False
+    metrics: str | None = None
+    metrics_expected: bool = False
+    owned_by: tuple[str, ...] = ()
+
+
+MODELS_ONLY: EngineRoutes = _ModelsOnly()
 #: Statuses from /metrics meaning "metrics not enabled" (llama.cpp without --metrics answers 501).
 METRICS_DISABLED = frozenset({404, 501})
 
@@ -151,15 +177,15 @@ def _snippet(body: bytes, limit: int = 160) -> str:
     return f": {text}" if text else ""
 
 
-def _http_status(result: FetchResult, what: str, engine: str, route: str) -> _Step | None:
-    """Status for an HTTP error response, None for 2xx."""
+def _http_status(result: FetchResult, what: str, routes: EngineRoutes, route: str) -> _Step | None:
+    """Status for an HTTP error response, None for 2xx (``routes``: the engine's, for its 503 rule)."""
     code = result.status or 0
     if 200 <= code < 300:
         return None
     if code in (401, 403):
         return _Step(PollStatus.UNAUTHORIZED, f"{what}: HTTP {code} (API key missing or wrong)")
     if code == 503:
-        if route == "models" or (route == "health" and engine in HEALTH_503_MEANS_LOADING):
+        if route == "models" or (route == "health" and routes.health_503_means_loading):
             return _Step(PollStatus.LOADING, f"{what}: HTTP 503 (starting or loading the model)")
         return _Step(PollStatus.DOWN, f"{what}: HTTP 503 (engine dead)")
     if code >= 500:
@@ -209,11 +235,14 @@ async def poll_endpoint_async(
     verify: bool | str = True,
     clock: Callable[[], float] = time.time,
     series_heads: SeriesHeads | None = None,
+    engines: Mapping[str, EngineRoutes] | None = None,
 ) -> PollOutcome:
     """Poll one endpoint and classify it; never raises for endpoint trouble.
 
-    ``engine`` is the registered engine (``vllm``, ``sglang``, ``llamacpp`` or ``openai``); the
-    engine detected from ``/v1/models`` (``owned_by``) chooses the routes when it differs.
+    ``engine`` is the registered engine's name and ``engines`` every known engine's routes by name
+    (:class:`EngineRoutes`: the serving-engine registry's ``poll_routes()``, which the Django poller
+    passes; None or an engine missing from it: ``/v1/models`` only); the engine detected from
+    ``/v1/models`` (``owned_by``) chooses the routes when it differs.
     ``api_key`` is sent as ``Authorization: Bearer`` when set and appears nowhere in the outcome.
     ``timeout_s`` (seconds) is the deadline of each of the (at most three) requests, ``max_bytes``
     the cap on each body in bytes, ``allowed_networks`` the guard's networks (None: loopback only),
@@ -228,7 +257,8 @@ async def poll_endpoint_async(
     ports = parse_ports(allowed_ports)
     url, warnings = normalise_base_url(base_url)
     shown_url = display_url(url)
-    engine = (engine or "openai").lower()
+    engine = (engine or "").lower()
+    engines = engines or {}
     secrets = [api_key] if api_key else []
     headers = {"Accept": "application/json"}
     if api_key:
@@ -263,7 +293,7 @@ async def poll_endpoint_async(
     models = await get("models", "/v1/models")
     if models.error:
         return _finish(outcome, [_transport_status(models, "GET /v1/models")], secrets)
-    bad = _http_status(models, "GET /v1/models", engine, "models")
+    bad = _http_status(models, "GET /v1/models", engines.get(engine, MODELS_ONLY), "models")
     if bad is not None:
         return _finish(outcome, [bad], secrets)
     try:
@@ -275,7 +305,8 @@ async def poll_endpoint_async(
     reference = served or (entries[0] if entries else None)
     if reference is not None:
         outcome.max_model_len = _max_model_len(reference)
-        outcome.detected_engine = OWNED_BY.get(str(reference.get("owned_by", "")).lower())
+        owned_by = str(reference.get("owned_by", "")).lower()
+        outcome.detected_engine = next((name for name, r in engines.items() if owned_by in r.owned_by), None)
     if not entries:
         steps.append(_Step(PollStatus.MISCONFIGURED, "GET /v1/models lists no model"))
     elif served is None:
@@ -286,12 +317,13 @@ async def poll_endpoint_async(
             else f"no served model id is registered, so the models listed ({listed}) cannot be checked"
         )
         steps.append(_Step(PollStatus.MISCONFIGURED, reason))
-    routes_engine = outcome.detected_engine or engine
-    if outcome.detected_engine and engine in METRICS_ENGINES and outcome.detected_engine != engine:
+    routes = engines.get(outcome.detected_engine or engine, MODELS_ONLY)
+    registered = engines.get(engine, MODELS_ONLY)
+    if outcome.detected_engine and registered.metrics and outcome.detected_engine != engine:
         warnings.append(f"registered as {engine} but the server says {outcome.detected_engine}")
 
     # 2. The engine's health route.
-    health_path = HEALTH_ROUTE.get(routes_engine)
+    health_path = routes.health
     if health_path:
         health = await get("health", health_path, accept="*/*")
         if health.error:
@@ -299,21 +331,23 @@ async def poll_endpoint_async(
         elif health.status == 404:
             warnings.append(f"GET {health_path}: HTTP 404 (no health route)")
         else:
-            bad = _http_status(health, f"GET {health_path}", routes_engine, "health")
+            bad = _http_status(health, f"GET {health_path}", routes, "health")
             if bad is not None:
                 steps.append(bad)
 
     # 3. Metrics, where the engine serves them.
-    if routes_engine in METRICS_ENGINES:
-        scrape = await get("metrics", "/metrics", accept="text/plain")
+    if routes.metrics:
+        metrics_path = routes.metrics
+        scrape = await get("metrics", metrics_path, accept="text/plain")
         if scrape.error:
             outcome.metrics_available = False
-            steps.append(_transport_status(scrape, "GET /metrics"))
+            steps.append(_transport_status(scrape, f"GET {metrics_path}"))
         elif scrape.status in METRICS_DISABLED:
             outcome.metrics_available = False
-            if routes_engine == "vllm":
-                warnings.append(f"GET /metrics: HTTP {scrape.status} (vLLM normally serves metrics)")
-        elif (bad := _http_status(scrape, "GET /metrics", routes_engine, "metrics")) is not None:
+            if routes.metrics_expected:
+                shown = outcome.detected_engine or engine
+                warnings.append(f"GET {metrics_path}: HTTP {scrape.status} ({shown} normally serves metrics)")
+        elif (bad := _http_status(scrape, f"GET {metrics_path}", routes, "metrics")) is not None:
             outcome.metrics_available = False
             steps.append(bad)
         else:
@@ -321,7 +355,7 @@ async def poll_endpoint_async(
                 snapshot = parse_metrics(scrape.body, scraped_at=clock(), heads=series_heads)
             except MetricsParseError as exc:
                 outcome.metrics_available = False
-                steps.append(_Step(PollStatus.ERROR, f"GET /metrics: unparseable reply, {exc}"))
+                steps.append(_Step(PollStatus.ERROR, f"GET {metrics_path}: unparseable reply, {exc}"))
             else:
                 outcome.metrics_available = True
                 outcome.snapshot = snapshot

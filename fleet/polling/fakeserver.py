@@ -7,7 +7,8 @@ counters grow, histograms fill, running and waiting requests fluctuate.
 From Python::
 
     with FakeEngineServer(engine="vllm") as server:      # 127.0.0.1, ephemeral port
-        poll_endpoint(server.url, "vllm", server.model_id, None, timeout_s=0.5)
+        # engines: every engine's routes (planner.engine.poll_routes(), as the Django poller passes them)
+        poll_endpoint(server.url, "vllm", server.model_id, None, timeout_s=0.5, engines=routes)
         server.set_behaviour("hang")
 
 From the shell (``make run`` can start one as a demo endpoint)::

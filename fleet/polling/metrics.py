@@ -36,6 +36,7 @@ __all__ = [
     "ITL",
     "KV_USAGE",
     "KV_USED_TOKENS",
+    "METRIC_FAMILIES",
     "PREEMPTIONS",
     "PREFIX_HITS",
     "PREFIX_QUERIES",
@@ -111,6 +112,10 @@ _READ_LINES = re.compile(
     re.MULTILINE,
 )
 _ENGINE_PREFIXES = (("vllm", "vllm:"), ("sglang", "sglang:"), ("llamacpp", "llamacpp:"))
+#: The families of metric names this module reads (the names above, by prefix). Which serving engine
+#: exports which family is the serving-engine registry's (``planner.engine.serving_engines``,
+#: ``metric_family``); tests/engine/test_serving_engine_registry.py checks each is one of these.
+METRIC_FAMILIES: tuple[str, ...] = tuple(family for family, _prefix in _ENGINE_PREFIXES)
 
 
 class MetricsParseError(ValueError):

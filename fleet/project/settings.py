@@ -259,8 +259,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "WeightFormatEnum": "fleet.models.specs.WEIGHT_FORMAT_CHOICES",
-        "ServingEngineEnum": "fleet.models.inventory.Deployment.Engine",
-        "EngineProfileEnum": "planner.engine.ENGINES",
+        "ServingEngineEnum": "planner.engine.engine_choices",
+        "EngineProfileEnum": "planner.engine.profile_names",
         "DispatchEnum": "fleet.outbox.DISPATCH",
         "PlanStatusEnum": "planner.models.plans.Plan.Status",
         "ProviderKindEnum": "fleet.models.providers.Provider.Kind",

@@ -19,15 +19,20 @@ from fleet.api.permissions import require
 from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_TOKENS
 from planner.engine import (
     CACHE_MODES,
+    DEFAULT_ENGINE,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_KV_CACHE_DTYPE,
+    DEFAULT_STATE_POOL_RATIO,
     KV_CACHE_DTYPES,
     MAX_TRACE_BYTES,
     MAX_TRACE_ROWS,
     NEWEST_SGLANG,
     NEWEST_VLLM,
-    PREFIX_ENGINES,
     RETENTIONS,
     TRACE_COLUMNS,
     WEIGHT_FORMATS,
+    Names,
+    prefix_cache_engines,
 )
 from planner.prefix_cache import PrefixCacheRequest, analyse, trace_text
 
@@ -41,7 +46,9 @@ class PrefixCacheRequestSerializer(serializers.Serializer):
 
     model = serializers.CharField(help_text="Model slug, e.g. qwen3-next-80b-a3b.")
     sku = serializers.CharField(help_text="SKU slug, e.g. h200-141gb.")
-    engine = serializers.ChoiceField(choices=PREFIX_ENGINES, required=False, help_text="Default vllm.")
+    engine = serializers.ChoiceField(
+        choices=Names(prefix_cache_engines), required=False, help_text=f"Default {DEFAULT_ENGINE}."
+    )
     engine_version = serializers.CharField(
         required=False,
         max_length=20,
@@ -69,7 +76,9 @@ class PrefixCacheRequestSerializer(serializers.Serializer):
     pp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE, help_text="Default 1.")
     dp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE, help_text="Default 1.")
     ep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE, help_text="Default 1.")
-    kv_cache_dtype = serializers.ChoiceField(choices=KV_CACHE_DTYPES, required=False, help_text="Default bf16.")
+    kv_cache_dtype = serializers.ChoiceField(
+        choices=KV_CACHE_DTYPES, required=False, help_text=f"Default {DEFAULT_KV_CACHE_DTYPE}."
+    )
     weight_format = serializers.ChoiceField(choices=WEIGHT_FORMATS, required=False, help_text="Override.")
     context_tokens = serializers.IntegerField(
         required=False,
@@ -78,7 +87,7 @@ class PrefixCacheRequestSerializer(serializers.Serializer):
         help_text="Where checkpoint memory and concurrency are quoted (default 32,768, at most the model's maximum).",
     )
     gpu_memory_utilization = serializers.FloatField(
-        required=False, min_value=0.01, max_value=1.0, help_text="Default 0.9."
+        required=False, min_value=0.01, max_value=1.0, help_text=f"Default {DEFAULT_GPU_MEMORY_UTILIZATION:g}."
     )
     runtime_reserve_gib = serializers.FloatField(
         required=False, min_value=0, max_value=MAX_GIB_PER_GPU, help_text="Override, GiB per GPU."
@@ -99,7 +108,10 @@ class PrefixCacheRequestSerializer(serializers.Serializer):
         help_text="Running requests SGLang's mamba_full_memory_ratio is fitted to.",
     )
     state_pool_ratio = serializers.FloatField(
-        required=False, min_value=0.001, max_value=1000, help_text="SGLang mamba_full_memory_ratio (default 0.9)."
+        required=False,
+        min_value=0.001,
+        max_value=1000,
+        help_text=f"SGLang mamba_full_memory_ratio (default {DEFAULT_STATE_POOL_RATIO:g}).",
     )
     mamba_chunk_size_tokens = serializers.IntegerField(
         required=False,

@@ -14,8 +14,22 @@ from rest_framework.views import APIView
 
 from fleet.api.permissions import require
 from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_TOKENS
-from planner.engine import ENGINES, KV_CACHE_DTYPES, NEWEST_SGLANG, NEWEST_VLLM, WEIGHT_FORMATS
+from planner.engine import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_KV_CACHE_DTYPE,
+    DEFAULT_STATE_POOL_RATIO,
+    GENERIC,
+    KV_CACHE_DTYPES,
+    NEWEST_SGLANG,
+    NEWEST_VLLM,
+    WEIGHT_FORMATS,
+    Names,
+    profile_names,
+)
 from planner.sizing import POOLS, SizingRequest, size_layout
+
+#: The profiles ``engine`` takes, read from the serving-engine registry when a serializer is made.
+PROFILES = Names(profile_names)
 
 
 class SizingRequestSerializer(serializers.Serializer):
@@ -48,12 +62,14 @@ class SizingRequestSerializer(serializers.Serializer):
         choices=WEIGHT_FORMATS, required=False, help_text="Override: one format for every component."
     )
     include_scale_overhead = serializers.BooleanField(required=False)
-    kv_cache_dtype = serializers.ChoiceField(choices=KV_CACHE_DTYPES, required=False, help_text="Default bf16.")
+    kv_cache_dtype = serializers.ChoiceField(
+        choices=KV_CACHE_DTYPES, required=False, help_text=f"Default {DEFAULT_KV_CACHE_DTYPE}."
+    )
     context_tokens = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_TOKENS, help_text="Default: the model's maximum."
     )
     gpu_memory_utilization = serializers.FloatField(
-        required=False, min_value=0.01, max_value=1.0, help_text="Default 0.9."
+        required=False, min_value=0.01, max_value=1.0, help_text=f"Default {DEFAULT_GPU_MEMORY_UTILIZATION:g}."
     )
     runtime_reserve_gib = serializers.FloatField(
         required=False, min_value=0, max_value=MAX_GIB_PER_GPU, help_text="Override, GiB per GPU."
@@ -63,12 +79,13 @@ class SizingRequestSerializer(serializers.Serializer):
         required=False,
         min_value=0.001,
         max_value=1000,
-        help_text="Split pool: state budget = rest x r / (1 + r). Default 0.9.",
+        help_text=f"Split pool: state budget = rest x r / (1 + r). Default {DEFAULT_STATE_POOL_RATIO:g}.",
     )
     engine = serializers.ChoiceField(
-        choices=ENGINES,
+        choices=PROFILES,
         required=False,
-        help_text="Whose allocator to reproduce: generic (default, or the deployment's engine), vllm, sglang.",
+        help_text=f"Whose allocator to reproduce: {GENERIC} (default, or the deployment's engine), "
+        f"{', '.join(profile_names()[1:])}.",
     )
     engine_version = serializers.CharField(
         required=False,
@@ -139,7 +156,7 @@ class SizingResponseSerializer(serializers.Serializer):
     runtime = serializers.DictField()
     inputs = serializers.DictField()
     assumptions = serializers.ListField(child=serializers.CharField())
-    engine = serializers.ChoiceField(choices=ENGINES)
+    engine = serializers.ChoiceField(choices=PROFILES)
     engine_version = serializers.CharField(allow_null=True)
     max_model_len = serializers.IntegerField()
     available_kv_cache_bytes = serializers.IntegerField(help_text="KV cache memory per GPU the engine allocates from.")

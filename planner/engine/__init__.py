@@ -17,7 +17,11 @@ Layout, by concept (each package's ``__init__`` lists its modules):
 - ``throughput/`` (speed of one layout): ``estimate``; live correction: ``fit_correction``,
   ``apply_correction``, ``SpeedSample``, ``SpeedCorrection``, ``prediction_of``, ``batch_of``;
 - ``layout_search/`` (layouts over SKUs): ``search``, ``Workload``, ``SkuOffer``;
-- ``profiles/`` (what a named serving engine allocates): ``ENGINES``, ``EngineAllocation``, ``NEWEST_VLLM``,
+- ``serving_engines`` (the one registry of serving engines: name, label, allocator profile, poll routes,
+  metric family, startup-log dialect, prefix caching; every list of engines is read from it):
+  ``ServingEngine``, ``registered_engines``, ``engine_names``, ``engine_choices``, ``profile_names``, ``profile_of``,
+  ``poll_routes``, ``startup_log_engines``, ``prefix_cache_engines``, ``Names``;
+- ``profiles/`` (what a named serving engine allocates): ``EngineAllocation``, ``NEWEST_VLLM``,
   ``NEWEST_SGLANG``; ``size(engine=...)``;
 - ``prefix_cache`` (prefix-cache granularity of hybrid models): ``prefix_cache``, ``TraceRequest``,
   ``parse_trace_csv``, ``prefix_granularity_tokens`` (the token multiple a hit lands on, for routers);
@@ -66,14 +70,19 @@ from planner.engine.costs import (
     weights_storage,
 )
 from planner.engine.errors import EngineInputError
-from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
+from planner.engine.formats import (
+    CACHE_DTYPES,
+    DEFAULT_KV_CACHE_DTYPE,
+    DEFAULT_WEIGHT_FORMAT,
+    KV_CACHE_DTYPES,
+    WEIGHT_FORMATS,
+)
 from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
 from planner.engine.limits import MAX_TRACE_BYTES, MAX_TRACE_ROWS
 from planner.engine.prefix_cache import (
     CACHE_MODES,
     DEFAULT_GRANULARITIES,
-    PREFIX_ENGINES,
     RETENTIONS,
     TRACE_COLUMNS,
     PrefixCacheResult,
@@ -82,7 +91,7 @@ from planner.engine.prefix_cache import (
     prefix_cache,
     prefix_granularity_tokens,
 )
-from planner.engine.profiles import ENGINES, NEWEST_SGLANG, NEWEST_VLLM, EngineAllocation
+from planner.engine.profiles import NEWEST_SGLANG, NEWEST_VLLM, EngineAllocation
 from planner.engine.routing import (
     KINDS,
     MODALITIES,
@@ -96,6 +105,23 @@ from planner.engine.routing import (
     reusable_prefix_tokens,
     stale_limit_s,
 )
+from planner.engine.serving_engines import (
+    DEFAULT_ENGINE,
+    GENERIC,
+    Names,
+    PollRoutes,
+    ServingEngine,
+    engine_choices,
+    engine_names,
+    metric_families,
+    poll_routes,
+    prefix_cache_engines,
+    profile_names,
+    profile_of,
+    registered_engines,
+    serving_engine,
+    startup_log_engines,
+)
 from planner.engine.sizing import (
     CapacityPoint,
     SizingResult,
@@ -107,6 +133,8 @@ from planner.engine.sizing import (
     state_bytes_per_sequence,
     weights_bytes,
 )
+from planner.engine.sizing.admission import DEFAULT_STATE_POOL_RATIO
+from planner.engine.sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
 from planner.engine.spec import (
     ACCELERATOR_RECORD_FIELDS,
     MODEL_RECORD_FIELDS,
@@ -138,10 +166,15 @@ __all__ = [
     "ACCELERATOR_RECORD_FIELDS",
     "CACHE_DTYPES",
     "CACHE_MODES",
+    "DEFAULT_ENGINE",
+    "DEFAULT_GPU_MEMORY_UTILIZATION",
     "DEFAULT_GRANULARITIES",
+    "DEFAULT_KV_CACHE_DTYPE",
     "DEFAULT_PRICING_KIND",
-    "ENGINES",
+    "DEFAULT_STATE_POOL_RATIO",
+    "DEFAULT_WEIGHT_FORMAT",
     "GB",
+    "GENERIC",
     "GIB",
     "HOURS_PER_DAY",
     "KIB",
@@ -157,7 +190,6 @@ __all__ = [
     "MODES",
     "NEWEST_SGLANG",
     "NEWEST_VLLM",
-    "PREFIX_ENGINES",
     "PRICE_BASES",
     "PRICING_KINDS",
     "REASONS",
@@ -183,7 +215,9 @@ __all__ = [
     "Layout",
     "ModelArch",
     "MonthSpend",
+    "Names",
     "ObservedVolume",
+    "PollRoutes",
     "PrefixCacheResult",
     "PriceInForce",
     "Quote",
@@ -195,6 +229,7 @@ __all__ = [
     "SearchResult",
     "SensitivityBand",
     "Serving",
+    "ServingEngine",
     "SizingResult",
     "SkuOffer",
     "SpeedCorrection",
@@ -212,11 +247,14 @@ __all__ = [
     "blended_input_usd_per_mtok",
     "breakeven",
     "capacity_curve",
+    "engine_choices",
+    "engine_names",
     "estimate",
     "fit_correction",
     "hour_coverage_s",
     "kv_bytes_per_token",
     "layout_errors",
+    "metric_families",
     "min_gpus_for_weights",
     "model_record_from_config",
     "next_quote_change",
@@ -224,20 +262,27 @@ __all__ = [
     "parse_layer_groups",
     "parse_startup_log",
     "parse_trace_csv",
+    "poll_routes",
     "prediction_of",
     "prefix_cache",
+    "prefix_cache_engines",
     "prefix_granularity_tokens",
     "price_in_force",
+    "profile_names",
+    "profile_of",
     "rank",
     "rate_from_quotes",
     "redact_startup_log",
+    "registered_engines",
     "reusable_prefix_tokens",
     "search",
     "sensitivity",
+    "serving_engine",
     "single_gpu_fit",
     "size",
     "spend_month",
     "stale_limit_s",
+    "startup_log_engines",
     "state_bytes_per_sequence",
     "superseded",
     "unit_economics",

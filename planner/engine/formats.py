@@ -64,6 +64,10 @@ DTYPE_BYTES: dict[str, float] = {
 CACHE_DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
 #: Dtypes a serving engine offers for the KV cache (fp32 is for recurrent state, not KV).
 KV_CACHE_DTYPES: tuple[str, ...] = tuple(d for d in DTYPE_BYTES if d != "fp32")
+#: The weight format a model is stored in when nothing says otherwise (records, forms, serializers).
+DEFAULT_WEIGHT_FORMAT: str = "bf16"
+#: The KV cache dtype when nothing says otherwise (deployments, forms, serializers, services).
+DEFAULT_KV_CACHE_DTYPE: str = "bf16"
 
 
 def bits_per_weight(fmt: str, include_scale_overhead: bool = True) -> float:

@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import EngineInputError, is_int, is_number
+from .formats import DEFAULT_KV_CACHE_DTYPE
 from .limits import (
     MAX_ARRIVAL_S,
     MAX_BATCH,
@@ -85,7 +86,10 @@ from .limits import (
 from .profiles import EngineAllocation, sglang_allocation, sglang_release, vllm_release
 from .profiles.common import choose_release
 from .profiles.vllm import DEFAULT_BLOCK_SIZE, MLA_BLOCK_SIZE
+from .serving_engines import prefix_cache_engines
 from .sizing import size
+from .sizing.admission import DEFAULT_STATE_POOL_RATIO
+from .sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
 from .sizing.result import SizingResult
 from .spec import Accelerator, Layout, ModelArch
 from .throughput import DEFAULT_OPTIONS, prefill
@@ -93,7 +97,6 @@ from .throughput.decode import DecodeModel
 from .throughput.prefill import PrefillModel
 from .units import TB, ceil_div
 
-PREFIX_ENGINES: tuple[str, ...] = ("vllm", "sglang")
 #: Every caching mode the app knows, by engine; a release offers a subset (``PrefixRules.modes``).
 CACHE_MODES: dict[str, tuple[str, ...]] = {
     "vllm": ("none", "align", "all"),
@@ -196,7 +199,7 @@ def prefix_rules(engine: str, version: str | None) -> tuple[str, PrefixRules]:
     if engine == "sglang":
         version, _ = sglang_release(version)
         return choose_release(SGLANG_PREFIX_RELEASES, version, "0.5.23", "SGLang", "0.5.23")
-    raise EngineInputError.single("engine", f"Prefix caching is modelled for {', '.join(PREFIX_ENGINES)}.")
+    raise EngineInputError.single("engine", f"Prefix caching is modelled for {', '.join(prefix_cache_engines())}.")
 
 
 # --- the trace ---------------------------------------------------------------------------------
@@ -673,8 +676,8 @@ def _check(
     available_kv_cache_gib: float | None,
 ) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
-    if engine not in PREFIX_ENGINES:
-        errors["engine"] = [f"Prefix caching is modelled for {', '.join(PREFIX_ENGINES)}."]
+    if engine not in (modelled := prefix_cache_engines()):
+        errors["engine"] = [f"Prefix caching is modelled for {', '.join(modelled)}."]
     elif cache_mode is not None and cache_mode not in CACHE_MODES[engine]:
         errors["cache_mode"] = [f"{engine} modes: {', '.join(CACHE_MODES[engine])}."]
     if retention is not None and retention not in RETENTIONS:
@@ -719,15 +722,15 @@ def prefix_cache(
     cache_mode: str | None = None,
     retention: str | None = None,
     checkpoint_interval_tokens: int = 0,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     weight_format: str | None = None,
     context_tokens: int | None = None,
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     runtime_reserve_gib: float | None = None,
     available_kv_cache_gib: float | None = None,
     block_size_tokens: int | None = None,
     concurrency: int | None = None,
-    state_pool_ratio: float = 0.9,
+    state_pool_ratio: float = DEFAULT_STATE_POOL_RATIO,
     mamba_chunk_size_tokens: int | None = None,
     trace: Sequence[TraceRequest] | None = None,
     granularities: Sequence[int] | None = None,
@@ -1409,7 +1412,6 @@ def _granularities(
 __all__ = [
     "CACHE_MODES",
     "DEFAULT_GRANULARITIES",
-    "PREFIX_ENGINES",
     "RETENTIONS",
     "SGLANG_PREFIX_RELEASES",
     "TRACE_COLUMNS",

@@ -64,9 +64,11 @@ from decimal import Decimal
 from typing import Any
 
 from .errors import EngineInputError, is_number
+from .formats import DEFAULT_KV_CACHE_DTYPE
 from .limits import MAX_CONTEXT_TOKENS, MAX_SLO_MS
 from .prefix_cache import prefix_granularity_tokens
-from .sizing.capacity import size
+from .serving_engines import GENERIC
+from .sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, size
 from .spec import Accelerator, Layout, ModelArch
 from .throughput.correction import SpeedCorrection, apply_correction
 from .throughput.estimate import ThroughputResult, estimate
@@ -165,9 +167,9 @@ class Serving:
     accelerator: Accelerator
     layout: Layout
     replicas: int
-    kv_cache_dtype: str = "bf16"
-    gpu_memory_utilization: float = 0.9
-    engine: str = "generic"
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    engine: str = GENERIC
     engine_version: str | None = None
     block_size_tokens: int | None = None
     max_model_len: int | None = None
@@ -422,7 +424,7 @@ def assess_deployment(request: RequestClass, d: DeploymentCandidate) -> Destinat
     if why:
         return out(False, why)
     options = {}
-    if s.engine != "generic":
+    if s.engine != GENERIC:
         options = {
             "engine": s.engine,
             "engine_version": s.engine_version,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import EngineInputError, is_int
-from .formats import DTYPE_BYTES, WEIGHT_FORMATS
+from .formats import DEFAULT_WEIGHT_FORMAT, DTYPE_BYTES, WEIGHT_FORMATS
 from .limits import (
     MAX_CONTEXT_TOKENS,
     MAX_DIMENSION,
@@ -184,7 +184,7 @@ class ModelArch:
     total_params: int
     active_params: int
     layer_groups: tuple[LayerGroup, ...]
-    weight_format: str = "bf16"
+    weight_format: str = DEFAULT_WEIGHT_FORMAT
     expert_weight_format: str | None = None
     expert_params: int | None = None
     n_routed_experts: int = 0
@@ -250,7 +250,7 @@ class ModelArch:
             total_params=record["total_params"],
             active_params=record["active_params"],
             layer_groups=groups,
-            weight_format=record.get("weight_format") or "bf16",
+            weight_format=record.get("weight_format") or DEFAULT_WEIGHT_FORMAT,
             expert_weight_format=record.get("expert_weight_format") or None,
             expert_params=record.get("expert_params"),
             **optional,

@@ -35,7 +35,9 @@ MAX_LOG_BYTES: int = 5 * 1024 * 1024
 #: Longer lines are cut before matching (vLLM's config line is ~6 KB; a pasted JSON blob can be MBs).
 MAX_LINE_CHARS: int = 64 * 1024
 
-ENGINES: tuple[str, ...] = ("vllm", "sglang")
+#: The dialects this parser reads (``StartupLog.engine``); which serving engine prints which is the
+#: registry's (``serving_engines.ServingEngine.startup_log``, listed by ``startup_log_engines()``).
+DIALECTS: tuple[str, ...] = ("vllm", "sglang")
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
 _NUM = r"\d[\d,]*"

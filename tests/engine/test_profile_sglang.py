@@ -15,8 +15,9 @@ import pytest
 
 from fleet.catalog import reference
 from planner.engine.errors import EngineInputError
-from planner.engine.profiles import allocate, sglang_allocation, sglang_release
+from planner.engine.profiles import sglang_allocation, sglang_release
 from planner.engine.profiles.sglang import rest_memory_bytes
+from planner.engine.serving_engines import allocate
 from planner.engine.sizing import size
 from planner.engine.spec import LayerGroup, Layout, ModelArch
 

@@ -15,6 +15,10 @@ import pytest
 from fleet.polling.client import PollOutcome, PollStatus, _http_status, _parse_models, poll_endpoint
 from fleet.polling.fakeserver import DEFAULT_API_KEY, FakeEngineServer
 from fleet.polling.guard import FetchResult
+from planner.engine import poll_routes
+
+#: Every engine's routes, as the Django poller passes them (the serving-engine registry's).
+ROUTES = poll_routes()
 
 #: Healthy requests get a generous budget (a loaded 2-core CI machine is slow); tests of hangs and
 #: deadlines use HANG_TIMEOUT and check the poll ends soon after it.
@@ -53,7 +57,7 @@ def poll(server: FakeEngineServer, engine: str | None = None, api_key: str | Non
     kwargs.setdefault("timeout_s", TIMEOUT)
     engine = engine or ("vllm" if server.engine.startswith("vllm") else server.engine)
     model = kwargs.pop("model", server.model_id)
-    return poll_endpoint(server.url, engine, model, api_key, **kwargs)
+    return poll_endpoint(server.url, engine, model, api_key, engines=ROUTES, **kwargs)
 
 
 def strict_json(outcome: PollOutcome) -> str:
@@ -143,7 +147,7 @@ def test_detected_engine_chooses_the_routes(make_server):
 
 def test_base_url_with_v1_is_tolerated(make_server):
     server = make_server("vllm")
-    outcome = poll_endpoint(server.url + "/v1/", "vllm", server.model_id, None, timeout_s=TIMEOUT)
+    outcome = poll_endpoint(server.url + "/v1/", "vllm", server.model_id, None, timeout_s=TIMEOUT, engines=ROUTES)
     assert outcome.status == PollStatus.UP and outcome.base_url == server.url
     assert any("/v1" in w for w in outcome.warnings)
 
@@ -236,7 +240,7 @@ def test_connection_refused_is_loading():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    outcome = poll_endpoint(f"http://127.0.0.1:{port}", "vllm", "m", None, timeout_s=TIMEOUT)
+    outcome = poll_endpoint(f"http://127.0.0.1:{port}", "vllm", "m", None, timeout_s=TIMEOUT, engines=ROUTES)
     assert outcome.status == PollStatus.LOADING and "refused" in outcome.reason
 
 
@@ -264,7 +268,7 @@ def test_dead_engine_is_down(make_server, engine):
 )
 def test_http_status_rules(engine, route, code, status):
     result = FetchResult(url="http://x", status=code, body=b"", elapsed_s=0.01)
-    assert _http_status(result, "GET", engine, route).status == status
+    assert _http_status(result, "GET", ROUTES[engine], route).status == status
 
 
 def test_error_500_is_down(make_server):
@@ -287,7 +291,7 @@ def test_garbage_metrics_is_an_error(make_server):
 
 
 def test_refused_address_is_an_error():
-    outcome = poll_endpoint("http://169.254.169.254", "vllm", "m", None, timeout_s=TIMEOUT)
+    outcome = poll_endpoint("http://169.254.169.254", "vllm", "m", None, timeout_s=TIMEOUT, engines=ROUTES)
     assert outcome.status == PollStatus.ERROR and "always refused" in outcome.reason
 
 
@@ -319,7 +323,7 @@ def test_api_key_never_in_outcome_or_logs(make_server, caplog):
 
 
 def test_credentials_in_the_base_url_are_refused_and_not_stored():
-    outcome = poll_endpoint(f"http://admin:{SECRET}@127.0.0.1:9/", "vllm", "m", None, timeout_s=TIMEOUT)
+    outcome = poll_endpoint(f"http://admin:{SECRET}@127.0.0.1:9/", "vllm", "m", None, timeout_s=TIMEOUT, engines=ROUTES)
     assert outcome.status == PollStatus.ERROR and "credentials" in outcome.reason
     assert SECRET not in strict_json(outcome) and outcome.base_url == "http://127.0.0.1:9"
 

@@ -16,9 +16,6 @@ from typing import Any, Protocol, TypeVar
 from ..errors import EngineInputError
 from ..units import GIB, ceil_div
 
-#: Engine profiles: ``generic`` is the app's own engine-neutral arithmetic (``sizing/capacity.py``).
-ENGINES: tuple[str, ...] = ("generic", "vllm", "sglang")
-
 
 def parse_version(text: str) -> tuple[int, ...]:
     """``"0.11.0"`` -> ``(0, 11, 0)``; a suffix such as ``rc1``, ``.post1`` or ``+cu128`` is ignored.

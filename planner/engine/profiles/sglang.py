@@ -58,7 +58,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..errors import EngineInputError
-from ..formats import DTYPE_BYTES
+from ..formats import DEFAULT_KV_CACHE_DTYPE, DTYPE_BYTES
 from ..sizing.state import layer_state_bytes
 from ..spec import LayerGroup, Layout, ModelArch
 from ..units import ceil_div
@@ -484,7 +484,7 @@ def sglang_allocation(
     *,
     available_bytes: int,
     max_model_len: int,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     page_size: int | None = None,
     version: str | None = None,
     attention_backend: str | None = None,

@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import EngineInputError
-from ..formats import DTYPE_BYTES
+from ..formats import DEFAULT_KV_CACHE_DTYPE, DTYPE_BYTES
 from ..sizing.state import layer_state_bytes
 from ..spec import LayerGroup, Layout, ModelArch
 from ..units import ceil_div
@@ -180,7 +180,7 @@ def vllm_allocation(
     *,
     available_bytes: int,
     max_model_len: int,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     block_size_tokens: int | None = None,
     version: str | None = None,
     batch_tokens: int = 8192,

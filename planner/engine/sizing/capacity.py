@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import EngineInputError, is_int, is_number
-from ..formats import DTYPE_BYTES, RAW_BITS, WEIGHT_FORMATS
+from ..formats import DEFAULT_KV_CACHE_DTYPE, DTYPE_BYTES, RAW_BITS, WEIGHT_FORMATS
 from ..limits import (
     MAX_CONTEXT_TOKENS,
     MAX_GIB,
@@ -36,7 +36,8 @@ from ..limits import (
     float_error,
     int_error,
 )
-from ..profiles import ENGINES, EngineAllocation, allocate
+from ..profiles import EngineAllocation
+from ..serving_engines import allocate, profile_names
 from ..spec import Accelerator, Layout, ModelArch
 from ..units import GB, GIB, ceil_div, gib_to_bytes
 from .admission import (
@@ -85,8 +86,8 @@ class EngineOptions:
     def errors(self, limit: int) -> dict[str, list[str]]:
         """Field errors (empty when valid); ``limit`` is the model's maximum context (0: none)."""
         errors: dict[str, list[str]] = {}
-        if self.engine not in ENGINES:
-            errors["engine"] = [f"Unknown engine {self.engine!r}; use one of {', '.join(ENGINES)}."]
+        if self.engine not in (names := profile_names()):
+            errors["engine"] = [f"Unknown engine {self.engine!r}; use one of {', '.join(names)}."]
         if self.engine_version is not None and (
             not isinstance(self.engine_version, str) or not self.engine_version.strip() or len(self.engine_version) > 20
         ):
@@ -493,7 +494,7 @@ def size(
     layout: Layout | None = None,
     weight_format: str | None = None,
     include_scale_overhead: bool = True,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     context_tokens: int | None = None,
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     runtime_reserve_gib: float | None = None,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import EngineInputError
+from ..formats import DEFAULT_KV_CACHE_DTYPE
 from ..limits import MAX_CONTEXT_TOKENS, MAX_HBM_GB, MIN_HBM_GB, float_error, int_error
 from ..spec import Accelerator, ModelArch
 from ..units import GB, ceil_div, gb_to_bytes
@@ -80,7 +81,7 @@ def single_gpu_fit(
     context_tokens: int | None = None,
     weight_format: str | None = None,
     include_scale_overhead: bool = True,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     runtime_gb: float = TIER2_RUNTIME_GB,
 ) -> SingleGpuFit:
     """Does ``model`` serve one sequence of ``context_tokens`` on a single ``accelerator``?

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import EngineInputError
-from ..formats import DTYPE_BYTES
+from ..formats import DEFAULT_KV_CACHE_DTYPE, DTYPE_BYTES
 from ..spec import LayerGroup, ModelArch
 from ..units import ceil_div
 
@@ -112,7 +112,7 @@ def _collect(model: ModelArch, element_bytes: int, tp: int, pp: int) -> tuple[in
     return unbounded, tuple((b, w) for w, b in sorted(windows.items()))
 
 
-def kv_geometry(model: ModelArch, kv_cache_dtype: str = "bf16", tp: int = 1, pp: int = 1) -> KvGeometry:
+def kv_geometry(model: ModelArch, kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE, tp: int = 1, pp: int = 1) -> KvGeometry:
     """Per-token cache bytes of ``model`` (logical and one GPU's share under tp/pp)."""
     element_bytes = kv_dtype_bytes(kv_cache_dtype)
     unbounded, windowed = _collect(model, element_bytes, 1, 1)
@@ -128,14 +128,14 @@ def kv_geometry(model: ModelArch, kv_cache_dtype: str = "bf16", tp: int = 1, pp:
     )
 
 
-def kv_bytes_per_token(model: ModelArch, kv_cache_dtype: str = "bf16", tp: int = 1, pp: int = 1) -> int:
+def kv_bytes_per_token(model: ModelArch, kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE, tp: int = 1, pp: int = 1) -> int:
     """Cache bytes per token of one sequence: the logical whole with tp = pp = 1, else one GPU's share."""
     geometry = kv_geometry(model, kv_cache_dtype, tp, pp)
     return geometry.bytes_per_token_per_gpu
 
 
 def kv_bytes_per_sequence(
-    model: ModelArch, context_tokens: int, kv_cache_dtype: str = "bf16", tp: int = 1, pp: int = 1
+    model: ModelArch, context_tokens: int, kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE, tp: int = 1, pp: int = 1
 ) -> int:
     """Cache bytes of one sequence at ``context_tokens`` (sliding layers capped at their window)."""
     return kv_geometry(model, kv_cache_dtype, tp, pp).bytes_per_sequence_per_gpu(context_tokens)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import EngineInputError
-from ..formats import DTYPE_BYTES
+from ..formats import DEFAULT_KV_CACHE_DTYPE, DTYPE_BYTES
 from ..sizing.kv_cache import KvGeometry
 from ..sizing.memo import check_model, model_constants
 from ..spec import Accelerator, Layout, ModelArch
@@ -245,7 +245,7 @@ class DecodeModel:
         model: ModelArch,
         accelerator: Accelerator,
         layout: Layout,
-        kv_cache_dtype: str = "bf16",
+        kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
         options: ThroughputOptions = DEFAULT_OPTIONS,
         weight_format: str | None = None,
         include_scale_overhead: bool = True,
@@ -498,7 +498,7 @@ def decode_model(
     model: ModelArch,
     accelerator: Accelerator,
     layout: Layout,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     options: ThroughputOptions = DEFAULT_OPTIONS,
     weight_format: str | None = None,
     include_scale_overhead: bool = True,
@@ -520,7 +520,7 @@ def decode_step(
     batch: int = 1,
     context_tokens: int = 2048,
     *,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     options: ThroughputOptions = DEFAULT_OPTIONS,
     weight_format: str | None = None,
     include_scale_overhead: bool = True,

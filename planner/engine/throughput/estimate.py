@@ -31,6 +31,7 @@ from typing import Any
 
 from ..costs.money import MAX_PRICE_USD, MIN_NONZERO
 from ..errors import EngineInputError, is_number
+from ..formats import DEFAULT_KV_CACHE_DTYPE
 from ..limits import MAX_BATCH, MAX_CONTEXT_TOKENS, MAX_SLO_MS, int_error
 from ..sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, size
 from ..sizing.memo import model_constants
@@ -202,7 +203,7 @@ def estimate(
     ttft_slo_ms: float | None = None,
     tpot_slo_ms: float | None = None,
     usd_per_gpu_hour: Decimal | float | int | str | None = None,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     weight_format: str | None = None,
     include_scale_overhead: bool = True,
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,

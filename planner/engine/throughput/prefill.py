@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..errors import EngineInputError
-from ..formats import DTYPE_BYTES
+from ..formats import DEFAULT_KV_CACHE_DTYPE, DTYPE_BYTES
 from ..sizing.memo import model_constants
 from ..sizing.runtime import default_batch_tokens
 from ..spec import Accelerator, Layout, ModelArch
@@ -246,7 +246,7 @@ def prefill_model(
     model: ModelArch,
     accelerator: Accelerator,
     layout: Layout,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     options: ThroughputOptions = DEFAULT_OPTIONS,
     weight_format: str | None = None,
     include_scale_overhead: bool = True,
@@ -268,7 +268,7 @@ def prefill(
     prompt_tokens: int = 2048,
     *,
     cached_tokens: int = 0,
-    kv_cache_dtype: str = "bf16",
+    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE,
     options: ThroughputOptions = DEFAULT_OPTIONS,
     weight_format: str | None = None,
     include_scale_overhead: bool = True,

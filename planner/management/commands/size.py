@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.errors import FIELD_ERRORS, describe
-from planner.engine import ENGINES, GB, GIB
+from planner.engine import DEFAULT_STATE_POOL_RATIO, GB, GENERIC, GIB, profile_names
 from planner.sizing import SizingRequest, size_layout
 
 
@@ -24,7 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--deployment", help="Deployment slug: the defaults of every option left out")
         for name in ("gpus", "tp", "pp", "dp", "ep", "context-tokens", "max-model-len", "block-size-tokens"):
             parser.add_argument(f"--{name}", type=int)
-        parser.add_argument("--engine", choices=list(ENGINES), help="Whose allocator to reproduce (default generic)")
+        parser.add_argument(
+            "--engine", choices=profile_names(), help=f"Whose allocator to reproduce (default {GENERIC})"
+        )
         parser.add_argument("--engine-version", help="The engine release, e.g. 0.11.0")
         parser.add_argument("--available-kv-cache-gib", type=float, help="KV memory per GPU as the engine logs it")
         parser.add_argument("--weight-format")
@@ -33,7 +35,7 @@ class Command(BaseCommand):
         parser.add_argument("--gpu-memory-utilization", type=float)
         parser.add_argument("--runtime-reserve-gib", type=float)
         parser.add_argument("--pool", default="unified", choices=["unified", "split"])
-        parser.add_argument("--state-pool-ratio", type=float, default=0.9)
+        parser.add_argument("--state-pool-ratio", type=float, default=DEFAULT_STATE_POOL_RATIO)
         parser.add_argument("--json", action="store_true", help="Print the API's JSON response.")
 
     def handle(self, *args, **o):
