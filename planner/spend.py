@@ -11,14 +11,15 @@ import re
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
 from fleet.errors import InputError
 from fleet.models import ClusterState, Deployment, GpuQuote
-from fleet.poll_rollups import running_totals
+from fleet.models.polls import left_out_text
+from fleet.poll_rollups import left_out_totals, running_totals
 from planner.engine import ClusterState as StateSegment
 from planner.engine import (
     DeploymentShare,
@@ -83,6 +84,9 @@ class SpendReport:
     spend: MonthSpend
     trend: list[MonthSpend]
     pricing_kind: str
+    #: Per deployment slug, the untrusted polls of the month's actual days left out of its utilisation
+    #: and idle cost, per reason (``fleet.models.polls.poll_distrust``).
+    left_out: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the API's body): Decimals as strings, USD 2 decimals, rates and fractions 4."""
@@ -115,6 +119,10 @@ class SpendReport:
             "total_idle_cost_usd": total["idle_cost_usd"],
             "idle_unknown_usd": total["idle_unknown_usd"],
             "warnings": [w.to_dict() for w in s.warnings],
+            "left_out_polls": {
+                slug: {"polls": sum(counts.values()), "reasons": dict(counts), "text": left_out_text(counts)}
+                for slug, counts in self.left_out.items()
+            },
             "trend": [
                 {
                     "month": month_text(t.year, t.month),
@@ -196,16 +204,23 @@ def _rate_lookup(quotes: list[Quote], pricing_kind: str) -> Callable[[StateSegme
 
 def _utilisation(
     deployments: list[Deployment], first: date, last_actual: date | None
-) -> tuple[dict[str, Any], dict[str, int], list[str]]:
-    """Per deployment slug: utilisation over the polls of [first, last_actual] (running sequences
-    over the admitted capacity, ``planner.engine.utilisation_from_polls``) and the polls behind it;
-    plus notes on the deployments whose capacity is unknown."""
+) -> tuple[dict[str, Any], dict[str, int], list[str], dict[str, dict[str, int]]]:
+    """Per deployment slug: utilisation over the trusted polls of [first, last_actual] (running
+    sequences over the admitted capacity, ``planner.engine.utilisation_from_polls``) and the polls
+    behind it; notes on the deployments whose capacity is unknown or whose polls were left out; and the
+    untrusted polls left out per slug and reason (``fleet.models.polls.poll_distrust``)."""
     if last_actual is None or not deployments:
-        return {}, {}, []
-    totals = running_totals(first, last_actual + timedelta(days=1))
+        return {}, {}, [], {}
+    end = last_actual + timedelta(days=1)
+    totals = running_totals(first, end)
+    slugs = {d.pk: d.slug for d in deployments}
+    left_out = {slugs[pk]: counts for pk, counts in left_out_totals(first, end, list(slugs)).items()}
     util: dict[str, Any] = {}
     polls: dict[str, int] = {}
-    notes = []
+    notes = [
+        f"{slug}: {left_out_text(counts)}, so not in its utilisation or idle cost."
+        for slug, counts in sorted(left_out.items())
+    ]
     # The admitted capacity as the workers last computed it (the stored snapshots: no sizing per view).
     for h in stored_headroom(d for d in deployments if d.pk in totals):
         running, n = totals[h.deployment.pk]
@@ -215,7 +230,7 @@ def _utilisation(
             notes.append(f"{h.deployment.slug}: no admitted capacity ({why}), so no utilisation.")
             continue
         util[h.deployment.slug] = utilisation_from_polls(running, n, h.capacity)
-    return util, polls, notes
+    return util, polls, notes, left_out
 
 
 def spend_for_month(
@@ -261,7 +276,7 @@ def spend_for_month(
     big = ("capacity_snapshot__figures", "capacity_snapshot__inputs", "model__source", "model__assumptions")
     rows = Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
     deployments = list(rows.defer("api_key_encrypted", *big)) if detail else []
-    utilisation, polls, notes = _utilisation(deployments, first, last_actual)
+    utilisation, polls, notes, left_out = _utilisation(deployments, first, last_actual)
     shares = [DeploymentShare(d.slug, d.cluster.slug, d.model.slug, d.gpus, d.created.date()) for d in deployments]
     result = spend_month(segments, year, month, today, rate, deployments=shares, utilisation=utilisation, polls=polls)
     result.assumptions.append(
@@ -272,7 +287,8 @@ def spend_for_month(
     result.assumptions.append(
         "Utilisation (for idle cost) = mean requests running over the admitted capacity (the sizing engine's "
         "concurrent sequences at the deployment's planning context), across the actual days' polls; a poll that "
-        "found the endpoint down counts 0. Idle cost = actual cost x (1 - utilisation); without polls it is unknown."
+        "found the endpoint down counts 0. Idle cost = actual cost x (1 - utilisation); without polls it is unknown. "
+        "Untrusted polls (the endpoint serves another model, or rates averaged over a gap) are left out."
     )
     result.assumptions.extend(notes)
     months = []
@@ -286,7 +302,7 @@ def spend_for_month(
                 months.append(_trend_month(inputs, segments, y, m, today, rate))
             y, m = month_after(y, m)
         months.append(result)
-    return SpendReport(result, months, pricing_kind)
+    return SpendReport(result, months, pricing_kind, left_out)
 
 
 #: The trend's closed months computed in this process, newest use last (``_trend_month``).

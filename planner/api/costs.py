@@ -303,6 +303,18 @@ class SpendTrendSerializer(serializers.Serializer):
     warnings = serializers.IntegerField()
 
 
+class SpendLeftOutSerializer(serializers.Serializer):
+    """A deployment's untrusted polls of the month's actual days, left out of its utilisation and idle cost."""
+
+    polls = serializers.IntegerField()
+    reasons = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Polls left out per reason: misconfigured (the endpoint serves another model), stale (rates "
+        "averaged over a gap since the previous scrape).",
+    )
+    text = serializers.CharField(help_text="What the spend page says about them.")
+
+
 class SpendResponseSerializer(serializers.Serializer):
     """``GET /api/v1/spend/``: a month's spend, actual (days through ``today``) and projected (the rest)
     apart, by cluster, deployment, team, provider and model, with warnings and a 12-month trend."""
@@ -334,6 +346,10 @@ class SpendResponseSerializer(serializers.Serializer):
     total_idle_cost_usd = _usd(allow_null=True)
     idle_unknown_usd = _usd()
     warnings = SpendWarningSerializer(many=True)
+    left_out_polls = serializers.DictField(
+        child=SpendLeftOutSerializer(),
+        help_text="Per deployment slug: its untrusted polls left out of utilisation and idle cost (absent: none).",
+    )
     trend = SpendTrendSerializer(many=True, help_text="The 12 months ending with this one.")
     assumptions = serializers.ListField(child=serializers.CharField())
 
