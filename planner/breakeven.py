@@ -37,6 +37,7 @@ from planner.engine import (
     weights_bytes,
     weights_storage,
 )
+from planner.engine.costs.money import DEFAULT_DAYS_PER_MONTH, month_label
 from planner.estimates import band_around
 
 PRICE_FIELDS = ApiPrice.PRICES
@@ -57,7 +58,7 @@ class BreakevenRequest:
     on: date | None = None
     pricing_kind: str = "on-demand"
     hours_per_day: Decimal = Decimal(24)
-    days_per_month: int = 30
+    days_per_month: int = DEFAULT_DAYS_PER_MONTH
     api_price: str | None = None
     input_cache_hit_usd_per_mtok: Decimal | None = None
     input_cache_miss_usd_per_mtok: Decimal | None = None
@@ -400,6 +401,9 @@ def compare(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Br
         "throughput": _throughput_snapshot(speed, speed_model, r.sku, deployment),
     }
     figures = result.to_dict()
+    # The month every monthly figure here is for (the seeds' 30-day month unless the request says
+    # otherwise; spend, alone, uses calendar months).
+    figures["month"] = month_label(days, request.hours_per_day)
     if throughput_note:
         figures["assumptions"].append(throughput_note)
     figures["memory_deficit_gib_per_gpu"] = deficit / GIB if deficit else None

@@ -48,14 +48,15 @@ from planner.engine import (
     blended_input_usd_per_mtok,
     observed_volume,
 )
+from planner.engine.costs.money import DEFAULT_DAYS_PER_MONTH
 from planner.models import Decision, DecisionReview, WorkloadBreakeven
 
 log = logging.getLogger(__name__)
 
 #: How far back the polls are read for the observed volume (days).
 OBSERVED_DAYS = 30
-#: The month rent vs API prices (days), the declared volume's month too.
-MONTH_DAYS = 30
+#: The month rent vs API prices (days), the declared volume's month too: the seeds' 30-day month.
+MONTH_DAYS = DEFAULT_DAYS_PER_MONTH
 
 
 def _chunks(ids: Sequence[int], size: int) -> Iterator[list[int]]:

@@ -4,7 +4,6 @@ warnings where a quote is missing or borrowed; a 12-month trend; CSV."""
 
 from __future__ import annotations
 
-import calendar
 import csv
 import io
 import re
@@ -31,6 +30,7 @@ from planner.engine import (
     spend_month,
     utilisation_from_polls,
 )
+from planner.engine.costs.money import calendar_month_days, calendar_month_hours, calendar_month_label
 from planner.headroom import stored_headroom
 
 MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
@@ -97,6 +97,8 @@ class SpendReport:
             "year": s.year,
             "month": s.month,
             "days_in_month": s.days_in_month,
+            "month_hours": calendar_month_hours(s.year, s.month),
+            "month_label": calendar_month_label(s.year, s.month),
             "today": s.today.isoformat(),
             "status": s.status,
             "actual_days": s.actual_days,
@@ -250,7 +252,7 @@ def spend_for_month(
     poll counters, ``fleet.poll_rollups.running_totals``).
     """
     first_month = month_after(year, month, -(TREND_MONTHS - 1)) if trend else (year, month)
-    last = date(year, month, calendar.monthrange(year, month)[1])
+    last = date(year, month, calendar_month_days(year, month))
     rows = ClusterState.objects.filter(effective_from__lte=last).select_related("cluster", "sku")
     segments = [
         StateSegment(
@@ -318,7 +320,7 @@ def _trend_month(
     for the same ``inputs`` (pricing kind, the history segments and the quotes it was priced from), since
     nothing else moves it: the spend page's eleven past months were eleven ledger walks of every
     cluster on every view (docs/benchmarks.md, "Pages"). Results are shared: callers must not mutate."""
-    if date(y, m, calendar.monthrange(y, m)[1]) >= today:
+    if date(y, m, calendar_month_days(y, m)) >= today:
         return spend_month(segments, y, m, today, rate)
     key = (y, m, *inputs)
     hit = _CLOSED_MONTHS.get(key)
@@ -332,9 +334,11 @@ def _trend_month(
 
 
 #: Columns of the spend CSV (API ``?format=csv`` and ``manage.py spend --csv``). ``cost_usd`` is
-#: actual + projected; only ``actual_cost_usd`` was spent.
+#: actual + projected; only ``actual_cost_usd`` was spent. ``month_hours``: the calendar month's hours
+#: (744 in December; ``calendar_month_hours``), not rent vs API's 30-day 720 h.
 CSV_HEADER = (
     "month",
+    "month_hours",
     "kind",
     "name",
     "team",
@@ -374,7 +378,8 @@ def spend_csv(data: dict[str, Any]) -> str:
             "month": month,
             "kind": kind,
             "name": name,
-            **{k: line.get(k) for k in CSV_HEADER[3:] if k in line},
+            "month_hours": data.get("month_hours"),
+            **{k: line.get(k) for k in CSV_HEADER[4:] if k in line},
             **extra,
         }
         writer.writerow(["" if values.get(k) is None else values.get(k) for k in CSV_HEADER])

@@ -21,6 +21,7 @@ from fleet.limits import MAX_DEGREE, MAX_GPUS, MAX_MONTHLY, MAX_PRICE_USD
 from planner.breakeven import BreakevenRequest, compare
 from planner.decisions import NOTE_MAX_CHARS, record_decision
 from planner.engine import PRICING_KINDS
+from planner.engine.costs.money import DEFAULT_DAYS_PER_MONTH, MONTH_LABEL
 from planner.filters import DecisionFilter
 from planner.models import Decision
 from planner.spend import spend_csv, spend_for
@@ -60,14 +61,21 @@ class BreakevenRequestSerializer(serializers.Serializer):
         required=False,
         help_text="Default 24.",
     )
-    days_per_month = serializers.IntegerField(required=False, min_value=1, max_value=31, help_text="Default 30.")
+    days_per_month = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=31,
+        help_text=f"Default {DEFAULT_DAYS_PER_MONTH}: every monthly figure is for a {MONTH_LABEL} (the response's "
+        "`month` says which), not a calendar month (spend's).",
+    )
     api_price = serializers.CharField(required=False, help_text="API price slug (or the three inline prices).")
     input_cache_hit_usd_per_mtok = _money()
     input_cache_miss_usd_per_mtok = _money()
     output_usd_per_mtok = _money()
     workload = serializers.CharField(
         required=False,
-        help_text="Workload slug: fills the monthly tokens (requests/day x mean tokens x days) and the cache hit rate.",
+        help_text="Workload slug: fills the monthly tokens (requests/day x mean tokens x days_per_month) and the "
+        "cache hit rate.",
     )
     deployment = serializers.CharField(
         required=False,
@@ -76,10 +84,10 @@ class BreakevenRequestSerializer(serializers.Serializer):
     model = serializers.CharField(
         required=False, help_text="Model slug: fills weights_bytes (one copy, with block scales) for the download."
     )
-    monthly_input_tokens = _count()
-    monthly_output_tokens = _count()
+    monthly_input_tokens = _count(help_text=f"Prompt tokens a month (a {MONTH_LABEL} by default).")
+    monthly_output_tokens = _count(help_text=f"Output tokens a month (a {MONTH_LABEL} by default).")
     cache_hit_rate = serializers.FloatField(required=False, min_value=0, max_value=1)
-    capacity_output_tokens_per_month = _count()
+    capacity_output_tokens_per_month = _count(help_text=f"Output tokens the cluster serves a month ({MONTH_LABEL}).")
     utilisation = serializers.FloatField(required=False, min_value=0, max_value=1)
     weights_bytes = _count()
     download_gbytes_per_s = serializers.FloatField(required=False, min_value=0.001, max_value=1e6)
@@ -103,7 +111,8 @@ class BreakevenRequestSerializer(serializers.Serializer):
 
 
 class BreakevenView(APIView):
-    """Monthly rent of a cluster against the hosted API's bill for the same tokens."""
+    """Monthly rent of a cluster against the hosted API's bill for the same tokens, per 30-day month
+    (720 h; the response's `month` names it), not spend's calendar month."""
 
     # A computation (POST for its body): whoever may read the prices may compare them.
     permission_classes = [IsAuthenticated, require("fleet.view_gpuquote", "fleet.view_apiprice")]
@@ -120,7 +129,9 @@ class MovedFigureSerializer(serializers.Serializer):
                                  "breakeven_output_tokens_per_month or monthly_output_tokens (observed).")  # fmt: skip
     was = serializers.JSONField(help_text="As the decision froze it.")
     now = serializers.JSONField(help_text="On today's inputs (or the volume the polls observed).")
-    observed = serializers.BooleanField(required=False, help_text="True: the volume the polls observed (30 days).")
+    observed = serializers.BooleanField(
+        required=False, help_text=f"True: the volume the polls observed (30 days), scaled to a {MONTH_LABEL}."
+    )
 
 
 class DecisionReviewSerializer(serializers.Serializer):
@@ -181,6 +192,12 @@ class DecisionSerializer(serializers.ModelSerializer):
             "review",
         )
         read_only_fields = fields
+        extra_kwargs = {
+            "figures": {
+                "help_text": f"The comparison's figures as recorded (POST /api/v1/breakeven/'s): monthly_rent_usd, "
+                f"monthly_api_usd and the token volumes are per {MONTH_LABEL} (`month`), not a calendar month."
+            }
+        }
 
 
 class DecisionCreateSerializer(serializers.Serializer):
@@ -321,7 +338,11 @@ class SpendResponseSerializer(serializers.Serializer):
 
     year = serializers.IntegerField()
     month = serializers.IntegerField()
-    days_in_month = serializers.IntegerField()
+    days_in_month = serializers.IntegerField(help_text="Days of the calendar month spend counts (31 in December).")
+    month_hours = serializers.IntegerField(
+        help_text="Hours of the calendar month (744 in December): spend's month, not rent vs API's 30-day 720 h."
+    )
+    month_label = serializers.CharField(help_text='The calendar month and its hours: "December 2026, 744 h".')
     today = serializers.DateField()
     status = serializers.CharField(
         help_text="actual (a past month), partial (this month) or projected (a future month)."

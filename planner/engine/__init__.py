@@ -61,6 +61,18 @@ from planner.engine.costs import (
     utilisation_from_polls,
     weights_storage,
 )
+
+# The months monthly figures are for: the seeds' 30-day, 720-hour month (everything but spend) and
+# the calendar month (spend), one home each.
+from planner.engine.costs.money import (
+    DEFAULT_DAYS_PER_MONTH,
+    MONTH_HOURS,
+    MONTH_LABEL,
+    calendar_month_days,
+    calendar_month_hours,
+    calendar_month_label,
+    month_label,
+)
 from planner.engine.errors import EngineInputError
 from planner.engine.formats import CACHE_DTYPES, KV_CACHE_DTYPES, WEIGHT_FORMATS
 from planner.engine.hf_config import ImportedModel, model_record_from_config
@@ -134,6 +146,7 @@ __all__ = [
     "ACCELERATOR_RECORD_FIELDS",
     "CACHE_DTYPES",
     "CACHE_MODES",
+    "DEFAULT_DAYS_PER_MONTH",
     "DEFAULT_GRANULARITIES",
     "ENGINES",
     "GB",
@@ -150,6 +163,8 @@ __all__ = [
     "MODALITIES",
     "MODEL_RECORD_FIELDS",
     "MODES",
+    "MONTH_HOURS",
+    "MONTH_LABEL",
     "NEWEST_SGLANG",
     "NEWEST_VLLM",
     "PREFIX_ENGINES",
@@ -204,6 +219,9 @@ __all__ = [
     "batch_of",
     "blended_input_usd_per_mtok",
     "breakeven",
+    "calendar_month_days",
+    "calendar_month_hours",
+    "calendar_month_label",
     "capacity_curve",
     "estimate",
     "fit_correction",
@@ -212,6 +230,7 @@ __all__ = [
     "layout_errors",
     "min_gpus_for_weights",
     "model_record_from_config",
+    "month_label",
     "next_quote_change",
     "observed_volume",
     "parse_layer_groups",
