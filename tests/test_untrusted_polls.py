@@ -191,3 +191,9 @@ def test_a_misconfigured_deployment_is_left_out_of_the_observed_volume(chat_serv
     ]
     log = client.get("/decisions/").content.decode()
     assert "llama-other: 10 polls left out" in log
+    # The deployment page says it too; a deployment with none left out says nothing.
+    page = client.get("/deployments/llama-other/").content.decode()
+    note = page.split('id="polls-left-out"')[1].split("</p>")[0]
+    assert "Last 30 days: 10 polls left out (10 the endpoint serves another model" in note
+    Deployment.objects.create(slug="clean", cluster=llama.cluster, model=llama.model, tp=4)
+    assert 'id="polls-left-out"' not in client.get("/deployments/clean/").content.decode()
