@@ -75,7 +75,7 @@ GRANTS_0002: dict[str, frozenset[str]] = _table(
 )
 #: The table as migration 0007 applied it, before capacity snapshots existed (0014 applies ``GRANTS``).
 GRANTS_0007: dict[str, frozenset[str]] = _table(tuple(m for m in MODELS if m not in ("capacitysnapshot", "provider")))
-#: The table as migration 0014 applied it, before providers were records (0017 applies ``GRANTS``).
+#: The table as migration 0014 applied it, before providers were records (0018 applies ``GRANTS``).
 GRANTS_0014: dict[str, frozenset[str]] = _table(tuple(m for m in MODELS if m != "provider"))
 #: role -> fleet permission codenames.
 GRANTS: dict[str, frozenset[str]] = _table(MODELS)

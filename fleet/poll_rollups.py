@@ -1,6 +1,6 @@
 """Poll history kept small and summed up: raw polls rolled into hourly rows and pruned, the
-requests running per deployment (for spend's utilisation) from the daily counters the poller keeps,
-and a deployment's poll history over a range."""
+requests running per deployment (for spend's utilisation) and the untrusted polls left out of it, from
+the daily counters the poller keeps, and a deployment's poll history over a range."""
 
 from __future__ import annotations
 
@@ -221,3 +221,20 @@ def running_totals(start: date, end: date) -> dict[int, tuple[float, int]]:
         .annotate(n=Sum("running_polls"), running=Sum("running_sum"))
     )
     return {r["deployment_id"]: (r["running"] or 0.0, r["n"]) for r in rows if r["n"]}
+
+
+def left_out_totals(start: date, end: date, deployment_ids: list[int] | None = None) -> dict[int, dict[str, int]]:
+    """Per deployment id, over days [start, end): the polls left out of utilisation and token volumes
+    (``fleet.models.polls.poll_distrust``), per reason (``DailyPollCount.LEFT_OUT_COLUMNS``), from the
+    daily counters. Deployments with none left out are absent."""
+    columns = DailyPollCount.LEFT_OUT_COLUMNS
+    rows = DailyPollCount.objects.filter(day__gte=start, day__lt=end)
+    if deployment_ids is not None:
+        rows = rows.filter(deployment_id__in=list(deployment_ids))
+    sums = rows.values("deployment_id").annotate(**{reason: Sum(column) for reason, column in columns.items()})
+    found = {}
+    for r in sums:
+        counts = {reason: r[reason] for reason in columns if r[reason]}
+        if counts:
+            found[r["deployment_id"]] = counts
+    return found

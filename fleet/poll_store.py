@@ -20,6 +20,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import JSONField, OuterRef, Q, Subquery
 
 from fleet.models import DailyPollCount, Deployment, EndpointPoll
+from fleet.models.polls import poll_distrust
 from fleet.polling import MetricsSnapshot, PollOutcome, public_outcome
 from planner.engine import EngineInputError
 
@@ -151,20 +152,17 @@ def _poll_row(item: Polled) -> tuple[EndpointPoll, dict[str, Any]]:
 
 def _daily_upsert_sql() -> str:
     table = connection.ops.quote_name(DailyPollCount._meta.db_table)
+    left_out = list(DailyPollCount.LEFT_OUT_COLUMNS.values())
     # Same statement on PostgreSQL and SQLite (3.24+): add to today's row, or create it. The table
-    # name is our own model's, quoted; the values are parameters.
+    # name and columns are our own model's, quoted; the values are parameters.
+    added = ["busy_polls", "running_polls", "running_sum", "output_tokens", "output_seconds", "prompt_tokens",
+             "prompt_seconds", *left_out]  # fmt: skip
+    columns = ", ".join(connection.ops.quote_name(c) for c in added)
+    updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in map(connection.ops.quote_name, added))
     return (
-        f"INSERT INTO {table} (deployment_id, day, polls, busy_polls, running_polls, running_sum, "  # noqa: S608
-        "output_tokens, output_seconds, prompt_tokens, prompt_seconds) "
-        "VALUES (%s, %s, 1, %s, %s, %s, %s, %s, %s, %s) "
-        f"ON CONFLICT (deployment_id, day) DO UPDATE SET polls = {table}.polls + 1, "
-        f"busy_polls = {table}.busy_polls + excluded.busy_polls, "
-        f"running_polls = {table}.running_polls + excluded.running_polls, "
-        f"running_sum = {table}.running_sum + excluded.running_sum, "
-        f"output_tokens = {table}.output_tokens + excluded.output_tokens, "
-        f"output_seconds = {table}.output_seconds + excluded.output_seconds, "
-        f"prompt_tokens = {table}.prompt_tokens + excluded.prompt_tokens, "
-        f"prompt_seconds = {table}.prompt_seconds + excluded.prompt_seconds"
+        f"INSERT INTO {table} (deployment_id, day, polls, {columns}) "  # noqa: S608
+        f"VALUES (%s, %s, 1, {', '.join(['%s'] * len(added))}) "
+        f"ON CONFLICT (deployment_id, day) DO UPDATE SET polls = {table}.polls + 1, {updates}"
     )
 
 
@@ -181,10 +179,15 @@ def _daily_params(
     running: float | None,
     up: bool,
     rates: tuple[float | None, float | None, float | None] = (None, None, None),
+    left_out: str | None = None,
 ) -> list:
     """One poll's counts: busy (any request running); counted for utilisation when it read a
     running figure or found the endpoint not up (then 0 running: nothing was served); and the tokens
-    its rates cover, ``rates`` = (generation tokens/s, prompt tokens/s, interval seconds)."""
+    its rates cover, ``rates`` = (generation tokens/s, prompt tokens/s, interval seconds). A poll
+    ``left_out`` (a reason of ``poll_distrust``) counts only in ``polls`` and its reason's column."""
+    reasons = [int(left_out == reason) for reason in DailyPollCount.LEFT_OUT_COLUMNS]
+    if left_out is not None:
+        return [deployment_id, connection.ops.adapt_datefield_value(day), 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, *reasons]
     counted = running is not None or not up
     output, prompt, interval = rates
     return [
@@ -195,7 +198,19 @@ def _daily_params(
         float(running or 0.0) if counted else 0.0,
         *_volume(output, interval),
         *_volume(prompt, interval),
+        *reasons,
     ]
+
+
+def distrust_of(deployment: Deployment, outcome: PollOutcome) -> str | None:
+    """Why a poll just made of ``deployment`` is not trusted (``fleet.models.polls.poll_distrust``)."""
+    return poll_distrust(
+        str(outcome.status),
+        interval_s=getattr(outcome.derived, "interval_s", None),
+        poll_interval_s=deployment.poll_interval_s,
+        polled_model_id=outcome.served_model_id,
+        registered_model_id=deployment.served_model_id,
+    )
 
 
 def _live_update_sql(fields: list) -> str:
@@ -261,6 +276,7 @@ def _store(items: list[Polled]) -> list[EndpointPoll]:
                     v.get("prompt_tokens_per_s"),
                     getattr(it.outcome.derived, "interval_s", None),
                 ),
+                distrust_of(it.deployment, it.outcome),
             )
             for it, (_p, v) in zipped
         ]
@@ -274,9 +290,11 @@ def count_poll(
     running: float | None,
     up: bool = True,
     rates: tuple[float | None, float | None, float | None] = (None, None, None),
+    left_out: str | None = None,
 ) -> None:
     """Add one poll to the deployment's daily counters (one upsert): ``running``, the requests it saw
     running (``None``: no figure), whether the endpoint was ``up``, and its ``rates`` (generation and
-    prompt tokens/s over ``interval_s`` seconds)."""
+    prompt tokens/s over ``interval_s`` seconds); ``left_out``: why it is not trusted (``poll_distrust``),
+    then it counts only as left out."""
     with connection.cursor() as cursor:
-        cursor.execute(_daily_upsert_sql(), _daily_params(deployment_id, day, running, up, rates))
+        cursor.execute(_daily_upsert_sql(), _daily_params(deployment_id, day, running, up, rates, left_out))

@@ -27,6 +27,7 @@ from fleet.models.base import find_by_slug
 from fleet.prices import PriceBook
 from planner.corrections import corrected_throughput, deployment_throughput, latest_for_many
 from planner.engine import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
     GIB,
     PRICING_KINDS,
     Layout,
@@ -40,6 +41,7 @@ from planner.engine import (
     weights_bytes,
     weights_storage,
 )
+from planner.engine.costs.money import DEFAULT_DAYS_PER_MONTH, month_label
 from planner.estimates import band_around
 
 PRICE_FIELDS = ApiPrice.PRICES
@@ -62,7 +64,7 @@ class BreakevenRequest:
     on: date | None = None
     pricing_kind: str = "on-demand"
     hours_per_day: Decimal = Decimal(24)
-    days_per_month: int = 30
+    days_per_month: int = DEFAULT_DAYS_PER_MONTH
     api_price: str | None = None
     input_cache_hit_usd_per_mtok: Decimal | None = None
     input_cache_miss_usd_per_mtok: Decimal | None = None
@@ -285,7 +287,7 @@ def _throughput_snapshot(
     if speed is None:
         return None
     accelerator = (deployment.cluster.sku if deployment is not None else sku).to_engine()
-    utilisation = deployment.gpu_memory_utilization if deployment is not None else 0.9
+    utilisation = deployment.gpu_memory_utilization if deployment is not None else DEFAULT_GPU_MEMORY_UTILIZATION
     band = band_around(model, accelerator, speed, gpu_memory_utilization=utilisation)
     return {
         "tpot_ms": speed.tpot_s * 1e3,
@@ -430,6 +432,9 @@ def compare(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Br
     if price_note:
         figures["assumptions"].insert(0, price_note)
     figures["price_basis"] = quotes_used[0]["basis"] if quotes_used else "inline"
+    # The month every monthly figure here is for (the seeds' 30-day month unless the request says
+    # otherwise; spend, alone, uses calendar months).
+    figures["month"] = month_label(days, request.hours_per_day)
     if throughput_note:
         figures["assumptions"].append(throughput_note)
     figures["memory_deficit_gib_per_gpu"] = deficit / GIB if deficit else None

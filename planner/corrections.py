@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from fleet.errors import InputError
 from fleet.models import Deployment
+from fleet.models.polls import left_out_text, poll_distrust
 from planner.engine import (
     EngineInputError,
     SpeedPrediction,
@@ -113,8 +114,23 @@ def fit_for_deployment(
     now = now or timezone.now()
     hours = window_hours() if hours is None else hours
     minimum = min_samples() if minimum is None else minimum
-    rows = deployment.polls.filter(polled_at__gt=now - timedelta(hours=hours), polled_at__lte=now, status="up")
-    rows = list(rows.values_list("requests_running", "itl_p50_ms", "ttft_p50_ms"))
+    polled = deployment.polls.filter(polled_at__gt=now - timedelta(hours=hours), polled_at__lte=now, status="up")
+    rows, left_out = [], {}
+    for running, itl, ttft, polled_model, interval in polled.values_list(
+        "requests_running", "itl_p50_ms", "ttft_p50_ms", "outcome__served_model_id", "outcome__derived__interval_s"
+    ):
+        # Untrusted polls (``poll_distrust``: another served model id, rates over a gap) fit nothing.
+        why = poll_distrust(
+            "up",
+            interval_s=interval if isinstance(interval, int | float) else None,
+            poll_interval_s=deployment.poll_interval_s,
+            polled_model_id=polled_model if isinstance(polled_model, str) else None,
+            registered_model_id=deployment.served_model_id,
+        )
+        if why is not None:
+            left_out[why] = left_out.get(why, 0) + 1
+        else:
+            rows.append((running, itl, ttft))
     samples = [
         SpeedSample(batch=batch_of(running, deployment.replicas), tpot_s=_ms_to_s(itl), ttft_s=_ms_to_s(ttft))
         for running, itl, ttft in rows
@@ -142,7 +158,8 @@ def fit_for_deployment(
                 "prefill_samples": fit.prefill_samples,
                 "prefill_residual": fit.prefill_residual,
                 "serving": serving_of(deployment),
-                "assumptions": list(fit.assumptions),
+                "assumptions": list(fit.assumptions)
+                + ([f"{left_out_text(left_out)}: not fitted."] if left_out else []),
             },
         )
     return stored

@@ -38,7 +38,9 @@ from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS, InputError
 from fleet.models import ApiPrice, DailyPollCount, Deployment, Workload
+from fleet.models.polls import left_out_text
 from fleet.models.snapshots import settle_stale_mark
+from fleet.poll_rollups import left_out_totals
 from planner.breakeven import BreakevenRequest, Preloaded, compare
 from planner.engine import (
     SECONDS_PER_DAY,
@@ -46,14 +48,15 @@ from planner.engine import (
     blended_input_usd_per_mtok,
     observed_volume,
 )
+from planner.engine.costs.money import DEFAULT_DAYS_PER_MONTH
 from planner.models import Decision, DecisionReview, WorkloadBreakeven
 
 log = logging.getLogger(__name__)
 
 #: How far back the polls are read for the observed volume (days).
 OBSERVED_DAYS = 30
-#: The month rent vs API prices (days), the declared volume's month too.
-MONTH_DAYS = 30
+#: The month rent vs API prices (days), the declared volume's month too: the seeds' 30-day month.
+MONTH_DAYS = DEFAULT_DAYS_PER_MONTH
 
 
 def _chunks(ids: Sequence[int], size: int) -> Iterator[list[int]]:
@@ -69,11 +72,13 @@ def _ids(ids: Iterable[int] | None, everything: QuerySet) -> list[int]:
 
 
 def observed_volumes(deployment_ids: Sequence[int], now: datetime) -> dict[int, dict[str, Any]]:
-    """Per deployment id, the tokens its polls observed over the ``OBSERVED_DAYS`` days up to ``now``
-    (today included; ``ObservedVolume.to_dict()``), from the daily counters the poller keeps
-    (``DailyPollCount``: each poll's rate x the interval it covers, summed per day, with the seconds
-    covered): one query for all of them, whatever the poll rate (a week of raw polls of 200
-    deployments polled every 15 s is 8 million rows; docs/benchmarks.md, "Stored answers")."""
+    """Per deployment id, the tokens its trusted polls observed over the ``OBSERVED_DAYS`` days up to
+    ``now`` (today included; ``ObservedVolume.to_dict()``), from the daily counters the poller keeps
+    (``DailyPollCount``: each trusted poll's rate x the interval it covers, summed per day, with the
+    seconds covered): one query for all of them, whatever the poll rate (a week of raw polls of 200
+    deployments polled every 15 s is 8 million rows; docs/benchmarks.md, "Stored answers"), and one for
+    the untrusted polls left out (``fleet.models.polls.poll_distrust``), which each deployment's
+    ``left_out_polls`` (per reason) and ``assumptions`` name."""
     first = (now - timedelta(days=OBSERVED_DAYS - 1)).date()
     samples: dict[int, list[RateSample]] = {d: [] for d in deployment_ids}
     rows = DailyPollCount.objects.filter(deployment_id__in=list(deployment_ids), day__gte=first, day__lte=now.date())
@@ -84,9 +89,18 @@ def observed_volumes(deployment_ids: Sequence[int], now: datetime) -> dict[int, 
             samples[deployment_id].append(RateSample(out_s, out_tokens / out_s, None))
         if in_s > 0:
             samples[deployment_id].append(RateSample(in_s, None, in_tokens / in_s))
+    left_out = left_out_totals(first, now.date() + timedelta(days=1), list(deployment_ids))
     window_s = OBSERVED_DAYS * SECONDS_PER_DAY
     month_s = MONTH_DAYS * SECONDS_PER_DAY
-    return {d: observed_volume(found, window_s=window_s, month_s=month_s).to_dict() for d, found in samples.items()}
+    volumes = {}
+    for d, found in samples.items():
+        volume = observed_volume(found, window_s=window_s, month_s=month_s).to_dict()
+        counts = left_out.get(d, {})
+        volume["left_out_polls"] = dict(counts)
+        if counts:
+            volume["assumptions"].append(f"{left_out_text(counts)}: not in the observed volume.")
+        volumes[d] = volume
+    return volumes
 
 
 def _workload_observed(deployments: list[Deployment], volumes: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
@@ -103,6 +117,16 @@ def _workload_observed(deployments: list[Deployment], volumes: dict[int, dict[st
         "deployments": {d.slug: v for d, v in seen},
         "assumptions": [a for d, v in seen for a in (f"{d.slug}: {x}" for x in v["assumptions"])],
     }
+
+
+def _left_out_notes(deployments: list[Deployment], volumes: dict[int, dict[str, Any]]) -> list[str]:
+    """What the observed volume left out, per deployment serving the workload (untrusted polls)."""
+    notes = []
+    for d in deployments:
+        counts = volumes.get(d.pk, {}).get("left_out_polls")
+        if counts:
+            notes.append(f"{d.slug}: {left_out_text(counts)}: not in the observed volume.")
+    return notes
 
 
 def observed_request(request: BreakevenRequest, observed: dict[str, Any], declared: dict[str, Any]) -> BreakevenRequest:
@@ -226,6 +250,7 @@ def _compute_breakeven(
     inputs["quotes"] = [q["id"] for q in declared_result.snapshot["quotes_used"]]
     if observed is None:
         assumptions.append(f"No polls of its deployments observed a volume in the last {OBSERVED_DAYS} days.")
+        assumptions.extend(_left_out_notes(deployments, volumes))
     figures = {
         "declared": declared_result.figures,
         "observed": observed_figures,
@@ -418,9 +443,15 @@ def _moved(was: dict[str, Any], now: dict[str, Any], observed: int | None, decla
     return out
 
 
-def review_one(decision: Decision, observed: dict[str, Any] | None, preloaded: Preloaded | None = None) -> Reviewed:
+def review_one(
+    decision: Decision,
+    observed: dict[str, Any] | None,
+    preloaded: Preloaded | None = None,
+    left_out: list[str] | None = None,
+) -> Reviewed:
     """Recompute ``decision``'s comparison on today's inputs and say whether it still holds (module
-    docstring); ``preloaded``: the records its batch read (``planner.breakeven.Preloaded``)."""
+    docstring); ``preloaded``: the records its batch read (``planner.breakeven.Preloaded``); ``left_out``:
+    what the observed volume left out (untrusted polls, ``_left_out_notes``), kept in the figures."""
     was = decision.figures or {}
     try:
         request = request_of(decision)
@@ -435,7 +466,7 @@ def review_one(decision: Decision, observed: dict[str, Any] | None, preloaded: P
     declared = (decision.inputs or {}).get("monthly_output_tokens")
     observed_volume_now = observed["monthly_output_tokens"] if observed else None
     moved = _moved(was, now, observed_volume_now, declared)
-    figures = {**now, "observed": observed_figures, "observed_volume": observed}
+    figures = {**now, "observed": observed_figures, "observed_volume": observed, "observed_left_out": left_out or []}
     concluded = was.get("cheaper")
     if now["cheaper"] != concluded:
         lead = "API is now cheaper" if now["cheaper"] == "api" else "Renting is now cheaper"
@@ -499,7 +530,15 @@ def review_decisions(
             skus=[r.sku for r in given if r.sku],
             models=[r.model for r in given if r.model],
         )
-        reviewed = [review_one(d, _workload_observed(serving[d.workload_id], volumes), preloaded) for d in rows]
+        reviewed = [
+            review_one(
+                d,
+                _workload_observed(serving[d.workload_id], volumes),
+                preloaded,
+                _left_out_notes(serving[d.workload_id], volumes),
+            )
+            for d in rows
+        ]
         _store_reviews(reviewed, started, at)
         summary["batches"] += 1
         for r in reviewed:

@@ -4,20 +4,20 @@ warnings where a cluster is unpriced; a 12-month trend; CSV."""
 
 from __future__ import annotations
 
-import calendar
 import csv
 import io
 import re
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
 from fleet.errors import InputError
 from fleet.models import ClusterState, Deployment
-from fleet.poll_rollups import running_totals
+from fleet.models.polls import left_out_text
+from fleet.poll_rollups import left_out_totals, running_totals
 from fleet.prices import PriceBook
 from planner.engine import ClusterState as StateSegment
 from planner.engine import (
@@ -28,6 +28,7 @@ from planner.engine import (
     spend_month,
     utilisation_from_polls,
 )
+from planner.engine.costs.money import calendar_month_days, calendar_month_hours, calendar_month_label
 from planner.headroom import stored_headroom
 
 MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
@@ -81,6 +82,9 @@ class SpendReport:
     spend: MonthSpend
     trend: list[MonthSpend]
     pricing_kind: str
+    #: Per deployment slug, the untrusted polls of the month's actual days left out of its utilisation
+    #: and idle cost, per reason (``fleet.models.polls.poll_distrust``).
+    left_out: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the API's body): Decimals as strings, USD 2 decimals, rates and fractions 4."""
@@ -91,6 +95,8 @@ class SpendReport:
             "year": s.year,
             "month": s.month,
             "days_in_month": s.days_in_month,
+            "month_hours": calendar_month_hours(s.year, s.month),
+            "month_label": calendar_month_label(s.year, s.month),
             "today": s.today.isoformat(),
             "status": s.status,
             "actual_days": s.actual_days,
@@ -113,6 +119,10 @@ class SpendReport:
             "total_idle_cost_usd": total["idle_cost_usd"],
             "idle_unknown_usd": total["idle_unknown_usd"],
             "warnings": [w.to_dict() for w in s.warnings],
+            "left_out_polls": {
+                slug: {"polls": sum(counts.values()), "reasons": dict(counts), "text": left_out_text(counts)}
+                for slug, counts in self.left_out.items()
+            },
             "trend": [
                 {
                     "month": month_text(t.year, t.month),
@@ -157,16 +167,23 @@ def spend_for(raw_month: str | None, today: date, pricing_kind: str = "on-demand
 
 def _utilisation(
     deployments: list[Deployment], first: date, last_actual: date | None
-) -> tuple[dict[str, Any], dict[str, int], list[str]]:
-    """Per deployment slug: utilisation over the polls of [first, last_actual] (running sequences
-    over the admitted capacity, ``planner.engine.utilisation_from_polls``) and the polls behind it;
-    plus notes on the deployments whose capacity is unknown."""
+) -> tuple[dict[str, Any], dict[str, int], list[str], dict[str, dict[str, int]]]:
+    """Per deployment slug: utilisation over the trusted polls of [first, last_actual] (running
+    sequences over the admitted capacity, ``planner.engine.utilisation_from_polls``) and the polls
+    behind it; notes on the deployments whose capacity is unknown or whose polls were left out; and the
+    untrusted polls left out per slug and reason (``fleet.models.polls.poll_distrust``)."""
     if last_actual is None or not deployments:
-        return {}, {}, []
-    totals = running_totals(first, last_actual + timedelta(days=1))
+        return {}, {}, [], {}
+    end = last_actual + timedelta(days=1)
+    totals = running_totals(first, end)
+    slugs = {d.pk: d.slug for d in deployments}
+    left_out = {slugs[pk]: counts for pk, counts in left_out_totals(first, end, list(slugs)).items()}
     util: dict[str, Any] = {}
     polls: dict[str, int] = {}
-    notes = []
+    notes = [
+        f"{slug}: {left_out_text(counts)}, so not in its utilisation or idle cost."
+        for slug, counts in sorted(left_out.items())
+    ]
     # The admitted capacity as the workers last computed it (the stored snapshots: no sizing per view).
     for h in stored_headroom(d for d in deployments if d.pk in totals):
         running, n = totals[h.deployment.pk]
@@ -176,7 +193,7 @@ def _utilisation(
             notes.append(f"{h.deployment.slug}: no admitted capacity ({why}), so no utilisation.")
             continue
         util[h.deployment.slug] = utilisation_from_polls(running, n, h.capacity)
-    return util, polls, notes
+    return util, polls, notes, left_out
 
 
 def spend_for_month(
@@ -196,7 +213,7 @@ def spend_for_month(
     poll counters, ``fleet.poll_rollups.running_totals``).
     """
     first_month = month_after(year, month, -(TREND_MONTHS - 1)) if trend else (year, month)
-    last = date(year, month, calendar.monthrange(year, month)[1])
+    last = date(year, month, calendar_month_days(year, month))
     rows = ClusterState.objects.filter(effective_from__lte=last).select_related("cluster", "sku", "provider")
     segments = [
         StateSegment(
@@ -219,7 +236,7 @@ def spend_for_month(
     big = ("capacity_snapshot__figures", "capacity_snapshot__inputs", "model__source", "model__assumptions")
     rows = Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
     deployments = list(rows.defer("api_key_encrypted", *big)) if detail else []
-    utilisation, polls, notes = _utilisation(deployments, first, last_actual)
+    utilisation, polls, notes, left_out = _utilisation(deployments, first, last_actual)
     shares = [DeploymentShare(d.slug, d.cluster.slug, d.model.slug, d.gpus, d.created.date()) for d in deployments]
     result = spend_month(segments, year, month, today, rate, deployments=shares, utilisation=utilisation, polls=polls)
     result.assumptions.append(
@@ -230,7 +247,8 @@ def spend_for_month(
     result.assumptions.append(
         "Utilisation (for idle cost) = mean requests running over the admitted capacity (the sizing engine's "
         "concurrent sequences at the deployment's planning context), across the actual days' polls; a poll that "
-        "found the endpoint down counts 0. Idle cost = actual cost x (1 - utilisation); without polls it is unknown."
+        "found the endpoint down counts 0. Idle cost = actual cost x (1 - utilisation); without polls it is unknown. "
+        "Untrusted polls (the endpoint serves another model, or rates averaged over a gap) are left out."
     )
     result.assumptions.extend(notes)
     months = []
@@ -244,7 +262,7 @@ def spend_for_month(
                 months.append(_trend_month(inputs, segments, y, m, today, rate))
             y, m = month_after(y, m)
         months.append(result)
-    return SpendReport(result, months, pricing_kind)
+    return SpendReport(result, months, pricing_kind, left_out)
 
 
 #: The trend's closed months computed in this process, newest use last (``_trend_month``).
@@ -260,7 +278,7 @@ def _trend_month(
     for the same ``inputs`` (pricing kind, the history segments and the quotes it was priced from), since
     nothing else moves it: the spend page's eleven past months were eleven ledger walks of every
     cluster on every view (docs/benchmarks.md, "Pages"). Results are shared: callers must not mutate."""
-    if date(y, m, calendar.monthrange(y, m)[1]) >= today:
+    if date(y, m, calendar_month_days(y, m)) >= today:
         return spend_month(segments, y, m, today, rate)
     key = (y, m, *inputs)
     hit = _CLOSED_MONTHS.get(key)
@@ -274,9 +292,11 @@ def _trend_month(
 
 
 #: Columns of the spend CSV (API ``?format=csv`` and ``manage.py spend --csv``). ``cost_usd`` is
-#: actual + projected; only ``actual_cost_usd`` was spent.
+#: actual + projected; only ``actual_cost_usd`` was spent. ``month_hours``: the calendar month's hours
+#: (744 in December; ``calendar_month_hours``), not rent vs API's 30-day 720 h.
 CSV_HEADER = (
     "month",
+    "month_hours",
     "kind",
     "name",
     "team",
@@ -316,7 +336,8 @@ def spend_csv(data: dict[str, Any]) -> str:
             "month": month,
             "kind": kind,
             "name": name,
-            **{k: line.get(k) for k in CSV_HEADER[3:] if k in line},
+            "month_hours": data.get("month_hours"),
+            **{k: line.get(k) for k in CSV_HEADER[4:] if k in line},
             **extra,
         }
         writer.writerow(["" if values.get(k) is None else values.get(k) for k in CSV_HEADER])

@@ -24,14 +24,16 @@ def decisions() -> QuerySet[Decision]:
     return Decision.objects.select_related("workload", "superseded_by", "review")
 
 
+#: Columns of the decisions CSV; the money columns name their month (the seeds' 30-day month, 720 h,
+#: ``planner.engine.costs.money.MONTH_LABEL``), which spend's calendar months are not.
 DECISION_CSV = (
     "id",
     "decided_at",
     "workload",
     "tier",
     "current",
-    "monthly_rent_usd",
-    "monthly_api_usd",
+    "rent_usd_per_30_day_month",
+    "api_usd_per_30_day_month",
     "verdict",
     "decided_by",
     "note",

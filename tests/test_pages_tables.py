@@ -130,7 +130,7 @@ def test_decisions_search_sort_pages_and_csv_with_formula_injection(viewer, cata
     rows = _csv(viewer.get("/decisions/export.csv?q=calc"))
     assert rows[0][0] == "id" and len(rows) == 2
     assert rows[1][rows[0].index("note")] == "'=cmd|' /C calc'!A0"  # a spreadsheet shows it as text
-    assert rows[1][rows[0].index("monthly_rent_usd")] == "14400.00"
+    assert rows[1][rows[0].index("rent_usd_per_30_day_month")] == "14400.00"
     everything = _csv(viewer.get("/decisions/export.csv?sort=-decided"))
     assert len(everything) == 32  # every page, not only the first
 

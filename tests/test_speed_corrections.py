@@ -100,6 +100,31 @@ def test_a_fit_from_stored_polls_recovers_the_factors_and_ignores_idle_and_old_p
 
 
 @pytest.mark.django_db
+def test_untrusted_polls_fit_nothing_and_the_fit_says_so(catalog):
+    d = deployment(served_model_id="meta-llama/Llama-3.1-70B-Instruct")
+    add_polls(d, 120, noise=0.05)
+    # 30 polls taken when the endpoint was registered under another served model id, 20 whose rates and
+    # latencies average over an hour since the previous scrape (stale), both 5x slower: left out.
+    two_hours_ago = NOW - timedelta(hours=2)
+    add_polls(d, 30, at=two_hours_ago, decode=5.0, prefill=5.0, seed=2)
+    hour = timedelta(hours=1)
+    EndpointPoll.objects.filter(polled_at__lte=two_hours_ago, polled_at__gt=two_hours_ago - hour).update(
+        outcome={"served_model_id": "another/model", "derived": {"interval_s": 15.0}}
+    )
+    five_hours_ago = NOW - timedelta(hours=5)
+    add_polls(d, 20, at=five_hours_ago, decode=5.0, prefill=5.0, seed=3)
+    EndpointPoll.objects.filter(
+        polled_at__lte=five_hours_ago, polled_at__gt=five_hours_ago - timedelta(hours=1)
+    ).update(outcome={"served_model_id": d.served_model_id, "derived": {"interval_s": 3600.0}})
+    fit = fit_for_deployment("llama", NOW)
+    assert fit.decode_factor == pytest.approx(DECODE, rel=0.02)
+    assert fit.prefill_factor == pytest.approx(PREFILL, rel=0.02)
+    assert (fit.decode_samples, fit.polls) == (120, 120)
+    assert any(a.startswith("50 polls left out (30 polled when the deployment was registered for another served")
+               for a in fit.assumptions)  # fmt: skip
+
+
+@pytest.mark.django_db
 def test_too_few_busy_polls_store_nothing(catalog, settings):
     settings.SPEED_CORRECTION_MIN_SAMPLES = 10
     d = deployment()

@@ -136,6 +136,7 @@ def test_csv_has_a_header_and_plain_numbers(viewer_api, fleet):
     rows = list(csv.DictReader(io.StringIO(r.content.decode())))
     assert list(rows[0]) == [
         "month",
+        "month_hours",
         "kind",
         "name",
         "team",
@@ -158,6 +159,7 @@ def test_csv_has_a_header_and_plain_numbers(viewer_api, fleet):
     assert cluster["cost_usd"] == "22560.00" and float(cluster["gpu_hours"]) == 9024
     total = rows[-1]
     assert total["kind"] == "total" and total["cost_usd"] == "23968.00"
+    assert {row["month"] for row in rows} == {"2026-07"} and {row["month_hours"] for row in rows} == {"744"}
     assert all("," not in value for row in rows for value in row.values() if value and value[0].isdigit())
 
 

@@ -40,6 +40,19 @@ class EndpointPoll(models.Model):
     def __str__(self) -> str:
         return f"{self.deployment_id} {self.status} @ {self.polled_at:%Y-%m-%d %H:%M:%S}"
 
+    def distrust(self, registered_model_id: str | None, poll_interval_s: float | None) -> str | None:
+        """Why this stored poll is not trusted for a deployment registered as ``registered_model_id``
+        polled every ``poll_interval_s`` (``poll_distrust``), or None."""
+        outcome = self.outcome if isinstance(self.outcome, dict) else {}
+        derived = outcome.get("derived") if isinstance(outcome.get("derived"), dict) else {}
+        return poll_distrust(
+            self.status,
+            interval_s=derived.get("interval_s"),
+            poll_interval_s=poll_interval_s,
+            polled_model_id=outcome.get("served_model_id"),
+            registered_model_id=registered_model_id,
+        )
+
     #: Observed / predicted blocks (or block size) outside this range flags the deployment.
     BLOCK_CHECK_RANGE = (0.97, 1.03)
 
@@ -97,6 +110,59 @@ def ratio_ok(ratio: float | None) -> bool | None:
     return low <= ratio <= high
 
 
+#: Why a poll is not trusted (the key stored and counted) and what pages say about the polls left out.
+#: An untrusted poll is kept in the poll history and the live state, but never feeds utilisation, idle
+#: cost, the observed volume or a speed correction (``poll_distrust``: the one rule).
+UNTRUSTED_POLLS = {
+    "misconfigured": "the endpoint serves another model (misconfigured: it does not list the registered "
+    "served model id)",
+    "wrong_model": "polled when the deployment was registered for another served model id",
+    "stale": "its rates and latencies average over a gap since the previous scrape, not the moment polled",
+}
+#: A poll whose rates cover more than this many poll intervals (and at least ``STALE_MIN_S``) is stale:
+#: its tokens/s and latency percentiles are averages over the gap (a worker down, the poller stopped).
+STALE_POLL_INTERVALS = 10
+STALE_MIN_S = 600.0
+
+
+def poll_distrust(
+    status: str,
+    *,
+    interval_s: float | None = None,
+    poll_interval_s: float | None = None,
+    polled_model_id: str | None = None,
+    registered_model_id: str | None = None,
+) -> str | None:
+    """Why a poll is not trusted (a key of ``UNTRUSTED_POLLS``), or None when it is trusted.
+
+    ``misconfigured``: the endpoint did not list the deployment's served model id (another model
+    behind it, a wrong base URL, or a key that cannot be decrypted), so its metrics, if any, are
+    another model's. ``wrong_model``: the poll was of another served model id than the deployment now
+    registers (read back from a stored poll's outcome). ``stale``: its rates cover more than
+    ``STALE_POLL_INTERVALS`` poll intervals (at least ``STALE_MIN_S``). The poller applies it when it
+    counts a poll (``fleet.poll_store``: the daily counters count an untrusted poll only as left out)
+    and speed corrections when they read raw polls (``EndpointPoll.distrust``)."""
+    if status == "misconfigured":
+        return "misconfigured"
+    if polled_model_id is not None and registered_model_id is not None and polled_model_id != registered_model_id:
+        return "wrong_model"
+    gap = max(STALE_POLL_INTERVALS * float(poll_interval_s or 0), STALE_MIN_S)
+    if interval_s is not None and poll_interval_s and interval_s > gap:
+        return "stale"
+    return None
+
+
+def left_out_text(counts: dict[str, int]) -> str:
+    """``{"misconfigured": 40}`` -> ``"40 polls left out: the endpoint serves another model (...)"``;
+    empty when nothing was left out."""
+    counts = {k: n for k, n in counts.items() if n}
+    if not counts:
+        return ""
+    total = sum(counts.values())
+    parts = "; ".join(f"{n:,} {UNTRUSTED_POLLS.get(k, k)}" for k, n in counts.items())
+    return f"{total:,} poll{'s' if total != 1 else ''} left out ({parts})"
+
+
 class EndpointPollHourly(models.Model):
     """Polls of one deployment in one hour, summarised before the raw rows are pruned."""
 
@@ -125,7 +191,9 @@ class EndpointPollHourly(models.Model):
 
 class DailyPollCount(models.Model):
     """Polls of one deployment on one day (UTC): how many, how many saw running requests, and the
-    requests running summed (for utilisation = running / admitted capacity, planner.spend).
+    requests running summed (for utilisation = running / admitted capacity, planner.spend). Only trusted
+    polls (``poll_distrust``) count towards busy, running and the token volumes; an untrusted one is
+    counted in ``polls`` and in its reason's column (``LEFT_OUT_COLUMNS``), so pages can say what was left out.
 
     Kept beside the polls so that utilisation for spend, and the token volume a workload's breakeven
     compares, read a few thousand rows a month instead of scanning every raw poll (one deployment
@@ -156,6 +224,17 @@ class DailyPollCount(models.Model):
         default=0, db_default=0, help_text="Prompt tokens processed, over prompt_seconds."
     )
     prompt_seconds = models.FloatField(default=0, db_default=0, help_text="Seconds the polls' prompt rates cover.")
+    # Polls left out of everything above (``poll_distrust``), per reason: counted in ``polls`` only.
+    misconfigured_polls = models.PositiveIntegerField(
+        default=0, db_default=0, help_text="Polls left out: the endpoint serves another model (misconfigured)."
+    )
+    stale_polls = models.PositiveIntegerField(
+        default=0, db_default=0, help_text="Polls left out: their rates average over a gap since the previous scrape."
+    )
+
+    #: The column counting each reason's polls left out (``UNTRUSTED_POLLS``; ``wrong_model`` is only
+    #: found reading stored polls back, never when a poll is counted).
+    LEFT_OUT_COLUMNS = {"misconfigured": "misconfigured_polls", "stale": "stale_polls"}
 
     class Meta:
         ordering = ["-day"]

@@ -8,6 +8,7 @@ from django.db import models
 from django.urls import reverse
 
 from fleet.validators import fraction, positive
+from planner.engine import DEFAULT_DAYS_PER_MONTH
 
 from .base import SlugField, TimeStamped
 
@@ -56,10 +57,10 @@ class Workload(TimeStamped):
 
     @property
     def monthly_output_tokens(self) -> int:
-        """Output tokens in a 30-day month."""
-        return self.requests_per_day * self.mean_output_tokens * 30
+        """Output tokens in a 30-day month (``MONTH_LABEL``: the month rent vs API prices)."""
+        return self.requests_per_day * self.mean_output_tokens * DEFAULT_DAYS_PER_MONTH
 
     @property
     def monthly_input_tokens(self) -> int:
-        """Prompt tokens in a 30-day month."""
-        return self.requests_per_day * self.mean_prompt_tokens * 30
+        """Prompt tokens in a 30-day month (``MONTH_LABEL``)."""
+        return self.requests_per_day * self.mean_prompt_tokens * DEFAULT_DAYS_PER_MONTH

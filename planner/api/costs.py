@@ -21,6 +21,7 @@ from fleet.limits import MAX_DEGREE, MAX_GPUS, MAX_MONTHLY, MAX_PRICE_USD
 from planner.breakeven import BreakevenRequest, compare
 from planner.decisions import NOTE_MAX_CHARS, record_decision
 from planner.engine import PRICING_KINDS
+from planner.engine.costs.money import DEFAULT_DAYS_PER_MONTH, MONTH_LABEL
 from planner.filters import DecisionFilter
 from planner.models import Decision
 from planner.spend import spend_csv, spend_for
@@ -71,14 +72,21 @@ class BreakevenRequestSerializer(serializers.Serializer):
         required=False,
         help_text="Default 24.",
     )
-    days_per_month = serializers.IntegerField(required=False, min_value=1, max_value=31, help_text="Default 30.")
+    days_per_month = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=31,
+        help_text=f"Default {DEFAULT_DAYS_PER_MONTH}: every monthly figure is for a {MONTH_LABEL} (the response's "
+        "`month` says which), not a calendar month (spend's).",
+    )
     api_price = serializers.CharField(required=False, help_text="API price slug (or the three inline prices).")
     input_cache_hit_usd_per_mtok = _money()
     input_cache_miss_usd_per_mtok = _money()
     output_usd_per_mtok = _money()
     workload = serializers.CharField(
         required=False,
-        help_text="Workload slug: fills the monthly tokens (requests/day x mean tokens x days) and the cache hit rate.",
+        help_text="Workload slug: fills the monthly tokens (requests/day x mean tokens x days_per_month) and the "
+        "cache hit rate.",
     )
     deployment = serializers.CharField(
         required=False,
@@ -87,10 +95,10 @@ class BreakevenRequestSerializer(serializers.Serializer):
     model = serializers.CharField(
         required=False, help_text="Model slug: fills weights_bytes (one copy, with block scales) for the download."
     )
-    monthly_input_tokens = _count()
-    monthly_output_tokens = _count()
+    monthly_input_tokens = _count(help_text=f"Prompt tokens a month (a {MONTH_LABEL} by default).")
+    monthly_output_tokens = _count(help_text=f"Output tokens a month (a {MONTH_LABEL} by default).")
     cache_hit_rate = serializers.FloatField(required=False, min_value=0, max_value=1)
-    capacity_output_tokens_per_month = _count()
+    capacity_output_tokens_per_month = _count(help_text=f"Output tokens the cluster serves a month ({MONTH_LABEL}).")
     utilisation = serializers.FloatField(required=False, min_value=0, max_value=1)
     weights_bytes = _count()
     download_gbytes_per_s = serializers.FloatField(required=False, min_value=0.001, max_value=1e6)
@@ -114,7 +122,8 @@ class BreakevenRequestSerializer(serializers.Serializer):
 
 
 class BreakevenView(APIView):
-    """Monthly rent of a cluster against the hosted API's bill for the same tokens."""
+    """Monthly rent of a cluster against the hosted API's bill for the same tokens, per 30-day month
+    (720 h; the response's `month` names it), not spend's calendar month."""
 
     # A computation (POST for its body): whoever may read the prices may compare them.
     permission_classes = [IsAuthenticated, require("fleet.view_gpuquote", "fleet.view_apiprice")]
@@ -131,7 +140,9 @@ class MovedFigureSerializer(serializers.Serializer):
                                  "breakeven_output_tokens_per_month or monthly_output_tokens (observed).")  # fmt: skip
     was = serializers.JSONField(help_text="As the decision froze it.")
     now = serializers.JSONField(help_text="On today's inputs (or the volume the polls observed).")
-    observed = serializers.BooleanField(required=False, help_text="True: the volume the polls observed (30 days).")
+    observed = serializers.BooleanField(
+        required=False, help_text=f"True: the volume the polls observed (30 days), scaled to a {MONTH_LABEL}."
+    )
 
 
 class DecisionReviewSerializer(serializers.Serializer):
@@ -192,6 +203,12 @@ class DecisionSerializer(serializers.ModelSerializer):
             "review",
         )
         read_only_fields = fields
+        extra_kwargs = {
+            "figures": {
+                "help_text": f"The comparison's figures as recorded (POST /api/v1/breakeven/'s): monthly_rent_usd, "
+                f"monthly_api_usd and the token volumes are per {MONTH_LABEL} (`month`), not a calendar month."
+            }
+        }
 
 
 class DecisionCreateSerializer(serializers.Serializer):
@@ -312,13 +329,29 @@ class SpendTrendSerializer(serializers.Serializer):
     warnings = serializers.IntegerField()
 
 
+class SpendLeftOutSerializer(serializers.Serializer):
+    """A deployment's untrusted polls of the month's actual days, left out of its utilisation and idle cost."""
+
+    polls = serializers.IntegerField()
+    reasons = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Polls left out per reason: misconfigured (the endpoint serves another model), stale (rates "
+        "averaged over a gap since the previous scrape).",
+    )
+    text = serializers.CharField(help_text="What the spend page says about them.")
+
+
 class SpendResponseSerializer(serializers.Serializer):
     """``GET /api/v1/spend/``: a month's spend, actual (days through ``today``) and projected (the rest)
     apart, by cluster, deployment, team, provider and model, with warnings and a 12-month trend."""
 
     year = serializers.IntegerField()
     month = serializers.IntegerField()
-    days_in_month = serializers.IntegerField()
+    days_in_month = serializers.IntegerField(help_text="Days of the calendar month spend counts (31 in December).")
+    month_hours = serializers.IntegerField(
+        help_text="Hours of the calendar month (744 in December): spend's month, not rent vs API's 30-day 720 h."
+    )
+    month_label = serializers.CharField(help_text='The calendar month and its hours: "December 2026, 744 h".')
     today = serializers.DateField()
     status = serializers.CharField(
         help_text="actual (a past month), partial (this month) or projected (a future month)."
@@ -343,6 +376,10 @@ class SpendResponseSerializer(serializers.Serializer):
     total_idle_cost_usd = _usd(allow_null=True)
     idle_unknown_usd = _usd()
     warnings = SpendWarningSerializer(many=True)
+    left_out_polls = serializers.DictField(
+        child=SpendLeftOutSerializer(),
+        help_text="Per deployment slug: its untrusted polls left out of utilisation and idle cost (absent: none).",
+    )
     trend = SpendTrendSerializer(many=True, help_text="The 12 months ending with this one.")
     assumptions = serializers.ListField(child=serializers.CharField())
 

@@ -69,6 +69,18 @@ from planner.engine.costs import (
     utilisation_from_polls,
     weights_storage,
 )
+
+# The months monthly figures are for: the seeds' 30-day, 720-hour month (everything but spend) and
+# the calendar month (spend), one home each.
+from planner.engine.costs.money import (
+    DEFAULT_DAYS_PER_MONTH,
+    MONTH_HOURS,
+    MONTH_LABEL,
+    calendar_month_days,
+    calendar_month_hours,
+    calendar_month_label,
+    month_label,
+)
 from planner.engine.errors import EngineInputError
 from planner.engine.formats import (
     CACHE_DTYPES,
@@ -166,6 +178,7 @@ __all__ = [
     "ACCELERATOR_RECORD_FIELDS",
     "CACHE_DTYPES",
     "CACHE_MODES",
+    "DEFAULT_DAYS_PER_MONTH",
     "DEFAULT_ENGINE",
     "DEFAULT_GPU_MEMORY_UTILIZATION",
     "DEFAULT_GRANULARITIES",
@@ -188,6 +201,8 @@ __all__ = [
     "MODALITIES",
     "MODEL_RECORD_FIELDS",
     "MODES",
+    "MONTH_HOURS",
+    "MONTH_LABEL",
     "NEWEST_SGLANG",
     "NEWEST_VLLM",
     "PRICE_BASES",
@@ -246,6 +261,9 @@ __all__ = [
     "batch_of",
     "blended_input_usd_per_mtok",
     "breakeven",
+    "calendar_month_days",
+    "calendar_month_hours",
+    "calendar_month_label",
     "capacity_curve",
     "engine_choices",
     "engine_names",
@@ -257,6 +275,7 @@ __all__ = [
     "metric_families",
     "min_gpus_for_weights",
     "model_record_from_config",
+    "month_label",
     "next_quote_change",
     "observed_volume",
     "parse_layer_groups",

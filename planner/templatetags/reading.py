@@ -16,6 +16,8 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
+from planner.engine.costs.money import MONTH_LABEL
+
 register = template.Library()
 
 #: Binary (IEC) units: 1 KiB = 1,024 bytes, 1 GiB = 1,073,741,824 bytes. Decimal GB and TB are
@@ -224,3 +226,10 @@ def source_html(text: Any) -> SafeString:
 def has_internal_path(text: str) -> bool:
     """Whether ``text`` names a path of this repository or machine (the page tests' check)."""
     return bool(_INTERNAL_PATH.search(text))
+
+
+@register.simple_tag
+def month_convention() -> str:
+    """The month every monthly figure outside spend is for: ``"30-day month, 720 h"``
+    (``planner.engine.costs.money.MONTH_LABEL``); spend names its calendar month itself."""
+    return MONTH_LABEL

@@ -17,8 +17,9 @@ from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, WorkerHeartbeat
+from fleet.models.polls import left_out_text
 from fleet.models.snapshots import describe_capacity
-from fleet.poll_rollups import PollHistory, PollPoint, poll_history
+from fleet.poll_rollups import PollHistory, PollPoint, left_out_totals, poll_history
 from fleet.tables import csv_response
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from fleet.views.history import history_section
@@ -139,9 +140,22 @@ def _deployment_page(
         }
     context |= _poll_series(deployment)
     context |= _poll_range(request, deployment)
+    context["left_out"] = _left_out(deployment)
     context |= _calibrations(request, deployment, form)
     context |= history_section(deployment, "deployment")
     return render(request, "fleet/deployment.html", context, status=status)
+
+
+#: The days the deployment page says untrusted polls were left out over (the observed volume's 30).
+LEFT_OUT_DAYS = 30
+
+
+def _left_out(deployment: Deployment) -> str:
+    """What the last ``LEFT_OUT_DAYS`` days' untrusted polls of ``deployment`` were left out of, said plainly
+    (``fleet.models.polls.poll_distrust``); empty when none were."""
+    today = timezone.now().date()
+    counts = left_out_totals(today - timedelta(days=LEFT_OUT_DAYS - 1), today + timedelta(days=1), [deployment.pk])
+    return left_out_text(counts.get(deployment.pk, {}))
 
 
 def _context_mark(deployment: Deployment) -> dict:

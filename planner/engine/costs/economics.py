@@ -13,7 +13,7 @@ from typing import Any
 
 from ..units import GB, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from .formulas import IDLE_BILLS_NOTE, RENT_EXTRAS_NOTE, check_schedule, download_time_s, produced_tokens
-from .money import DEFAULT_DAYS_PER_MONTH, MILLS, MTOK, Fields, Number, dec_str, fine, plain, quantize, usd
+from .money import DEFAULT_DAYS_PER_MONTH, MILLS, MONTH_HOURS, MTOK, Fields, Number, dec_str, fine, plain, quantize, usd
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +41,11 @@ class RentResult:
 
 
 def month_note(hours: Decimal, days: int) -> str:
-    """The schedule sentence of a monthly figure: days, hours a day and hours per GPU (the seeds' 720)."""
+    """The schedule sentence of a monthly figure: days, hours a day and hours per GPU (the seeds' 720,
+    ``MONTH_HOURS``)."""
     note = f"{days}-day month, {plain(hours)} h a day: {plain(hours * days)} hours per GPU"
     if days == DEFAULT_DAYS_PER_MONTH and hours == 24:
-        note += " (the seeds' 720-hour month)"
+        note += f" (the seeds' {MONTH_HOURS}-hour month; spend uses calendar months)"
     return note + "."
 
 

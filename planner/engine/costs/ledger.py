@@ -32,7 +32,6 @@ rule"); this module adds, day by day:
 
 from __future__ import annotations
 
-import calendar
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -40,7 +39,7 @@ from decimal import Decimal
 from typing import Any
 
 from .formulas import idle_cost_usd
-from .money import CENT, MILLS, Fields, Number, dec_str, plain, usd
+from .money import CENT, MILLS, Fields, Number, calendar_month_days, calendar_month_label, dec_str, plain, usd
 from .spend import ClusterState, check_states, describe_change
 
 __all__ = [
@@ -505,11 +504,11 @@ def spend_month(
     f.raise_if_any()
     projected_rate = projected_rate or actual_rate
 
-    days_in_month = calendar.monthrange(y, m)[1]
+    days_in_month = calendar_month_days(y, m)
     days = [date(y, m, 1) + timedelta(days=k) for k in range(days_in_month)]
     actual_days = sum(1 for day in days if day <= today)
     notes = [
-        f"{calendar.month_name[m]} {y}: {days_in_month} calendar days; {actual_days} actual (through "
+        f"{calendar_month_label(y, m)}: the calendar month, {days_in_month} days; {actual_days} actual (through "
         f"{min(today, days[-1]).isoformat() if actual_days else '-'}), {days_in_month - actual_days} projected.",
         "Actual days: the hardware in force each day (cluster history) at the quote in force that day. "
         f"Projected days: the hardware the history holds for the day (today's, or a change already scheduled) "

@@ -18,6 +18,7 @@ Conventions (docs/costs.md):
 
 from __future__ import annotations
 
+import calendar
 import math
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
@@ -30,8 +31,39 @@ MTOK = Decimal(TOKENS_PER_MTOK)
 """Tokens in one million tokens (the unit of API prices), as a ``Decimal`` for exact money."""
 DEFAULT_DAYS_PER_MONTH = 30
 """The seeds' month: 30 days = 720 hours."""
+MONTH_HOURS = DEFAULT_DAYS_PER_MONTH * HOURS_PER_DAY
+"""The hours of the month every monthly figure outside spend is for (rent vs API, breakevens, decisions,
+reviews, a workload's monthly tokens): the seeds' 30-day month, 720 h. Spend uses the calendar month
+(``calendar_month_hours``): December 2026 is 744 h."""
+MONTH_LABEL = f"{DEFAULT_DAYS_PER_MONTH}-day month, {MONTH_HOURS} h"
+"""How pages and the API name that month: "30-day month, 720 h"."""
 MAX_DAYS_PER_MONTH = 31
 """The longest calendar month."""
+
+
+def month_label(days: int = DEFAULT_DAYS_PER_MONTH, hours_per_day: int | float | Decimal = HOURS_PER_DAY) -> str:
+    """The month a monthly figure (not spend's) is for: ``"30-day month, 720 h"`` (``MONTH_LABEL``);
+    with fewer hours a day, ``"30-day month at 8 h a day, 240 h"``."""
+    hours = Decimal(str(hours_per_day))
+    if hours == HOURS_PER_DAY:
+        return f"{days}-day month, {days * HOURS_PER_DAY} h"
+    return f"{days}-day month at {plain(hours)} h a day, {plain(hours * days)} h"
+
+
+def calendar_month_days(year: int, month: int) -> int:
+    """Days of a calendar month: 31 in December, 28 or 29 in February."""
+    return calendar.monthrange(year, month)[1]
+
+
+def calendar_month_hours(year: int, month: int) -> int:
+    """Hours of a calendar month, the month spend prices: 744 in December 2026, 720 in June."""
+    return calendar_month_days(year, month) * HOURS_PER_DAY
+
+
+def calendar_month_label(year: int, month: int) -> str:
+    """How spend names its month: ``"December 2026, 744 h"``."""
+    return f"{calendar.month_name[month]} {year}, {calendar_month_hours(year, month)} h"
+
 
 CENT = Decimal("0.01")
 MILLS = Decimal("0.0001")

@@ -16,8 +16,10 @@ from typing import Any
 
 from planner.engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
+from .money import DEFAULT_DAYS_PER_MONTH
+
 #: A month as rent vs API prices it (days x seconds).
-MONTH_S: float = 30 * SECONDS_PER_DAY
+MONTH_S: float = DEFAULT_DAYS_PER_MONTH * SECONDS_PER_DAY
 
 
 @dataclass(frozen=True)

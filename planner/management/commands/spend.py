@@ -35,7 +35,8 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(data, indent=2))
             return
         self.stdout.write(
-            f"GPU spend {raw} ({data['days_in_month']} days: {data['actual_days']} actual, "
+            f"GPU spend {raw} ({data['month_label']}, the calendar month: {data['days_in_month']} days, "
+            f"{data['actual_days']} actual, "
             f"{data['projected_days']} projected; {data['status']})"
         )
         self.stdout.write(f"{'cluster':<24}{'team':<16}{'provider':<16}{'GPUs':>6}{'GPU-hours':>14}{'USD':>14}")

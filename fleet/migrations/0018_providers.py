@@ -69,7 +69,7 @@ def to_text(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("fleet", "0016_daily_token_volumes")]
+    dependencies = [("fleet", "0017_daily_polls_left_out")]
 
     operations = [
         migrations.CreateModel(
