@@ -27,6 +27,7 @@ from fleet.models.base import find_by_slug
 from fleet.prices import PriceBook
 from planner.corrections import corrected_throughput, deployment_throughput, latest_for_many
 from planner.engine import (
+    DEFAULT_DAYS_PER_MONTH,
     DEFAULT_GPU_MEMORY_UTILIZATION,
     GIB,
     PRICING_KINDS,
@@ -36,12 +37,12 @@ from planner.engine import (
     blended_input_usd_per_mtok,
     breakeven,
     estimate,
+    month_label,
     size,
     unit_economics,
     weights_bytes,
     weights_storage,
 )
-from planner.engine.costs.money import DEFAULT_DAYS_PER_MONTH, month_label
 from planner.estimates import band_around
 
 PRICE_FIELDS = ApiPrice.PRICES

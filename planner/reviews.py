@@ -43,12 +43,12 @@ from fleet.models.snapshots import settle_stale_mark
 from fleet.poll_rollups import left_out_totals
 from planner.breakeven import BreakevenRequest, Preloaded, compare
 from planner.engine import (
+    DEFAULT_DAYS_PER_MONTH,
     SECONDS_PER_DAY,
     RateSample,
     blended_input_usd_per_mtok,
     observed_volume,
 )
-from planner.engine.costs.money import DEFAULT_DAYS_PER_MONTH
 from planner.models import Decision, DecisionReview, WorkloadBreakeven
 
 log = logging.getLogger(__name__)

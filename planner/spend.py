@@ -24,11 +24,13 @@ from planner.engine import (
     DeploymentShare,
     MonthSpend,
     SpendLine,
+    calendar_month_days,
+    calendar_month_hours,
+    calendar_month_label,
     rate_from_quotes,
     spend_month,
     utilisation_from_polls,
 )
-from planner.engine.costs.money import calendar_month_days, calendar_month_hours, calendar_month_label
 from planner.headroom import stored_headroom
 
 MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")

@@ -13,7 +13,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fleet.models import Cluster, GpuQuote, HardwareSku, Workload
+from fleet.models import Cluster, GpuQuote, HardwareSku, Provider, Workload
 from planner.engine.costs.money import (
     DEFAULT_DAYS_PER_MONTH,
     MONTH_HOURS,
@@ -39,8 +39,15 @@ def december(db):
     call_command("load_catalog", stdout=StringIO())
     GpuQuote.objects.all().delete()
     h100 = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    GpuQuote.objects.create(sku=h100, provider="acme", usd_per_gpu_hour=Decimal("2.50"), quoted_on=date(2026, 11, 1))
-    Cluster(slug="c8", name="C8", sku=h100, nodes=1, provider="acme", team="ml").save(effective_from=date(2026, 12, 1))
+    GpuQuote.objects.create(
+        sku=h100,
+        provider=Provider.objects.ensure("acme"),
+        usd_per_gpu_hour=Decimal("2.50"),
+        quoted_on=date(2026, 11, 1),
+    )
+    Cluster(slug="c8", name="C8", sku=h100, nodes=1, provider=Provider.objects.ensure("acme"), team="ml").save(
+        effective_from=date(2026, 12, 1)
+    )
     Workload.objects.create(
         slug="agent", name="Coding agent", team="dev", requests_per_day=50_000, mean_prompt_tokens=20_000,
         mean_output_tokens=800, p95_context_tokens=64_000, prefix_cache_hit_rate=0.9, peak_concurrency=200,

@@ -15,7 +15,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from fleet.models import Cluster, DailyPollCount, Deployment, GpuQuote, HardwareSku, ModelSpec
+from fleet.models import Cluster, DailyPollCount, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider
 from fleet.models.polls import left_out_text, poll_distrust
 from fleet.poll_store import Polled, store_polls
 from fleet.polling import PollOutcome, PollStatus
@@ -77,8 +77,10 @@ def june(db):
     call_command("load_catalog", stdout=StringIO())
     GpuQuote.objects.all().delete()
     h100 = HardwareSku.objects.get(slug="h100-sxm-80gb")
-    GpuQuote.objects.create(sku=h100, provider="acme", usd_per_gpu_hour=Decimal("2.50"), quoted_on=date(2026, 5, 1))
-    c = Cluster(slug="c8", name="C8", sku=h100, nodes=1, provider="acme", team="ml")
+    GpuQuote.objects.create(
+        sku=h100, provider=Provider.objects.ensure("acme"), usd_per_gpu_hour=Decimal("2.50"), quoted_on=date(2026, 5, 1)
+    )
+    c = Cluster(slug="c8", name="C8", sku=h100, nodes=1, provider=Provider.objects.ensure("acme"), team="ml")
     c.save(effective_from=date(2026, 6, 1))
     model = ModelSpec.objects.get(slug="llama-3.1-70b")
     made = [

@@ -20,8 +20,7 @@ from fleet.api.permissions import require
 from fleet.limits import MAX_DEGREE, MAX_GPUS, MAX_MONTHLY, MAX_PRICE_USD
 from planner.breakeven import BreakevenRequest, compare
 from planner.decisions import NOTE_MAX_CHARS, record_decision
-from planner.engine import PRICING_KINDS
-from planner.engine.costs.money import DEFAULT_DAYS_PER_MONTH, MONTH_LABEL
+from planner.engine import DEFAULT_DAYS_PER_MONTH, MONTH_LABEL, PRICING_KINDS
 from planner.filters import DecisionFilter
 from planner.models import Decision
 from planner.spend import spend_csv, spend_for

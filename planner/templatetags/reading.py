@@ -16,7 +16,7 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from planner.engine.costs.money import MONTH_LABEL
+from planner.engine import MONTH_LABEL
 
 register = template.Library()
 
