@@ -11,10 +11,14 @@ speed correction). Once at the declared volume (requests/day x mean tokens x 30 
 volume the polls observed over the last 30 days (``observed_volumes``: the engine's
 ``observed_volume`` over the daily token counters the poller keeps for the workload's deployments).
 
-``review_decisions`` recomputes each current decision's comparison from its frozen request, with
-today's prices (``on`` dropped; with a deployment, the GPUs, SKU and model it filled in are left for
-today's deployment to fill); the decision still holds when the cheaper option is unchanged and the
-observed volume (when the polls saw one) is on the same side of the new breakeven.
+``review_decisions`` recomputes each current decision's comparison from its frozen request on today's
+inputs: ``on`` dropped; a picked GPU quote dropped (today's price in force: the deployment's cluster's
+provider, ``planner.engine.price_in_force``); the recorded API price replaced by today's cheapest
+current API price of the same model for the workload (``today_request``: a new, cheaper price from any
+provider counts); with a deployment, the GPUs, SKU and model it filled in are left for today's
+deployment to fill. The decision still holds when the cheaper option is unchanged and the observed
+volume (when the polls saw one) is on the same side of the new breakeven; the review names the prices
+that moved ("API output price 15.00 -> 2.50 USD/M tokens (acme llama-70b, 2026-12-01)").
 
 Both are batched (the workloads or decisions of a batch in one query, plus a fixed few, and one
 transaction per batch), idempotent, and keep a stale mark made after a batch started (a newer change's
@@ -405,6 +409,61 @@ def request_of(decision: Decision) -> BreakevenRequest:
     return BreakevenRequest(**{k: _typed(k, v) for k, v in frozen.items() if k in known and v is not None})
 
 
+def today_request(
+    request: BreakevenRequest, workload: Workload, recorded: ApiPrice | None, current: dict[int, list[ApiPrice]]
+) -> BreakevenRequest:
+    """``request`` (a decision's frozen comparison) on today's inputs: no picked GPU quote (today's price in
+    force), and the recorded API price replaced by today's cheapest current price of the same model for
+    ``workload`` (``current``: ``current_api_prices``); a recorded price naming no model keeps its own row."""
+    request = replace(request, gpu_quote=None)
+    if recorded is not None and recorded.model_id is not None and current.get(recorded.model_id):
+        request = replace(request, api_price=cheapest_price(current[recorded.model_id], workload).slug)
+    return request
+
+
+#: The recorded API price's fields a review compares with today's, and their names in sentences.
+API_PRICE_NAMES = {
+    "input_cache_hit_usd_per_mtok": "input (cache hit)",
+    "input_cache_miss_usd_per_mtok": "input (cache miss)",
+    "output_usd_per_mtok": "output",
+}
+
+
+def price_moves(was_inputs: dict[str, Any], now_snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    """The prices that moved between a decision's frozen inputs and today's comparison, each with a
+    sentence: the GPU-hour rate (with whose quote it is today) and each API token price (with the
+    provider, model name and date of today's price)."""
+    out: list[dict[str, Any]] = []
+    was_quotes, now_quotes = was_inputs.get("quotes_used") or [], now_snapshot.get("quotes_used") or []
+    was_rate = Decimal(str(was_quotes[0]["usd_per_gpu_hour"] if was_quotes else was_inputs.get("usd_per_gpu_hour")))
+    now_rate = Decimal(str(now_snapshot["usd_per_gpu_hour"]))
+    if was_rate != now_rate:
+        whose = "inline"
+        if now_quotes:
+            q = now_quotes[0]
+            kind = {"list": "public list price", "assumption": "assumption"}.get(q.get("basis"), "quote")
+            whose = f"{q.get('provider') or 'no provider'} {kind} of {q['quoted_on']}"
+        text = f"GPU price {_money(was_rate)} -> {_money(now_rate)} USD/GPU-hour ({whose})"
+        out.append({"name": "usd_per_gpu_hour", "was": str(was_rate), "now": str(now_rate), "text": text})
+    was_api, now_api = was_inputs.get("api_price") or {}, now_snapshot.get("api_price") or {}
+    for name, label in API_PRICE_NAMES.items():
+        if name not in was_api or name not in now_api:
+            continue
+        before, after = Decimal(str(was_api[name])), Decimal(str(now_api[name]))
+        if before != after:
+            where = f"{now_api.get('provider')} {now_api.get('model_name') or ''}".strip()
+            on = now_api.get("quoted_on")
+            text = f"API {label} price {_money(before)} -> {_money(after)} USD/M tokens ({where}, {on})"
+            out.append({"name": f"api_{name}", "was": str(before), "now": str(after), "text": text})
+    return out
+
+
+def _money(value: Decimal) -> str:
+    """A price for sentences: 2 decimals at least, more when it has them (2.50, 0.275)."""
+    cents = value.quantize(Decimal("0.01"))
+    return f"{cents:,.2f}" if cents == value else f"{value.normalize():f}"
+
+
 def _tokens(value: float) -> str:
     """A monthly token volume in words: 1.2 B, 340.0 M, 12,000."""
     if value >= 1e9:
@@ -448,13 +507,20 @@ def review_one(
     observed: dict[str, Any] | None,
     preloaded: Preloaded | None = None,
     left_out: list[str] | None = None,
+    request: BreakevenRequest | None = None,
 ) -> Reviewed:
     """Recompute ``decision``'s comparison on today's inputs and say whether it still holds (module
     docstring); ``preloaded``: the records its batch read (``planner.breakeven.Preloaded``); ``left_out``:
     what the observed volume left out (untrusted polls, ``_left_out_notes``), kept in the figures."""
     was = decision.figures or {}
     try:
-        request = request_of(decision)
+        if request is None:  # alone: today's inputs read here (a batch passes its own, ``today_request``)
+            request = request_of(decision)
+            recorded = ApiPrice.objects.filter(slug=request.api_price).first() if request.api_price else None
+            current = (
+                current_api_prices([recorded.model_id], timezone.now().date()) if recorded and recorded.model_id else {}
+            )
+            request = today_request(request, decision.workload, recorded, current)
         result = compare(request, preloaded)
         observed_figures = None
         if observed is not None:
@@ -465,7 +531,9 @@ def review_one(
     now = result.figures
     declared = (decision.inputs or {}).get("monthly_output_tokens")
     observed_volume_now = observed["monthly_output_tokens"] if observed else None
-    moved = _moved(was, now, observed_volume_now, declared)
+    prices_moved = price_moves(decision.inputs or {}, result.snapshot)
+    moved = prices_moved + _moved(was, now, observed_volume_now, declared)
+    because = (" Prices moved: " + "; ".join(m["text"] for m in prices_moved) + ".") if prices_moved else ""
     figures = {**now, "observed": observed_figures, "observed_volume": observed, "observed_left_out": left_out or []}
     concluded = was.get("cheaper")
     if now["cheaper"] != concluded:
@@ -474,14 +542,14 @@ def review_one(
             lead = "No recommendation any more"
         reason = (
             f"{lead}: rent {_usd(was.get('monthly_rent_usd', 0))} -> {_usd(now['monthly_rent_usd'])} USD/month, "
-            f"API {_usd(was.get('monthly_api_usd', 0))} -> {_usd(now['monthly_api_usd'])} USD/month."
+            f"API {_usd(was.get('monthly_api_usd', 0))} -> {_usd(now['monthly_api_usd'])} USD/month." + because
         )
         return Reviewed(decision.pk, False, reason, moved, figures)
     if observed_figures is not None and observed_figures["cheaper"] != concluded:
         reason = (
             f"The observed volume {_tokens(observed_volume_now)} output tokens/month crossed the breakeven "
             f"{_tokens(breakeven_volume(observed_figures))}: at it {_SIDES[observed_figures['cheaper']]} is cheaper, "
-            f"not {_SIDES[concluded]}."
+            f"not {_SIDES[concluded]}." + because
         )
         return Reviewed(decision.pk, False, reason, moved, figures)
     reason = (
@@ -489,6 +557,7 @@ def review_one(
         f"{_usd(now['monthly_api_usd'])} USD/month"
         + (f"; observed {_tokens(observed_volume_now)} output tokens/month" if observed_volume_now is not None else "")
         + ")."
+        + because
     )
     return Reviewed(decision.pk, True, reason, moved, figures)
 
@@ -516,12 +585,21 @@ def review_decisions(
         rows = list(Decision.objects.filter(pk__in=chunk).select_related("workload").order_by("pk"))
         serving = _serving(sorted({d.workload_id for d in rows}))
         volumes = observed_volumes([d.pk for ds in serving.values() for d in ds], at)
-        requests = {}
+        frozen = {}
         for d in rows:
             try:
-                requests[d.pk] = request_of(d)
+                frozen[d.pk] = request_of(d)
             except FIELD_ERRORS:
                 continue  # review_one says why
+        recorded = {
+            p.slug: p for p in ApiPrice.objects.filter(slug__in={r.api_price for r in frozen.values() if r.api_price})
+        }
+        current = current_api_prices({p.model_id for p in recorded.values() if p.model_id}, at.date())
+        requests = {
+            d.pk: today_request(frozen[d.pk], d.workload, recorded.get(frozen[d.pk].api_price), current)
+            for d in rows
+            if d.pk in frozen
+        }
         given = list(requests.values())
         preloaded = Preloaded.load(
             deployments=[r.deployment for r in given if r.deployment],
@@ -536,6 +614,7 @@ def review_decisions(
                 _workload_observed(serving[d.workload_id], volumes),
                 preloaded,
                 _left_out_notes(serving[d.workload_id], volumes),
+                requests.get(d.pk),
             )
             for d in rows
         ]

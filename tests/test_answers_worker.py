@@ -116,3 +116,55 @@ def test_a_changed_quote_recomputes_snapshots_and_breakevens_and_flags_the_decis
     from planner.reviews import flipped_decisions
 
     assert list(flipped_decisions()) == [decision]
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_a_new_cheaper_api_price_flips_the_review_within_one_cycle_naming_it(monkeypatch):
+    """Issue 24: a real worker, one review cycle after a provider publishes a cheaper API price for the
+    same model, says the recorded decision no longer holds and names the price that moved."""
+    from fleet.project.celery import app
+
+    queue = f"answers-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setitem(app.conf, "task_default_queue", queue)
+    call_command("load_catalog", stdout=StringIO())
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    model = ModelSpec.objects.get(slug="llama-3.1-70b")
+    workload = Workload.objects.create(**CHAT)
+    cluster = Cluster.objects.create(
+        slug="c", name="C", sku=sku, nodes=1, provider=acme_quoting_the_seeds_rate(sku), team="t"
+    )
+    Deployment.objects.create(
+        slug="llama", cluster=cluster, model=model, tp=4, replicas=2, kv_cache_dtype="fp8", workload=workload
+    )
+    ApiPrice.objects.create(
+        slug="llama-api", provider="acme", model_name="llama-70b", model=model, input_cache_hit_usd_per_mtok="1",
+        input_cache_miss_usd_per_mtok="5", output_usd_per_mtok="15",
+        quoted_on=timezone.now().date() - timedelta(days=10),
+    )  # fmt: skip
+    decision = record_decision(
+        workload="chat", tier=1, comparison=BreakevenRequest(deployment="llama", api_price="llama-api")
+    )
+    assert decision.figures["cheaper"] == "rent"
+    worker = start_worker(queue)
+    try:
+        first = wait_for(lambda: DecisionReview.objects.filter(decision=decision).first(), worker, timeout_s=90)
+        assert first and first.still_holds is True, first and first.reason
+        changed_at = timezone.now()
+        ApiPrice.objects.create(
+            slug="cheap-llama", provider="cheapco", model_name="llama-3.1-70b", model=model,
+            input_cache_hit_usd_per_mtok="0.10", input_cache_miss_usd_per_mtok="0.50", output_usd_per_mtok="2.50",
+            quoted_on=changed_at.date(),
+        )  # fmt: skip
+
+        def reviewed():
+            r = DecisionReview.objects.filter(decision=decision).first()
+            return r if r is not None and r.checked_at > changed_at and r.state() == "current" else None
+
+        review = wait_for(reviewed, worker, timeout_s=90)
+    finally:
+        log = stop_worker(worker)
+    assert review, f"not reviewed after the API price changed; the worker's log:\n{log}"
+    assert review.still_holds is False and review.reason.startswith("API is now cheaper")
+    today = changed_at.date().isoformat()
+    assert f"API output price 15.00 -> 2.50 USD/M tokens (cheapco llama-3.1-70b, {today})" in review.reason

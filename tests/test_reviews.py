@@ -167,8 +167,10 @@ def test_a_dearer_gpu_quote_flips_the_decision(chat_served):
     assert review_decisions([workload.pk])["flipped"] == 1
     review = DecisionReview.objects.get(decision=decision)
     assert review.still_holds is False
+    today = timezone.now().date().isoformat()
     assert review.reason == (
-        "API is now cheaper: rent 14,400.00 -> 46,080.00 USD/month, API 39,000.00 -> 39,000.00 USD/month."
+        "API is now cheaper: rent 14,400.00 -> 46,080.00 USD/month, API 39,000.00 -> 39,000.00 USD/month. "
+        f"Prices moved: GPU price 2.50 -> 8.00 USD/GPU-hour (acme quote of {today})."
     )
     moved = {m["name"]: (m["was"], m["now"]) for m in review.moved}
     assert moved["cheaper"] == ("rent", "api")
@@ -304,3 +306,49 @@ def test_breakevens_and_reviews_read_a_fixed_handful_of_queries_per_batch(chat_s
     assert six == one, (one, six)
     assert WorkloadBreakeven.objects.filter(computed_at__isnull=False).count() == 6
     assert DecisionReview.objects.count() == 6
+
+
+@pytest.mark.django_db
+def test_a_new_cheaper_api_price_flips_the_decision_and_is_named(chat_served):
+    """Issue 24: the review compares with today's current API price of the same model, not the row the
+    decision was recorded with: a new provider's cheaper price (2.50 USD/M output, 0.10 / 0.50 input)
+    makes the API cheaper, and the review says which price moved, from what, to what, since when."""
+    workload, deployment, _price = chat_served
+    decision = _decide()
+    assert decision.figures["cheaper"] == "rent"
+    today = timezone.now().date()
+    ApiPrice.objects.create(
+        slug="cheap-llama", provider="cheapco", model_name="llama-3.1-70b", model=deployment.model,
+        input_cache_hit_usd_per_mtok="0.10", input_cache_miss_usd_per_mtok="0.50", output_usd_per_mtok="2.50",
+        quoted_on=today,
+    )  # fmt: skip
+    assert review_decisions([workload.pk])["flipped"] == 1
+    review = DecisionReview.objects.get(decision=decision)
+    assert review.still_holds is False and review.reason.startswith("API is now cheaper")
+    # 1.5 B output x 2.50 + 3 B input at half hits x (0.10 + 0.50) / 2 = 3,750 + 900 = 4,650 USD/month.
+    assert "API 39,000.00 -> 4,650.00 USD/month" in review.reason
+    assert f"API output price 20.00 -> 2.50 USD/M tokens (cheapco llama-3.1-70b, {today.isoformat()})" in review.reason
+    moved = {m["name"]: (m["was"], m["now"]) for m in review.moved}
+    assert moved["api_output_usd_per_mtok"] == ("20.0000", "2.5000")
+    assert moved["cheaper"] == ("rent", "api")
+    # The recorded decision itself is unchanged: it keeps the price it was made on.
+    decision.refresh_from_db()
+    assert decision.inputs["api_price"]["output_usd_per_mtok"] == "20.0000"
+
+
+@pytest.mark.django_db
+def test_a_review_prices_today_not_a_picked_assumption(chat_served):
+    """A decision made on a picked GPU quote (the seeds' assumption) is reviewed at today's price in force
+    of its deployment's cluster: here acme's quote, also 2.50, so nothing moved and it holds."""
+    workload, deployment, _price = chat_served
+    seeds = GpuQuote.objects.get(sku=deployment.cluster.sku, provider__isnull=True)
+    record_decision(
+        workload=workload.slug, tier=1,
+        comparison=BreakevenRequest(deployment=deployment.slug, api_price="llama-api", gpu_quote=seeds.pk),
+    )  # fmt: skip
+    decision = Decision.objects.get()
+    assert decision.inputs["quotes_used"][0]["basis"] == "assumption"
+    assert review_decisions([workload.pk])["holds"] == 1
+    review = DecisionReview.objects.get(decision=decision)
+    assert not [m for m in review.moved if m["name"] == "usd_per_gpu_hour"]
+    assert review.figures["price_basis"] == "own"
