@@ -22,6 +22,11 @@ TIMESTAMPS = ("created", "updated")
 
 class HardwareSkuSerializer(ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:sku-detail", lookup_field="slug")
+    memory_bytes = serializers.IntegerField(
+        read_only=True,
+        help_text="GPU memory (bytes) every page shows, in GiB, and sizes in: hbm_bytes_reported when known, "
+        "else the nominal hbm_gb x 1e9. Usable memory is gpu_memory_utilization x this.",
+    )
 
     class Meta:
         model = HardwareSku
@@ -31,11 +36,18 @@ class HardwareSkuSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "name",
             "vendor",
             *HardwareSku.FIGURES,
+            "memory_bytes",
             "hbm_reported_source",
             "source",
             "assumptions",
             *TIMESTAMPS,
         )
+        extra_kwargs = {
+            "hbm_gb": {
+                "help_text": "Nominal HBM in decimal GB, as the SKU is marketed (its name's '141GB'); "
+                "not the memory sized in: see memory_bytes."
+            },
+        }
 
 
 class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):

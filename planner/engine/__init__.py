@@ -101,6 +101,7 @@ from planner.engine.sizing import (
     single_gpu_fit,
     size,
     state_bytes_per_sequence,
+    usable_bytes,
     weights_bytes,
 )
 from planner.engine.spec import (
@@ -110,6 +111,7 @@ from planner.engine.spec import (
     LayerGroup,
     Layout,
     ModelArch,
+    gpu_memory_bytes,
     layout_errors,
     parse_layer_groups,
 )
@@ -207,6 +209,7 @@ __all__ = [
     "capacity_curve",
     "estimate",
     "fit_correction",
+    "gpu_memory_bytes",
     "hour_coverage_s",
     "kv_bytes_per_token",
     "layout_errors",
@@ -234,6 +237,7 @@ __all__ = [
     "stale_limit_s",
     "state_bytes_per_sequence",
     "unit_economics",
+    "usable_bytes",
     "utilisation_from_polls",
     "weights_bytes",
     "weights_storage",
