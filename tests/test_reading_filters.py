@@ -1,6 +1,6 @@
 """The reading filters (planner/templatetags/reading.py): byte counts in binary units with the exact
-bytes in the title (one unit family for bytes: no decimal GB or TB filter, issue 24), thousands separators, layer groups as
-labelled rows, sources without internal paths (issue 15, "Reading")."""
+bytes in the title (one unit family for bytes: no decimal GB or TB filter, issue 24), thousands
+separators, layer groups as labelled rows, sources without internal paths (issue 15, "Reading")."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from planner.templatetags.reading import (
     gib_bytes,
     grouped,
     has_internal_path,
-    layer_group_rows,
     in_gib,
+    layer_group_rows,
     source_html,
 )
 
