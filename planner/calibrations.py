@@ -265,7 +265,7 @@ def _predicted(name: str, given: SizingResult | None, hardware: SizingResult) ->
         "available_kv_cache_gib": hardware.available_kv_cache_bytes / GIB,
         "kv_cache_gib": hardware.available_kv_cache_bytes / GIB,
         "weights_gib": hardware.weights_bytes_per_gpu / GIB,
-        "total_gpu_memory_gib": hardware.hbm_bytes / GIB,
+        "total_gpu_memory_gib": hardware.gpu_memory_bytes / GIB,
     }
     return memory[name], "hardware"
 

@@ -109,24 +109,37 @@ def stored_headroom(deployments: Iterable[Deployment], now: Any = None) -> list[
 def envelope(result, sequences: int | None = None) -> dict[str, Any]:
     """Memory envelope of one GPU in GiB: weights, runtime, state and KV for ``sequences``
     concurrent sequences of the deployment (default: its predicted capacity), free, the
-    reserve left out by ``gpu_memory_utilization`` and the GPU's memory (``gpu``); ``bytes``
-    holds the same figures in bytes."""
+    reserve left out by ``gpu_memory_utilization`` and the GPU's memory (``gpu``: the driver's
+    figure, ``SizingResult.gpu_memory_bytes``, the one the usable memory is a fraction of); ``bytes``
+    holds the same figures in bytes.
+
+    The bar's parts add up to the GPU memory it is drawn against: weights + runtime + state + kv +
+    free = usable, + reserve = gpu. ``runtime`` is the part of the runtime reserve the engine keeps
+    inside the usable memory (SGLang keeps activations and CUDA graphs in the 1 - fraction left over:
+    there it is in ``reserve``, and ``runtime_outside`` says how much). A load the usable memory cannot
+    hold (a layout that does not fit, more running sequences than it admits) leaves no free memory and
+    ``short`` bytes beyond the GPU's memory: then the parts add up to gpu + short."""
     ranks = max(1, result.replicas * result.layout.dp)
     total = result.max_concurrent_sequences if sequences is None else sequences
     per_gpu = -(-int(total) // ranks) if total else 0  # sequences held by one data-parallel rank's GPUs
+    gpu = result.gpu_memory_bytes
+    usable = result.usable_bytes
     weights = result.weights_bytes_per_gpu
-    runtime = result.runtime_bytes
+    runtime = min(result.runtime_bytes, max(0, usable - weights - result.cache_bytes))
     state = per_gpu * result.state_bytes_per_sequence_per_gpu
     kv = per_gpu * result.kv_bytes_per_sequence_per_gpu
-    free = max(0, result.usable_bytes - weights - runtime - state - kv)
+    demand = weights + runtime + state + kv
     exact = {
         "weights": weights,
         "runtime": runtime,
         "state": state,
         "kv": kv,
-        "free": free,
-        "reserve": result.hbm_bytes - result.usable_bytes,
-        "gpu": result.hbm_bytes,
+        "free": max(0, usable - demand),
+        "reserve": gpu - usable,
+        "gpu": gpu,
+        "usable": usable,
+        "short": max(0, demand - usable),
+        "runtime_outside": result.runtime_bytes - runtime,
     }
     # In GiB for the chart (``gpu``: the GPU's whole memory, its line), and the same figures in bytes.
     return {**{part: n / GIB for part, n in exact.items()}, "sequences_per_gpu": per_gpu, "bytes": exact}

@@ -203,7 +203,7 @@ def compute_figures(
         "block_size_tokens": result.engine_block_size_tokens,
         "deficit_bytes_per_gpu": 0 if result.fits else result.deficit_bytes,
         "envelope_bytes_per_gpu": {
-            "gpu": result.hbm_bytes,
+            "gpu": result.gpu_memory_bytes,  # the driver's bytes, as every page shows them
             "usable": result.usable_bytes,
             "weights": result.weights_bytes_per_gpu,
             "runtime": result.runtime_bytes,

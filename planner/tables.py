@@ -88,8 +88,8 @@ def models() -> QuerySet[ModelSpec]:
 
 
 def model_rows(rows: Iterable[ModelSpec]) -> list[dict[str, Any]]:
-    """Each model with its weights as shipped (TB, decimal): computed by the engine, not stored."""
-    return [{"m": m, "weights_tb": weights_bytes(m.to_engine()) / 1e12} for m in rows]
+    """Each model with its weights as shipped (bytes): computed by the engine, not stored."""
+    return [{"m": m, "weights_bytes": weights_bytes(m.to_engine())} for m in rows]
 
 
 MODEL_CSV = (
@@ -101,7 +101,7 @@ MODEL_CSV = (
     "active_experts",
     "weight_format",
     "expert_weight_format",
-    "weights_tb",
+    "weights_bytes",
     "max_context_tokens",
 )
 
@@ -118,7 +118,7 @@ def model_csv_rows(rows: Iterable[dict[str, Any]]) -> list[list[Any]]:
             r["m"].n_active_experts,
             r["m"].weight_format,
             r["m"].expert_weight_format,
-            round(r["weights_tb"], 3),
+            r["weights_bytes"],
             r["m"].max_context_tokens,
         ]
         for r in rows

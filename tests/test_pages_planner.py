@@ -45,8 +45,10 @@ def test_model_pages(viewer, catalog):
     page = viewer.get("/models/").content.decode()
     assert "Kimi K3" in page and "Llama-3.1-70B-Instruct" in page
     detail = viewer.get("/models/kimi-k3/").content.decode()
-    assert "1.400" in detail and "1.488" in detail  # mxfp4 raw and with scales (TB)
-    assert "5.600" in detail  # bf16
+    # mxfp4 raw and with scales, bf16: in binary units (issue 24), the exact bytes on hover
+    for exact in (1_400_000_000_000, 1_487_500_000_000, 5_600_000_000_000):
+        assert f'title="{exact:,} bytes (binary units: 1 TiB = {2**40:,} bytes)">{exact / 2**40:.2f} TiB<' in detail
+    assert " TB<" not in detail and "decimal TB" not in detail
     assert viewer.get("/models/nope/").status_code == 404
 
 

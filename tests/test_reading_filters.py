@@ -1,6 +1,6 @@
 """The reading filters (planner/templatetags/reading.py): byte counts in binary units with the exact
-bytes in the title, decimal GB and TB said to be decimal, thousands separators, layer groups as
-labelled rows, sources without internal paths (issue 15, "Reading")."""
+bytes in the title (one unit family for bytes: no decimal GB or TB filter, issue 24), thousands
+separators, layer groups as labelled rows, sources without internal paths (issue 15, "Reading")."""
 
 from __future__ import annotations
 
@@ -12,13 +12,12 @@ from django.template import Context, Template
 from planner.templatetags.reading import (
     binary_bytes,
     bytes_text,
-    gb_bytes,
     gib_bytes,
     grouped,
     has_internal_path,
+    in_gib,
     layer_group_rows,
     source_html,
-    tb_bytes,
 )
 
 UNKNOWN = "\u2013"  # an en dash
@@ -59,13 +58,16 @@ def test_figures_in_gib_round_to_whole_bytes_and_none_is_a_dash():
     assert ">1.5 GiB<" in binary_bytes(int(1.5 * GIB), 1)
 
 
-def test_decimal_units_say_they_are_decimal_with_bytes_and_binary_on_hover():
-    assert gb_bytes(80) == (
-        '<span class="bytes" title="80,000,000,000 bytes = 74.51 GiB (decimal units: 1 GB = 1,000,000,000 bytes)">'
-        "80 GB</span>"
+def test_no_decimal_memory_filter_is_left_and_in_gib_writes_gib_with_the_same_title():
+    """Issue 24: memory and bytes in one unit family; a page cannot write "141 GB" or "1.601 TB" as a figure."""
+    from planner.templatetags import reading
+
+    assert not hasattr(reading, "gb_bytes") and not hasattr(reading, "tb_bytes")
+    assert in_gib(1_500 * GIB) == (
+        '<span class="bytes" title="1,610,612,736,000 bytes (binary units: 1 GiB = 1,073,741,824 bytes)">'
+        "1,500.0 GiB</span>"
     )
-    assert ">1.601 TB<" in tb_bytes(1.600974405632) and "1,600,974,405,632 bytes = 1.46 TiB" in tb_bytes(1.600974405632)
-    assert ">141.5 GB<" in gb_bytes(141.5)
+    assert in_gib(None) == UNKNOWN
 
 
 def test_values_are_escaped():

@@ -86,6 +86,11 @@ class HardwareSkuSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSeria
         help_text="The SKU's on-demand price in force today: the cheapest quote a provider gave the fleet, else "
         "the cheapest public list price; null: unpriced. Assumptions (quotes with no provider) are never in force."
     )
+    memory_bytes = serializers.IntegerField(
+        read_only=True,
+        help_text="GPU memory (bytes) every page shows, in GiB, and sizes in: hbm_bytes_reported when known, "
+        "else the nominal hbm_gb x 1e9. Usable memory is gpu_memory_utilization x this.",
+    )
 
     class Meta:
         model = HardwareSku
@@ -95,12 +100,19 @@ class HardwareSkuSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSeria
             "name",
             "vendor",
             *HardwareSku.FIGURES,
+            "memory_bytes",
             "hbm_reported_source",
             "price_in_force",
             "source",
             "assumptions",
             *TIMESTAMPS,
         )
+        extra_kwargs = {
+            "hbm_gb": {
+                "help_text": "Nominal HBM in decimal GB, as the SKU is marketed (its name's '141GB'); "
+                "not the memory sized in: see memory_bytes."
+            },
+        }
 
     @extend_schema_field(PriceInForceSerializer(allow_null=True))
     def get_price_in_force(self, sku: HardwareSku) -> dict[str, Any] | None:

@@ -28,9 +28,11 @@ from planner.engine import (
     ThroughputResult,
     engine_choices,
     estimate,
+    gpu_memory_bytes,
     layout_errors,
     profile_of,
     size,
+    usable_bytes,
 )
 
 from .base import SlugField, Sourced, TimeStamped
@@ -84,6 +86,13 @@ class HardwareSku(TimeStamped, Sourced):
 
     def get_absolute_url(self) -> str:
         return reverse("api:sku-detail", kwargs={"slug": self.slug})
+
+    @property
+    def memory_bytes(self) -> int:
+        """This SKU's GPU memory (bytes): what its driver reports (``hbm_bytes_reported``), else the
+        nominal ``hbm_gb`` x 1e9, by the engine's one rule (``planner.engine.gpu_memory_bytes``). Every
+        page shows this figure (in GiB, ``binary_bytes``); ``hbm_gb`` is the marketing figure, in the name."""
+        return gpu_memory_bytes(self.hbm_gb, self.hbm_bytes_reported)
 
     def to_engine(self) -> Accelerator:
         """The engine's view of this record (the catalogue row's shape: ``Accelerator.from_record``)."""
@@ -365,6 +374,12 @@ class Deployment(TimeStamped):
     def gpus(self) -> int:
         """GPUs the deployment occupies: replicas x tp x pp x dp."""
         return self.replicas * self.gpus_per_replica
+
+    @property
+    def usable_memory_bytes(self) -> int:
+        """Memory per GPU the engine may use (bytes): ``gpu_memory_utilization`` x the SKU's GPU memory
+        (``HardwareSku.memory_bytes``), as the engine sizes it (``planner.engine.usable_bytes``)."""
+        return usable_bytes(self.cluster.sku.memory_bytes, self.gpu_memory_utilization)
 
     @property
     def planning_context_tokens(self) -> int:

@@ -143,6 +143,7 @@ from planner.engine.sizing import (
     single_gpu_fit,
     size,
     state_bytes_per_sequence,
+    usable_bytes,
     weights_bytes,
 )
 from planner.engine.sizing.admission import DEFAULT_STATE_POOL_RATIO
@@ -154,6 +155,7 @@ from planner.engine.spec import (
     LayerGroup,
     Layout,
     ModelArch,
+    gpu_memory_bytes,
     layout_errors,
     parse_layer_groups,
 )
@@ -269,6 +271,7 @@ __all__ = [
     "engine_names",
     "estimate",
     "fit_correction",
+    "gpu_memory_bytes",
     "hour_coverage_s",
     "kv_bytes_per_token",
     "layout_errors",
@@ -305,6 +308,7 @@ __all__ = [
     "state_bytes_per_sequence",
     "superseded",
     "unit_economics",
+    "usable_bytes",
     "utilisation_from_polls",
     "weights_bytes",
     "weights_storage",

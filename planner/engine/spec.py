@@ -426,6 +426,13 @@ def _accelerator_errors(values: Mapping[str, Any], speed: bool) -> dict[str, lis
 _ACCELERATOR_ERRORS: dict[tuple[int, bool], tuple[Accelerator, dict[str, list[str]]]] = {}
 
 
+def gpu_memory_bytes(hbm_gb: float, hbm_bytes_reported: int | None) -> int:
+    """A SKU's GPU memory (bytes): what its driver reports to a serving engine, else the nominal decimal
+    ``hbm_gb`` x 1e9. The one rule every page, table and API figure of "GPU memory" goes through; the
+    nominal GB is the SKU's marketing figure ("141GB"), kept in its name."""
+    return int(hbm_bytes_reported) if hbm_bytes_reported else round(hbm_gb * GB)
+
+
 @dataclass(frozen=True, slots=True)
 class Accelerator:
     """One GPU/accelerator SKU. ``hbm_gb`` is the vendor's nominal decimal GB (1e9 bytes)."""
@@ -458,7 +465,7 @@ class Accelerator:
     @property
     def driver_hbm_bytes(self) -> int:
         """The memory an engine sees (bytes): ``hbm_bytes_reported``, else the nominal ``hbm_bytes``."""
-        return self.hbm_bytes_reported or self.hbm_bytes
+        return gpu_memory_bytes(self.hbm_gb, self.hbm_bytes_reported)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Accelerator:

@@ -1,4 +1,5 @@
-"""Presentation filters every page shares: byte counts in binary units with the exact bytes on hover,
+"""Presentation filters every page shares: byte counts in binary units with the exact bytes on hover
+(``binary_bytes``: the one formatter of memory and byte figures),
 numbers with thousands separators, a model's layer groups as labelled rows, and a record's source
 text with its web addresses linked and no internal paths.
 
@@ -20,8 +21,10 @@ from planner.engine import MONTH_LABEL
 
 register = template.Library()
 
-#: Binary (IEC) units: 1 KiB = 1,024 bytes, 1 GiB = 1,073,741,824 bytes. Decimal GB and TB are
-#: written out as such where a page means them (a SKU's nominal "80 GB" of HBM).
+#: Binary (IEC) units: 1 KiB = 1,024 bytes, 1 GiB = 1,073,741,824 bytes. Every memory and byte figure a
+#: page, table or command writes goes through ``binary_bytes`` (``bytes_text`` for plain text): one unit
+#: family for bytes on every page. Decimal GB and TB are not written as figures: a SKU's nominal "141GB"
+#: is in its name only, its GPU memory is ``HardwareSku.memory_bytes`` (the driver's figure) in GiB.
 BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 #: What a page shows for an unknown figure (an en dash, as the tables do).
 UNKNOWN = "\u2013"
@@ -42,19 +45,24 @@ def _as_number(value: Any) -> float | int | None:
         return None
 
 
-def binary_parts(value: Any, digits: int = 2) -> tuple[str, str] | None:
-    """``(number, unit)`` of a byte count in the largest binary unit it reaches: ``("1.50", "GiB")``."""
+def binary_parts(value: Any, digits: int = 2, unit: str | None = None) -> tuple[str, str] | None:
+    """``(number, unit)`` of a byte count in the largest binary unit it reaches (``("1.50", "GiB")``),
+    or in ``unit`` when given."""
     n = _as_number(value)
     if n is None:
         return None
-    size, unit = abs(float(n)), 0
-    while size >= 1024 and unit < len(BINARY_UNITS) - 1:
-        size /= 1024
-        unit += 1
+    size, index = abs(float(n)), 0
+    if unit is not None:
+        index = BINARY_UNITS.index(unit)
+        size /= 1024**index
+    else:
+        while size >= 1024 and index < len(BINARY_UNITS) - 1:
+            size /= 1024
+            index += 1
     sign = "-" if n < 0 else ""
-    if unit == 0:
+    if index == 0:
         return f"{sign}{round(size):,}", "B"
-    return f"{sign}{size:,.{digits}f}", BINARY_UNITS[unit]
+    return f"{sign}{size:,.{digits}f}", BINARY_UNITS[index]
 
 
 def exact_bytes(value: Any) -> str:
@@ -65,9 +73,21 @@ def exact_bytes(value: Any) -> str:
 
 @register.filter
 def bytes_text(value: Any, digits: int = 2) -> str:
-    """A byte count as plain text in binary units (``1.50 GiB``), for attributes and titles."""
+    """A byte count as plain text in binary units (``1.50 GiB``), for attributes, titles and commands."""
     parts = binary_parts(value, int(digits))
     return UNKNOWN if parts is None else f"{parts[0]} {parts[1]}"
+
+
+def _bytes_html(value: Any, digits: int, unit: str | None = None) -> SafeString:
+    """The one markup of a byte count: its binary figure, the exact bytes in its title."""
+    parts = binary_parts(value, digits, unit)
+    if parts is None:
+        return mark_safe(UNKNOWN)  # noqa: S308 (a constant)
+    number, shown = parts
+    title = exact_bytes(value)
+    if shown != "B":
+        title += f" (binary units: 1 {shown} = {1024 ** BINARY_UNITS.index(shown):,} bytes)"
+    return mark_safe(f'<span class="bytes" title="{_e(title)}">{_e(number)} {_e(shown)}</span>')  # noqa: S308
 
 
 @register.filter(is_safe=True)
@@ -75,64 +95,21 @@ def binary_bytes(value: Any, digits: int = 2) -> SafeString:
     """A byte count in binary units with the exact bytes in its title:
     ``<span class="bytes" title="1,610,612,736 bytes (binary units: 1 GiB = 1,073,741,824 bytes)">1.50 GiB</span>``.
     """
-    parts = binary_parts(value, int(digits))
-    if parts is None:
-        return mark_safe(UNKNOWN)  # noqa: S308 (a constant)
-    number, unit = parts
-    title = exact_bytes(value)
-    if unit != "B":
-        title += f" (binary units: 1 {unit} = {1024 ** BINARY_UNITS.index(unit):,} bytes)"
-    return mark_safe(f'<span class="bytes" title="{_e(title)}">{_e(number)} {_e(unit)}</span>')  # noqa: S308
+    return _bytes_html(value, int(digits))
 
 
 @register.filter(is_safe=True)
 def in_gib(value: Any, digits: int = 1) -> SafeString:
     """A byte count always in GiB (``1,398.5 GiB``), as the deficit messages of the services say it,
     with the exact bytes in its title."""
-    n = _as_number(value)
-    if n is None:
-        return mark_safe(UNKNOWN)  # noqa: S308 (a constant)
-    title = f"{exact_bytes(n)} (binary units: 1 GiB = {1024**3:,} bytes)"
-    return mark_safe(f'<span class="bytes" title="{_e(title)}">{n / 1024**3:,.{int(digits)}f} GiB</span>')  # noqa: S308
+    return _bytes_html(value, int(digits), "GiB")
 
 
 @register.filter(is_safe=True)
 def gib_bytes(value: Any, digits: int = 2) -> SafeString:
-    """A figure a service gives in GiB (``planner.headroom.envelope``) written as ``binary_bytes`` does."""
+    """A figure a service gives in GiB (an engine's logged KV cache memory) written as ``binary_bytes`` does."""
     n = _as_number(value)
     return binary_bytes(None if n is None else n * 1024**3, digits)
-
-
-#: Decimal units a page may mean on purpose: a SKU's nominal HBM ("80 GB"), the seeds' weights in TB.
-DECIMAL_UNITS = {"GB": 10**9, "TB": 10**12}
-
-
-def _decimal(value: Any, unit: str, digits: int) -> SafeString:
-    n = _as_number(value)
-    if n is None:
-        return mark_safe(UNKNOWN)  # noqa: S308 (a constant)
-    exact = n * DECIMAL_UNITS[unit]
-    number = f"{n:,.{digits}f}" if digits >= 0 else f"{round(n):,}" if float(n).is_integer() else f"{n:,}"
-    title = f"{exact_bytes(exact)} = {bytes_text(exact)} (decimal units: 1 {unit} = {DECIMAL_UNITS[unit]:,} bytes)"
-    return mark_safe(f'<span class="bytes" title="{_e(title)}">{_e(number)} {unit}</span>')  # noqa: S308
-
-
-@register.filter(is_safe=True)
-def gb_bytes(value: Any, digits: int | str = -1) -> SafeString:
-    """A figure given in decimal GB (a SKU's nominal HBM) as ``80 GB``, exact bytes and GiB on hover;
-    ``gb_bytes:"binary"`` writes it in binary units instead (``74.51 GiB``), to sit beside other
-    binary figures."""
-    if digits == "binary":
-        n = _as_number(value)
-        return binary_bytes(None if n is None else n * DECIMAL_UNITS["GB"])
-    return _decimal(value, "GB", int(digits))
-
-
-@register.filter(is_safe=True)
-def tb_bytes(value: Any, digits: int = 3) -> SafeString:
-    """A figure given in decimal TB (weights as the seeds count them) as ``1.400 TB``, exact bytes and
-    TiB on hover."""
-    return _decimal(value, "TB", int(digits))
 
 
 @register.filter

@@ -65,7 +65,7 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
     model = get_object_or_404(ModelSpec, slug=slug)
     arch = model.to_engine()
     by_format = [
-        {"format": fmt, "raw_tb": weights_bytes(arch, fmt, False) / 1e12, "scaled_tb": weights_bytes(arch, fmt) / 1e12}
+        {"format": fmt, "raw_bytes": weights_bytes(arch, fmt, False), "scaled_bytes": weights_bytes(arch, fmt)}
         for fmt in WEIGHT_FORMATS
         if fmt != "fp16"
     ]
@@ -91,15 +91,15 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
         )
     # The page's What-if button: the SKU that holds the weights on the fewest GPUs (it used to land
     # on "sku: This field is required").
-    fewest = min(floors, key=lambda f: (f["min_gpus"], -f["sku"].hbm_gb), default=None)
+    fewest = min(floors, key=lambda f: (f["min_gpus"], -f["sku"].memory_bytes), default=None)
     context = {
         "m": model,
         "what_if": fewest["what_if"] if fewest else urlencode({"model": model.slug}),
         "by_format": by_format,
-        "shipped_tb": shipped / 1e12,
+        "shipped_bytes": shipped,
         "low_bit": low_bit,
-        "raw_tb": raw / 1e12,
-        "scaled_tb": scaled / 1e12,
+        "raw_bytes": raw,
+        "scaled_bytes": scaled,
         "floors": floors,
         "kv_bf16": kv_bytes_per_token(arch, "bf16"),
         "kv_fp8": kv_bytes_per_token(arch, "fp8"),

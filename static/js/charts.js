@@ -4,7 +4,7 @@
 (function () {
   "use strict";
   const COLORS = { weights: "#4a5a80", runtime: "#8f6bb3", state: "#d08c2e", kv: "#2f8f6b", free: "#d7dce6",
-                   reserve: "#f0f1f4", rent: "#c53030", api: "#2856d8", capacity: "#677085", load: "#c53030",
+                   reserve: "#f0f1f4", short: "#e8a0a0", rent: "#c53030", api: "#2856d8", capacity: "#677085", load: "#c53030",
                    point: "#2856d8", frontier: "#c53030",
                    memory: "#2f8f6b", compute: "#4a5a80", communication: "#d08c2e", overhead: "#8f6bb3",
                    gpu: "#c53030", mark: "#8f6bb3" };
@@ -16,15 +16,17 @@
 
   const builders = {
     envelope(data) {
-      const parts = ["weights", "runtime", "state", "kv", "free", "reserve"];
+      // The parts add up to the GPU memory the bar is drawn against (planner.headroom.envelope); a load
+      // the usable memory cannot hold is drawn past it, as "Short".
+      const parts = ["weights", "runtime", "state", "kv", "free", "reserve"].concat(data.short > 0 ? ["short"] : []);
       const labels = { weights: "Weights", runtime: "Runtime", state: "State", kv: "KV cache", free: "Free",
-                       reserve: "Outside utilisation" };
+                       reserve: "Outside utilisation", short: "Short" };
       const datasets = parts.map((p) => ({ label: labels[p], data: [data[p]], backgroundColor: COLORS[p] }));
       const scales = { x: { stacked: true, title: { display: true, text: "GiB (binary: 1 GiB = 1,073,741,824 bytes)" } },
                        y: { stacked: true } };
       if (typeof data.gpu === "number") {
         // The GPU's whole memory as a vertical line across the bar (its own hidden 0-1 axis).
-        datasets.push({ type: "line", label: `GPU memory (${data.gpu.toFixed(1)} GiB)`, yAxisID: "mark", stack: "mark",
+        datasets.push({ type: "line", label: `GPU memory (${data.gpu.toFixed(2)} GiB)`, yAxisID: "mark", stack: "mark",
                         data: [{ x: data.gpu, y: 0 }, { x: data.gpu, y: 1 }], borderColor: COLORS.gpu,
                         backgroundColor: COLORS.gpu, borderWidth: 2, borderDash: [6, 4], pointRadius: 0 });
         scales.mark = { type: "linear", min: 0, max: 1, display: false };

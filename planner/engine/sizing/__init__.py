@@ -13,7 +13,7 @@ Modules, one concept each (formulas and sources: docs/sizing.md):
 - ``result``: ``SizingResult`` and ``CapacityPoint``.
 """
 
-from .admission import POOLS
+from .admission import POOLS, usable_bytes
 from .capacity import DEFAULT_CONTEXT_TOKENS, DEFAULT_GPU_MEMORY_UTILIZATION, capacity_curve, size
 from .floors import SingleGpuFit, min_gpus_for_weights, single_gpu_fit
 from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
@@ -39,6 +39,7 @@ __all__ = [
     "single_gpu_fit",
     "size",
     "state_bytes_per_sequence",
+    "usable_bytes",
     "weight_breakdown",
     "weights_bytes",
 ]

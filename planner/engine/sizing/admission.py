@@ -32,7 +32,8 @@ DEFAULT_STATE_POOL_RATIO: float = 0.9
 
 
 def usable_bytes(hbm_bytes: int, gpu_memory_utilization: float) -> int:
-    """Bytes the engine may use: nominal HBM x utilisation, rounded down."""
+    """Bytes the engine may use: the GPU's memory (``spec.gpu_memory_bytes``, the driver's figure) x
+    utilisation, rounded down."""
     return int(hbm_bytes * gpu_memory_utilization)
 
 

@@ -5,7 +5,8 @@
   of the weights: ``ceil(weights_bytes / (hbm_gb x 1e9))``. A floor, not a target.
 * **Tier 2, one accelerator** (seeds, "Tier 2"): parameters x bytes per weight, plus the KV
   cache (and any recurrent state) of **one** sequence at the context, plus about 2 GB
-  (decimal) of runtime, must fit in the card's VRAM. The seeds' comfortable pairings: 16 GB:
+  (decimal) of runtime, must fit in the card's memory as its driver reports it
+  (``Accelerator.driver_hbm_bytes``, the nominal GB when not known). The seeds' comfortable pairings: 16 GB:
   7B at 4 bits; 24 GB: 14B at 4 bits; 48 GB: 32B at 4 bits; 80 GB: 70B at 4 bits or a
   30B-class MoE at 8 bits.
 """
@@ -19,7 +20,7 @@ from ..errors import EngineInputError
 from ..formats import DEFAULT_KV_CACHE_DTYPE
 from ..limits import MAX_CONTEXT_TOKENS, MAX_HBM_GB, MIN_HBM_GB, float_error, int_error
 from ..spec import Accelerator, ModelArch
-from ..units import GB, ceil_div, gb_to_bytes
+from ..units import GIB, ceil_div, gb_to_bytes
 from .kv_cache import kv_geometry
 from .state import state_bytes_per_sequence
 from .weights import resolve_formats, weights_bytes
@@ -113,7 +114,7 @@ def single_gpu_fit(
     kv = kv_geometry(model, kv_cache_dtype).bytes_per_sequence(context)
     state = state_bytes_per_sequence(model)
     runtime = gb_to_bytes(runtime_gb)
-    vram = accelerator.hbm_bytes
+    vram = accelerator.driver_hbm_bytes
     required = weights + kv + state + runtime
     fmt = other_fmt if other_fmt == expert_fmt else f"{expert_fmt} experts + {other_fmt}"
     return SingleGpuFit(
@@ -131,6 +132,7 @@ def single_gpu_fit(
         fits=required <= vram,
         assumptions=(
             f"Tier 2: weights ({fmt}) + cache of one sequence at {context} tokens ({kv_cache_dtype}) "
-            f"+ {runtime_gb:g} GB runtime must fit in {vram / GB:g} GB of VRAM (decimal GB).",
+            f"+ {runtime_gb:g} GB runtime (decimal) must fit in the {vram / GIB:.2f} GiB the driver reports "
+            "(the nominal GB when not known).",
         ),
     )

@@ -99,6 +99,12 @@ class SizingResult:
     allocation: EngineAllocation | None = None
 
     @property
+    def gpu_memory_bytes(self) -> int:
+        """The GPU's memory (bytes) this result was sized in: the driver's figure, else the nominal
+        ``hbm_bytes`` (``spec.gpu_memory_bytes``); ``usable_bytes`` is ``gpu_memory_utilization`` x it."""
+        return self.hbm_bytes_reported or self.hbm_bytes
+
+    @property
     def engine_block_size_tokens(self) -> int | None:
         """Attention block size the engine uses (tokens), after any hybrid adjustment."""
         return self.allocation.block_size_tokens if self.allocation else None

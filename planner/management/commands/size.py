@@ -7,12 +7,9 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.errors import FIELD_ERRORS, describe
-from planner.engine import DEFAULT_STATE_POOL_RATIO, GB, GENERIC, GIB, profile_names
+from planner.engine import DEFAULT_STATE_POOL_RATIO, GENERIC, profile_names
 from planner.sizing import SizingRequest, size_layout
-
-
-def _gib(n: int) -> str:
-    return f"{n / GIB:,.2f} GiB"
+from planner.templatetags.reading import bytes_text  # the pages' one byte formatter (binary units)
 
 
 class Command(BaseCommand):
@@ -67,18 +64,18 @@ class Command(BaseCommand):
             f"dp={lay.dp} ep={lay.ep}"
         )
         w(
-            f"  weights (one copy)         {r.weights_bytes / 1e12:,.3f} TB  ({r.weight_format}, "
+            f"  weights (one copy)         {bytes_text(r.weights_bytes)}  ({r.weight_format}, "
             f"experts {r.expert_weight_format}); at least {r.min_gpus_for_weights} GPUs for weights alone"
         )
         w("  per GPU:")
-        w(f"    nominal HBM              {_gib(r.hbm_bytes)}  ({r.hbm_bytes / GB:,.0f} GB)")
-        w(f"    usable (x {r.gpu_memory_utilization})        {_gib(r.usable_bytes)}")
-        w(f"    weights                  {_gib(r.weights_bytes_per_gpu)}")
-        w(f"    runtime reserve          {_gib(r.runtime_bytes)}")
-        w(f"    cache budget             {_gib(r.cache_bytes)}")
+        w(f"    GPU memory               {bytes_text(r.gpu_memory_bytes)}  (as the driver reports it)")
+        w(f"    usable (x {r.gpu_memory_utilization})        {bytes_text(r.usable_bytes)}")
+        w(f"    weights                  {bytes_text(r.weights_bytes_per_gpu)}")
+        w(f"    runtime reserve          {bytes_text(r.runtime_bytes)}")
+        w(f"    cache budget             {bytes_text(r.cache_bytes)}")
         w(f"  KV per token               {r.kv_bytes_per_token:,} B  ({r.kv_bytes_per_token_per_gpu:,} B per GPU)")
         w(f"  state per sequence         {r.state_bytes_per_sequence:,} B")
-        w(f"  KV per sequence @ {r.context_tokens:,}  {_gib(r.kv_bytes_per_sequence)}")
+        w(f"  KV per sequence @ {r.context_tokens:,}  {bytes_text(r.kv_bytes_per_sequence)}")
         if r.fits:
             w(
                 self.style.SUCCESS(
@@ -88,7 +85,7 @@ class Command(BaseCommand):
                 )
             )
         else:
-            w(self.style.ERROR(f"  does not fit: {_gib(r.deficit_bytes)} short per GPU"))
+            w(self.style.ERROR(f"  does not fit: {bytes_text(r.deficit_bytes)} short per GPU"))
         a = r.allocation
         if a is not None:
             w(f"  {a.engine} {a.engine_version} (per GPU): block {a.block_size_tokens:,} tokens")
