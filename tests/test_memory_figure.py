@@ -18,7 +18,7 @@ import pytest
 from django.core.management import call_command
 
 from fleet.catalog import reference
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +40,9 @@ def _usable(utilisation: float) -> int:
 def world(client, make_user):
     call_command("load_catalog", stdout=StringIO())
     h200 = HardwareSku.objects.get(slug="h200-141gb")
-    cluster = Cluster(slug="h200-pool", name="H200 pool", sku=h200, nodes=2, provider="p", team="t")
+    cluster = Cluster(
+        slug="h200-pool", name="H200 pool", sku=h200, nodes=2, provider=Provider.objects.ensure("p"), team="t"
+    )
     cluster.save(effective_from=date(2026, 7, 1))
     Deployment.objects.create(
         slug="llama-h200", cluster=cluster, model=ModelSpec.objects.get(slug="llama-3.1-70b"), tp=4,

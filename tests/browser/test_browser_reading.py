@@ -64,8 +64,9 @@ def test_byte_counts_show_binary_units_with_the_exact_bytes_on_hover(open_page, 
     page = open_page("viewer")
     page.goto(f"{live_server.url}/what-if/?model=kimi-k3&sku=h200-141gb&gpus=16&tp=8&dp=2&ep=16")
     gpu = page.locator("#whatif-gpu-memory .bytes")
-    assert gpu.inner_text() == "131.32 GiB"  # 141 GB (decimal) of HBM in binary units
-    assert gpu.get_attribute("title") == "141,000,000,000 bytes (binary units: 1 GiB = 1,073,741,824 bytes)"
+    # The driver's figure (the catalogue's hbm_bytes_reported), never the marketing 141 GB (issue 24).
+    assert gpu.inner_text() == "139.81 GiB"  # 150,119,844,413 / 2**30
+    assert gpu.get_attribute("title") == "150,119,844,413 bytes (binary units: 1 GiB = 1,073,741,824 bytes)"
     gpu.hover()
     result = page.inner_text("#whatif-result")
     assert not re.search(r"\d B\b", result), "a raw byte count beside the binary units"
@@ -112,10 +113,11 @@ def test_memory_envelope_draws_the_gpu_memory_line(open_page, live_server, world
     page.goto(f"{live_server.url}/deployments/llama/")
     chart = _chart(page, "canvas[data-chart='envelope']")
     line = next(d for d in chart["datasets"] if d["label"].startswith("GPU memory"))
-    assert line["type"] == "line" and [p["x"] for p in line["data"]] == [pytest.approx(80e9 / GIB)] * 2
-    assert line["label"] == "GPU memory (74.5 GiB)"
+    # The H100's driver figure (the catalogue's hbm_bytes_reported, 85,018,877,624 bytes), not 80e9.
+    assert line["type"] == "line" and [p["x"] for p in line["data"]] == [pytest.approx(85_018_877_624 / GIB)] * 2
+    assert line["label"] == "GPU memory (79.18 GiB)"
     assert "mark" in chart["drawn"]
-    assert page.locator("#envelope-gpu .bytes").get_attribute("title").startswith("80,000,000,000 bytes")
+    assert page.locator("#envelope-gpu .bytes").get_attribute("title").startswith("85,018,877,624 bytes")
     page.goto(f"{live_server.url}/what-if/?model=kimi-k3&sku=h200-141gb&gpus=16&tp=8&dp=2&ep=16")
     chart = _chart(page, "canvas[data-chart='envelope']")
     assert any(d["label"] == "GPU memory (131.3 GiB)" for d in chart["datasets"])
