@@ -120,7 +120,7 @@ def test_memory_envelope_draws_the_gpu_memory_line(open_page, live_server, world
     assert page.locator("#envelope-gpu .bytes").get_attribute("title").startswith("85,018,877,624 bytes")
     page.goto(f"{live_server.url}/what-if/?model=kimi-k3&sku=h200-141gb&gpus=16&tp=8&dp=2&ep=16")
     chart = _chart(page, "canvas[data-chart='envelope']")
-    assert any(d["label"] == "GPU memory (131.3 GiB)" for d in chart["datasets"])
+    assert any(d["label"] == "GPU memory (139.81 GiB)" for d in chart["datasets"])
 
 
 PHONE_PAGES = ["/", "/clusters/pool/", "/deployments/llama/", "/models/", "/models/kimi-k3/", "/what-if/",
