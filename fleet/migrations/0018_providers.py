@@ -138,6 +138,13 @@ class Migration(migrations.Migration):
         ),
         migrations.RunPython(to_records, to_text),
         migrations.RunPython(grant_roles, drop_grants),
+        # A default only so that the way back can re-add the text columns before filling them.
+        *(
+            migrations.AlterField(
+                model_name=model, name="provider_name", field=models.CharField(default="", max_length=100)
+            )
+            for model in ("cluster", "clusterstate", "gpuquote")
+        ),
         migrations.RemoveField(model_name="cluster", name="provider_name"),
         migrations.RemoveField(model_name="clusterstate", name="provider_name"),
         migrations.RemoveField(model_name="gpuquote", name="provider_name"),
