@@ -22,7 +22,6 @@ from django.db.models import JSONField, OuterRef, Q, Subquery
 from fleet.models import DailyPollCount, Deployment, EndpointPoll
 from fleet.models.polls import poll_distrust
 from fleet.polling import MetricsSnapshot, PollOutcome, public_outcome
-from planner.engine import EngineInputError
 
 log = logging.getLogger(__name__)
 
@@ -75,27 +74,34 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000.0
 
 
-def predicted_cache(deployment: Deployment) -> tuple[int | None, tuple[int, int] | None]:
-    """What the sizing engine predicts for what an endpoint publishes, from one sizing of the deployment
-    with its own engine's profile: ``(cache_tokens, (num_blocks, block_size))``.
+def predicted_cache_of(result: Any, dp: int) -> dict[str, Any]:
+    """What the sizing engine predicts an endpoint publishes, from a deployment's sizing with its own
+    engine's profile (``result``) and its ``dp``: ``{"tokens": cache tokens, "blocks": [num_blocks,
+    block_size] | None}``. The capacity snapshot stores it (``planner.snapshots``); polls read it there.
 
-    ``cache_tokens`` is for one replica, times dp: vLLM's ``cache_config_info`` blocks x block size,
+    ``tokens`` is for one replica, times dp: vLLM's ``cache_config_info`` blocks x block size,
     SGLang's ``max_total_num_tokens``; with the generic profile, cache budget per GPU / KV bytes per
-    token per GPU. ``(num_blocks, block_size)`` is the vLLM profile's per-GPU allocation (None for other
-    engines). None where the deployment does not size.
+    token per GPU. ``blocks`` is the vLLM profile's per-GPU allocation (None for other engines).
     """
-    try:
-        result = deployment.sizing()
-    except EngineInputError:
-        return None, None
     alloc = result.allocation
     if alloc is not None:
-        tokens = alloc.num_blocks * alloc.block_size_tokens if alloc.engine == "vllm" else alloc.kv_cache_tokens
-        blocks = (alloc.num_blocks, alloc.block_size_tokens) if alloc.engine == "vllm" else None
-        return (tokens * deployment.dp or None), blocks
+        vllm = alloc.engine == "vllm"
+        tokens = alloc.num_blocks * alloc.block_size_tokens if vllm else alloc.kv_cache_tokens
+        blocks = [alloc.num_blocks, alloc.block_size_tokens] if vllm else None
+        return {"tokens": tokens * dp or None, "blocks": blocks}
     if result.cache_bytes <= 0 or result.kv_bytes_per_token_per_gpu <= 0:
-        return None, None
-    return result.cache_bytes // result.kv_bytes_per_token_per_gpu * deployment.dp, None
+        return {"tokens": None, "blocks": None}
+    return {"tokens": result.cache_bytes // result.kv_bytes_per_token_per_gpu * dp, "blocks": None}
+
+
+def predicted_cache(deployment: Deployment) -> tuple[int | None, tuple[int, int] | None]:
+    """``(cache_tokens, (num_blocks, block_size))`` the sizing engine predicts for ``deployment``, read
+    from its stored capacity snapshot (computed by the workers; no sizing per poll): ``(None, None)``
+    until one is computed, or where the deployment does not size."""
+    snapshot = getattr(deployment, "capacity_snapshot", None) if deployment.pk else None
+    predicted = ((snapshot.figures or {}) if snapshot is not None else {}).get("predicted_cache") or {}
+    blocks = predicted.get("blocks")
+    return predicted.get("tokens"), (tuple(blocks) if blocks else None)
 
 
 def previous_snapshots(deployment_ids: Iterable[int]) -> dict[int, MetricsSnapshot]:

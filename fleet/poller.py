@@ -117,7 +117,7 @@ def due_deployments(now: datetime, among: Iterable[int] | None = None) -> list[D
         Deployment.objects.filter(enabled=True)
         .exclude(base_url="")
         .filter(lease_is_free(now))
-        .select_related("cluster__sku", "model")
+        .select_related("cluster__sku", "model", "capacity_snapshot")
     )
     if among is not None:
         candidates = candidates.filter(pk__in=list(among))

@@ -38,6 +38,7 @@ from fleet import outbox
 from fleet.errors import FIELD_ERRORS
 from fleet.models import CapacitySnapshot, Deployment, OutboxMessage
 from fleet.models.snapshots import input_versions, settle_stale_mark, versions_key
+from fleet.poll_store import predicted_cache_of
 from fleet.prices import PriceBook
 from planner.breakeven import deployment_output_rate
 from planner.corrections import calibration_of, corrected_throughput, estimate_for, latest_for_many, to_engine
@@ -211,6 +212,8 @@ def compute_figures(
             "state_per_sequence": result.state_bytes_per_sequence_per_gpu,
         },
         "observed_running": running,
+        # What the endpoint should publish (vLLM's blocks, SGLang's token pool): polls compare with this.
+        "predicted_cache": predicted_cache_of(result, d.dp),
         "speed": None,
         "output_tokens_per_s": None,
         "usd_per_gpu_hour": None,

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from fleet.management.commands.ensure_demo_fleet import DEMO_DEPLOYMENT, DEMO_MODEL_ID
 from fleet.management.commands.runstack import Command as RunStack
 from fleet.models import Deployment
-from fleet.poll_store import predicted_cache
+from fleet.poll_store import predicted_cache_of
 from fleet.poller import run_poll_cycle
 
 
@@ -32,7 +32,7 @@ def test_the_demo_endpoint_publishes_the_demo_deployments_blocks_and_calibrates(
     call_command("ensure_demo_fleet", "--endpoint", f"http://127.0.0.1:{port}", stdout=StringIO())
     deployment = Deployment.objects.get(slug=DEMO_DEPLOYMENT)
     args = RunStack.demo_cache_args()
-    blocks, block_size = predicted_cache(deployment)[1]
+    blocks, block_size = predicted_cache_of(deployment.sizing(), deployment.dp)["blocks"]
     assert args == ["--num-gpu-blocks", str(blocks), "--block-size", str(block_size)]
     assert blocks > 2_000  # the fake's default, which the demo was flagged against (ratio 0.04)
     cmd = [sys.executable, "-m", "fleet.polling.fakeserver", "--port", str(port), "--model", DEMO_MODEL_ID, *args]

@@ -214,7 +214,10 @@ def test_deployment_page_shows_polls_against_the_slo_and_calibration(client, mak
     d = Deployment.objects.get(slug="c0-d0")
     with FakeEngineServer("vllm") as server:
         Deployment.objects.filter(pk=d.pk).update(base_url=server.url, served_model_id=server.model_id, workload=w)
-        d.refresh_from_db()
+        from planner.snapshots import refresh_snapshots
+
+        refresh_snapshots([d.pk])  # the worker's part: the predicted cache is stored with the capacity
+        d = Deployment.objects.get(pk=d.pk)
         poll_deployment(d)
         poll_deployment(d)
     client.force_login(make_user("v", "viewer"))

@@ -195,9 +195,14 @@ def test_status_changes_are_dated(cluster, llama):
 @pytest.mark.django_db
 def test_calibration_compares_published_and_predicted_cache(cluster, llama):
     from fleet.poller import poll_deployment
+    from planner.snapshots import refresh_snapshots
 
     with FakeEngineServer("vllm") as server:
         d = make_deployment(cluster, llama, server)
+        unsized = poll_deployment(d)  # no capacity snapshot yet: nothing predicted, nothing compared
+        assert unsized.observed_cache_tokens and unsized.predicted_cache_tokens is None
+        refresh_snapshots([d.pk])  # the worker's part: the prediction is stored with the capacity
+        d = type(d).objects.select_related("capacity_snapshot").get(pk=d.pk)
         poll = poll_deployment(d)
     assert poll.observed_cache_tokens and poll.predicted_cache_tokens
     # A vLLM deployment is predicted with the vLLM profile, in the shape vLLM publishes: num_gpu_blocks x
@@ -326,6 +331,10 @@ def test_live_block_check_sets_vllm_cache_config_beside_the_vllm_profile(cluster
 
     with FakeEngineServer("vllm") as server:
         d = make_deployment(cluster, llama, server, engine_version="0.11.0")
+        from planner.snapshots import refresh_snapshots
+
+        refresh_snapshots([d.pk])  # the worker's part: the prediction is stored with the capacity
+        d = type(d).objects.get(pk=d.pk)
         expected = d.sizing(engine="vllm")
         blocks, block = expected.engine_num_blocks, expected.engine_block_size_tokens
         assert (blocks, block) != (2000, 16)  # the fake's own default is not what is predicted

@@ -31,16 +31,16 @@ class Command(BaseCommand):
     @staticmethod
     def demo_cache_args() -> list[str]:
         """``--num-gpu-blocks N --block-size B`` for the fake vLLM: the blocks vLLM's allocator gives
-        the demo deployment (the engine profile's prediction, ``fleet.poll_store.predicted_cache``),
+        the demo deployment (the engine profile's prediction, ``fleet.poll_store.predicted_cache_of``),
         so the demo's calibration reads as a real vLLM's would (the profiles match vLLM's logged
         blocks within 3%, docs/sizing.md) instead of being flagged against the fake's fixed 2,000
         blocks; empty when the demo deployment is missing or does not size."""
         from fleet.management.commands.ensure_demo_fleet import DEMO_DEPLOYMENT
         from fleet.models import Deployment
-        from fleet.poll_store import predicted_cache
+        from fleet.poll_store import predicted_cache_of
 
         deployment = Deployment.objects.filter(slug=DEMO_DEPLOYMENT).first()
-        blocks = predicted_cache(deployment)[1] if deployment else None
+        blocks = predicted_cache_of(deployment.sizing(), deployment.dp)["blocks"] if deployment else None
         return ["--num-gpu-blocks", str(blocks[0]), "--block-size", str(blocks[1])] if blocks else []
 
     def handle(self, *args, **options):
