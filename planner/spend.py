@@ -4,8 +4,6 @@ warnings where a cluster is unpriced; a 12-month trend; CSV."""
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections import OrderedDict
 from collections.abc import Callable
@@ -19,6 +17,7 @@ from fleet.models import ClusterState, Deployment
 from fleet.models.polls import left_out_text
 from fleet.poll_rollups import left_out_totals, running_totals
 from fleet.prices import PriceBook
+from fleet.tables import csv_text
 from planner.engine import ClusterState as StateSegment
 from planner.engine import (
     DeploymentShare,
@@ -323,15 +322,12 @@ def spend_csv(data: dict[str, Any]) -> str:
     """A spend report's ``to_dict()`` as CSV: one row per cluster, deployment (and unassigned GPUs),
     team, provider and model subtotal, the total, and one ``warning`` row per warning; plain
     numbers (no thousands separators) and a header row, so it opens in any spreadsheet. Anything
-    else (an error body) becomes a one-column ``error`` table."""
-    out = io.StringIO()
-    writer = csv.writer(out)
+    else (an error body) becomes a one-column ``error`` table. Written by the product's one CSV writer
+    (``fleet.tables.csv_text``: a cell a spreadsheet would run as a formula is neutralised)."""
     if not isinstance(data, dict) or "clusters" not in data:
-        writer.writerow(["error"])
-        writer.writerow([str(data)])
-        return out.getvalue()
+        return csv_text(["error"], [[str(data)]])
     month = f"{data['year']:04d}-{data['month']:02d}"
-    writer.writerow(CSV_HEADER)
+    rows: list[list[Any]] = []
 
     def row(kind: str, name: str, line: dict[str, Any], **extra: Any) -> None:
         values = {
@@ -342,7 +338,7 @@ def spend_csv(data: dict[str, Any]) -> str:
             **{k: line.get(k) for k in CSV_HEADER[4:] if k in line},
             **extra,
         }
-        writer.writerow(["" if values.get(k) is None else values.get(k) for k in CSV_HEADER])
+        rows.append([values.get(k) for k in CSV_HEADER])
 
     for c in data["clusters"]:
         row("cluster", c["cluster"], c)
@@ -365,4 +361,4 @@ def spend_csv(data: dict[str, Any]) -> str:
             "unpriced_gpu_hours": data["unpriced_gpu_hours"],
         },
     )
-    return out.getvalue()
+    return csv_text(CSV_HEADER, rows)
