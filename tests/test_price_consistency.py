@@ -300,6 +300,14 @@ def check_fleet(made: Made, rates, page: Client, api: APIClient, bearer: Client,
         cell = _spend_cell(spend_html, c.slug)
         shows(spend_html, cell, rate, ("spend page", where))
         assert dec(cell["data-usd-per-gpu-hour"]) == rate, ("spend page", where)
+        # The page's spent and projected USD: the API's figures, or "unpriced" (never 0.00) for an unpriced cluster.
+        row = _spend_row(spend_html, c.slug)
+        for attribute, part in (("data-spent", "actual"), ("data-projected", "projected")):
+            (element,) = [e for e in row if attribute in e]
+            if rate is None:
+                assert element["text"] == "unpriced" and not element[attribute], ("spend page", part, where)
+            else:
+                assert dec(element[attribute]) == dec(line[f"{part}_cost_usd"]), ("spend page", part, where)
 
     for d in made.deployments:
         rate, where = rates[d.cluster.slug], f"deployment {d.slug} on {d.cluster.slug}"
@@ -327,6 +335,14 @@ def check_fleet(made: Made, rates, page: Client, api: APIClient, bearer: Client,
         (row,) = [r for r in fleet_csv if r["deployment"] == d.slug]
         assert dec(row["deployment_usd_per_hour"]) == expected, ("fleet CSV", where)
         check_rent_vs_api(d, rate, page, api, where)
+
+
+def _spend_row(html: Attrs, slug: str) -> list[dict[str, str]]:
+    """The elements of ``slug``'s row in the spend page's clusters table."""
+    els = html.elements
+    start = next(i for i, e in enumerate(els) if e["tag"] == "tr" and e.get("data-cluster") == slug)
+    end = next((i for i, e in enumerate(els[start + 1 :], start + 1) if e["tag"] == "tr"), len(els))
+    return els[start + 1 : end]
 
 
 def _spend_cell(html: Attrs, slug: str) -> dict[str, str]:
