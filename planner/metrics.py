@@ -259,9 +259,11 @@ DEPLOYMENT_GAUGES: tuple[tuple[str, str, Callable[[DeploymentFigures], list], tu
     ("output_tokens_per_second", "Output tokens/s of the whole deployment the throughput model predicts at its "
      "SLO-limited concurrency (with the live speed correction); absent when it does not fit memory.",
      _one("output_tokens_per_s"), ()),
-    ("gpu_price_usd_per_gpu_hour", f"The cheapest {PRICING_KIND} quote in force today for the deployment's SKU "
-     "(USD per GPU-hour).", _one("usd_per_gpu_hour"), ()),
-    ("cost_usd_per_hour", "What the deployment's GPUs cost an hour at that quote (USD).", _one("usd_per_hour"), ()),
+    ("gpu_price_usd_per_gpu_hour", f"The deployment's cluster's {PRICING_KIND} price in force today: its provider's "
+     "own quote, else that provider's public list price (USD per GPU-hour); absent when unpriced.",
+     _one("usd_per_gpu_hour"), ()),
+    ("cost_usd_per_hour", "What the deployment's GPUs cost an hour at that price (USD); absent when unpriced.",
+     _one("usd_per_hour"), ()),
     ("cost_usd_per_million_output_tokens", "Rent over the output tokens produced at full use of the predicted "
      "rate (USD per 1e6 output tokens).", _one("usd_per_mtok_output"), ()),
 )  # fmt: skip

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, QuerySet, TextField, Value
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import NullIf
 
 from fleet.models import Cluster, Deployment, ModelSpec
-from planner.engine import weights_bytes
+from fleet.prices import PriceBook
+from planner.engine import DEFAULT_PRICING_KIND, PriceInForce, weights_bytes
 from planner.headroom import Headroom, stored_headroom
 from planner.models import Decision, Plan
 
@@ -129,6 +135,47 @@ def clusters() -> QuerySet[Cluster]:
     return Cluster.objects.select_related("sku", "provider")
 
 
+@dataclass(frozen=True)
+class ClusterPrice:
+    """A cluster's price in force today (``PriceBook.for_cluster``: the one rule) and what its GPUs cost
+    an hour at it; ``price`` None: unpriced."""
+
+    price: PriceInForce | None
+    gpus: int
+
+    @property
+    def usd_per_gpu_hour(self) -> Decimal | None:
+        return None if self.price is None else self.price.usd_per_gpu_hour
+
+    @property
+    def usd_per_hour(self) -> Decimal | None:
+        return None if self.price is None else self.price.usd_per_gpu_hour * self.gpus
+
+
+def cluster_prices(clusters: Iterable[Cluster], on: date) -> dict[int, ClusterPrice]:
+    """Each cluster's (select_related ``sku`` and ``provider``) ``ClusterPrice`` on ``on``, by id; one query."""
+    clusters = list(clusters)
+    book = PriceBook.load({c.sku_id for c in clusters}, until=on, kind=DEFAULT_PRICING_KIND)
+    return {
+        c.pk: ClusterPrice(book.for_cluster(c.sku.slug, c.provider.name, on, DEFAULT_PRICING_KIND), c.total_gpus)
+        for c in clusters
+    }
+
+
+def with_snapshot_cost(deployments: QuerySet[Deployment]) -> QuerySet[Deployment]:
+    """``deployments`` with the rate and cost per hour their stored snapshot priced them at (text, as the
+    snapshot stores them; None: unpriced or not computed): ``snapshot_usd_per_gpu_hour``,
+    ``snapshot_usd_per_hour``. Read from the snapshot's figures in SQL, not the whole figures' JSON."""
+
+    def key(name: str) -> NullIf:
+        # A JSON null may come back as the text "null" (SQLite): unpriced, not a figure.
+        return NullIf(KeyTextTransform(name, "capacity_snapshot__figures"), Value("null"), output_field=TextField())
+
+    return deployments.annotate(
+        snapshot_usd_per_gpu_hour=key("usd_per_gpu_hour"), snapshot_usd_per_hour=key("usd_per_hour")
+    )
+
+
 def decision_items(rows: Iterable[Decision]) -> list[dict[str, Any]]:
     """Each decision with its frozen inputs as indented JSON (the row's details)."""
     return [{"d": d, "inputs": json.dumps(d.inputs, indent=1, default=str)} for d in rows]
@@ -137,16 +184,19 @@ def decision_items(rows: Iterable[Decision]) -> list[dict[str, Any]]:
 FLEET_CSV = (
     "cluster", "cluster_name", "team", "provider", "region", "sku", "gpus", "cluster_status",
     "deployment", "model", "engine", "deployment_status", "running", "predicted_capacity", "free", "fits",
-    "capacity_ratio",
+    "capacity_ratio", "cluster_usd_per_gpu_hour", "cluster_usd_per_hour", "deployment_usd_per_hour",
 )  # fmt: skip
 
 
-def fleet_csv_rows(clusters: QuerySet[Cluster]) -> list[list[Any]]:
+def fleet_csv_rows(clusters: QuerySet[Cluster], on: date) -> list[list[Any]]:
     """A row per deployment of the clusters selected (a cluster without any: one row with its figures
-    only), with the headroom the fleet page shows (the stored snapshots: ``planner.headroom.stored_headroom``)."""
+    only), with the headroom the fleet page shows (the stored snapshots: ``planner.headroom.stored_headroom``),
+    each cluster's price in force on ``on`` and its cost an hour, and each deployment's cost an hour as its
+    snapshot priced it (blank: unpriced)."""
     # The reverse prefetch sets each deployment's cluster to its (select_related sku) parent.
-    deployments = Deployment.objects.select_related("model", "workload", "capacity_snapshot")
+    deployments = with_snapshot_cost(Deployment.objects.select_related("model", "workload", "capacity_snapshot"))
     shown = list(clusters.prefetch_related(Prefetch("deployments", deployments)))
+    prices = cluster_prices(shown, on)
     rows = stored_headroom([d for c in shown for d in c.deployments.all()])
     by_cluster: dict[int, list[Headroom]] = {}
     for row in rows:
@@ -154,13 +204,16 @@ def fleet_csv_rows(clusters: QuerySet[Cluster]) -> list[list[Any]]:
     out = []
     for c in shown:
         head = [c.slug, c.name, c.team, c.provider.name, c.region, c.sku.name, c.total_gpus, c.status]
+        price = prices[c.pk]
+        tail = [price.usd_per_gpu_hour, price.usd_per_hour]
         mine = sorted(by_cluster.get(c.pk, []), key=lambda h: h.deployment.slug)
         if not mine:
-            out.append(head + [None] * (len(FLEET_CSV) - len(head)))
+            out.append(head + [None] * (len(FLEET_CSV) - len(head) - 3) + [*tail, None])
         for h in mine:
             d = h.deployment
             ratio = None if d.calibration_ratio is None else round(d.calibration_ratio, 3)
             out.append(
-                [*head, d.slug, d.model.name, d.engine, d.last_status, h.observed, h.capacity, h.free, h.fits, ratio]
-            )
+                [*head, d.slug, d.model.name, d.engine, d.last_status, h.observed, h.capacity, h.free, h.fits, ratio,
+                 *tail, d.snapshot_usd_per_hour]
+            )  # fmt: skip
     return out

@@ -84,5 +84,17 @@ def _row(h: Headroom, prefix: str) -> str:
     free = "\u2013" if h.free is None else _e(_number(h.free))  # an en dash, as the table shows for unknown
     return (
         f'<tr data-deployment="{slug}"><td><a href="{_e(prefix)}{slug}/">{slug}</a></td><td>{_e(d.model.name)}</td>'
-        f'<td><span class="badge {status}">{status}</span>{flag}</td><td>{_bar(h)}</td><td class="num">{free}</td></tr>'
+        f'<td><span class="badge {status}">{status}</span>{flag}</td><td>{_bar(h)}</td><td class="num">{free}</td>'
+        f"{_cost(d)}</tr>"
+    )
+
+
+def _cost(d) -> str:
+    """The deployment's cost an hour as its stored snapshot priced it (``planner.tables.with_snapshot_cost``),
+    with the rate in data attributes; "unpriced" when the snapshot priced none."""
+    rate = getattr(d, "snapshot_usd_per_gpu_hour", None)
+    cost = getattr(d, "snapshot_usd_per_hour", None)
+    return (
+        f'<td class="num deployment-cost" data-deployment="{_e(d.slug)}" data-usd-per-gpu-hour="{_e(rate or "")}" '
+        f'data-usd-per-hour="{_e(cost or "")}">{_e(cost) if cost else "unpriced"}</td>'
     )

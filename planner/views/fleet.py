@@ -56,7 +56,7 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
     # Capacity is read from each deployment's stored snapshot (joined), never computed here; the
     # records' versions (``updated``) tell a snapshot computed before their last change.
     deployments = Deployment.objects.only(*FLEET_ROW_FIELDS).select_related("capacity_snapshot", "workload")
-    deployments = deployments.prefetch_related(models)
+    deployments = tables.with_snapshot_cost(deployments.prefetch_related(models))
     table = FleetTableForm(request.GET)
     clusters = table.apply(ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku", "provider")).qs)
     page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
@@ -65,8 +65,9 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
     by_cluster: dict[int, list] = {}
     for row in rows:
         by_cluster.setdefault(row.deployment.cluster_id, []).append(row)
+    prices = tables.cluster_prices(shown, timezone.now().date())
     context = {
-        "rows": [{"cluster": c, "deployments": by_cluster.get(c.pk, [])} for c in shown],
+        "rows": [{"cluster": c, "price": prices[c.pk], "deployments": by_cluster.get(c.pk, [])} for c in shown],
         "page": page,
         "filters": request.GET,
         "query": request.GET.copy(),
@@ -95,19 +96,22 @@ def fleet_csv(request: HtmxHttpRequest) -> HttpResponse:
     if not table.is_valid():
         return HttpResponseBadRequest(table.errors.as_text(), content_type="text/plain")
     clusters = table.apply(ClusterFilter(request.GET, queryset=tables.clusters()).qs)
-    return csv_response("fleet", tables.FLEET_CSV, tables.fleet_csv_rows(clusters), timezone.now().date())
+    today = timezone.now().date()
+    return csv_response("fleet", tables.FLEET_CSV, tables.fleet_csv_rows(clusters, today), today)
 
 
 @perms_required("fleet.view_cluster", "fleet.view_deployment")
 def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    cluster = get_object_or_404(Cluster.objects.select_related("sku"), slug=slug)
+    cluster = get_object_or_404(Cluster.objects.select_related("sku", "provider"), slug=slug)
     deployments = cluster.deployments.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
+    today = timezone.now().date()
     context = {
         "cluster": cluster,
-        "rows": stored_headroom(deployments),
+        "price": tables.cluster_prices([cluster], today)[cluster.pk],
+        "rows": stored_headroom(tables.with_snapshot_cost(deployments)),
         "states": cluster.states.select_related("sku"),
         "scheduled": cluster.scheduled_changes(),
-        "today": timezone.now().date(),
+        "today": today,
     }
     return render(request, "fleet/cluster.html", context | history_section(cluster, "cluster"))
 
