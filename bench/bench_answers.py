@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -83,6 +83,7 @@ def build(seed: int = 17) -> dict[str, int]:
         Cluster,
         DailyPollCount,
         Deployment,
+        GpuQuote,
         HardwareSku,
         ModelSpec,
         Provider,
@@ -93,6 +94,12 @@ def build(seed: int = 17) -> dict[str, int]:
     now = timezone.now()
     skus = {s.slug: s for s in HardwareSku.objects.all()}
     models = {m.slug: m for m in ModelSpec.objects.all()}
+    # The clusters' provider quotes the seeds' 2.50 USD per GPU-hour for every SKU (the seeds' rate as a
+    # provider's own quote: the seeds' assumption itself is in force nowhere), so every cost is priced.
+    bench = Provider.objects.ensure("bench")
+    for sku in skus.values():
+        GpuQuote.objects.get_or_create(sku=sku, provider=bench, pricing_kind="on-demand", quoted_on=date(2026, 7, 17),
+                                       defaults={"usd_per_gpu_hour": Decimal("2.50")})  # fmt: skip
     clusters, plans = [], []
     for i in range(N_CLUSTERS):
         template = TEMPLATE_CYCLE[i % len(TEMPLATE_CYCLE)]
@@ -107,7 +114,7 @@ def build(seed: int = 17) -> dict[str, int]:
                 name=f"{template} {i}",
                 sku=sku,
                 nodes=nodes,
-                provider=Provider.objects.ensure("bench"),
+                provider=bench,
                 team="t",
             )
         )

@@ -27,7 +27,7 @@ import secrets
 import sys
 import tempfile
 import time
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -68,7 +68,7 @@ def build(seed: int = 7) -> int:
     """The fleet: 100 deployments on 20 clusters, polled, a third corrected; returns the deployment count."""
     from django.utils import timezone
 
-    from fleet.models import ApiPrice, Cluster, Deployment, HardwareSku, ModelSpec, Provider
+    from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider
     from planner.corrections import serving_of
     from planner.models import SpeedCorrection
 
@@ -76,6 +76,12 @@ def build(seed: int = 7) -> int:
     now = timezone.now()
     skus = {s.slug: s for s in HardwareSku.objects.all()}
     models = {m.slug: m for m in ModelSpec.objects.all()}
+    # The clusters' provider quotes the seeds' 2.50 USD per GPU-hour for every SKU (the seeds' rate as a
+    # provider's own quote: the seeds' assumption itself is in force nowhere), so every cost is priced.
+    bench = Provider.objects.ensure("bench")
+    for sku in skus.values():
+        GpuQuote.objects.get_or_create(sku=sku, provider=bench, pricing_kind="on-demand", quoted_on=date(2026, 7, 17),
+                                       defaults={"usd_per_gpu_hour": Decimal("2.50")})  # fmt: skip
     made = []
     for i in range(N_CLUSTERS):
         template = TEMPLATE_CYCLE[i % len(TEMPLATE_CYCLE)]
@@ -86,7 +92,7 @@ def build(seed: int = 7) -> int:
             name=f"{template} {i}",
             sku=sku,
             nodes=nodes,
-            provider=Provider.objects.ensure("bench"),
+            provider=bench,
             team="t",
         )
         for rank in range(PER_CLUSTER):
