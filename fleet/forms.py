@@ -121,19 +121,23 @@ class DeploymentForm(forms.ModelForm):
 
 class BoundedJSONField(forms.JSONField):
     """Django's JSONField, refusing JSON nested deeper than ``fleet.inputs.MAX_JSON_DEPTH`` (Python's
-    parser would recurse until a RecursionError) and control characters, as field errors."""
+    parser would recurse until a RecursionError), numbers longer than ``fleet.inputs.MAX_NUMBER_DIGITS``
+    (Python refuses integers of more than 4,300 digits with a ValueError Django does not catch: a 500)
+    and control characters, as field errors, before parsing."""
 
     def to_python(self, value):
         if isinstance(value, str) and not self.disabled:
             if inputs.json_depth(value) > inputs.MAX_JSON_DEPTH:
                 raise forms.ValidationError(inputs.DEPTH_MESSAGE, code="too_deep")
+            if inputs.has_long_number(value):
+                raise forms.ValidationError(inputs.DIGITS_MESSAGE, code="too_many_digits")
             message = inputs.control_character_message(value)
             if message:
                 raise forms.ValidationError(message, code="control_character")
         return super().to_python(value)
 
     def bound_data(self, data, initial):
-        if isinstance(data, str) and inputs.json_depth(data) > inputs.MAX_JSON_DEPTH:
+        if isinstance(data, str) and (inputs.json_depth(data) > inputs.MAX_JSON_DEPTH or inputs.has_long_number(data)):
             return forms.fields.InvalidJSONInput(data)
         return super().bound_data(data, initial)
 

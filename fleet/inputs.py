@@ -22,6 +22,19 @@ SURROGATE_MESSAGE = "Contains a lone surrogate (U+{code:04X}), which is not a ch
 MAX_JSON_DEPTH = 64
 DEPTH_MESSAGE = f"JSON nested more than {MAX_JSON_DEPTH} levels deep."
 
+#: The longest run of digits a JSON number may have: no figure here needs more than a few dozen, and
+#: Python refuses to read an integer of more than 4,300 digits (a ValueError, not a JSON error).
+MAX_NUMBER_DIGITS = 100
+DIGITS_MESSAGE = f"A number has more than {MAX_NUMBER_DIGITS} digits; no figure here needs that many."
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1},}}")
+
+
+def has_long_number(text: str) -> bool:
+    """Whether ``text`` (raw JSON) holds a run of more than ``MAX_NUMBER_DIGITS`` digits outside its
+    strings: a number too long to be a figure (checked before parsing, so it costs no parse)."""
+    return bool(_LONG_NUMBER.search(_STRING.sub('""', text)))
+
+
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _BRACKET = re.compile(r"[\[\]{}]")
 

@@ -314,3 +314,16 @@ def test_a_database_outage_outside_a_view_is_a_503(rf, path, json_body):
     assert response["Content-Type"].startswith("application/json") == json_body
     if json_body:
         assert_error_shape(json.loads(response.content), 503)
+
+
+@pytest.mark.parametrize("url", ["/models/new/", "/admin/fleet/modelspec/add/"])
+def test_a_huge_integer_in_the_layer_groups_is_a_field_error_not_a_500(client, make_user, url):
+    """Issue 29: an integer of more than 4,300 digits makes Python's JSON parser raise a ValueError
+    that Django's JSONField does not catch (a 500 on the page and admin forms; the API said 400)."""
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    huge = '[{"kind": "full", "count": ' + "9" * 5000 + ', "kv_heads": 8, "head_dim": 128}]'
+    r = client.post(url, {"name": "x", "slug": "x", "layer_groups": huge})
+    assert r.status_code in (200, 400)
+    assert "more than 100 digits" in r.content.decode()
+    # A long string is not a number: only digits outside strings count.
+    assert not __import__("fleet.inputs").inputs.has_long_number('[{"note": "' + "9" * 5000 + '"}]')
