@@ -51,3 +51,24 @@ class RefuseControlCharacters:
                 elif found := inputs.control_character_errors(values):
                     errors[name] = [next(iter(found.values()))[0]]
         return errors
+
+
+#: The health check's path (``fleet/urls.py``), answered whatever the Host header.
+HEALTH_PATH = "/healthz"
+
+
+class HealthCheckAnyHost:
+    """Answer ``GET /healthz`` before anything reads the Host header (issue 29): a load balancer probes
+    by IP, which ``ALLOWED_HOSTS`` set to the public name refuses with a 400. Only this path is exempt:
+    it reads nothing of the request and says only whether the database answers and how many workers
+    beat. Placed first in ``MIDDLEWARE``, so no session, CSRF or host check runs for it."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info == HEALTH_PATH and request.method in ("GET", "HEAD"):
+            from fleet.views.health import healthz
+
+            return healthz(request)
+        return self.get_response(request)

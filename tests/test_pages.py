@@ -87,6 +87,20 @@ def test_healthz_reports_database_and_workers(client):
 
 
 @pytest.mark.django_db
+def test_healthz_answers_a_probe_by_ip_whatever_the_allowed_hosts(client, settings):
+    """Issue 29: behind a proxy ALLOWED_HOSTS names the public host; a load balancer probing by IP got a
+    400 from /healthz. Only /healthz is exempt: every other path still refuses an unknown host."""
+    settings.ALLOWED_HOSTS = ["fleet.example.com"]
+    probe = client.get("/healthz", HTTP_HOST="10.0.0.5:8000")
+    assert probe.status_code == 200 and probe.json() == {"database": "ok", "workers_alive": 0}
+    assert client.head("/healthz", HTTP_HOST="10.0.0.5").status_code == 200
+    assert client.get("/", HTTP_HOST="10.0.0.5").status_code == 400
+    assert client.get("/healthz/x", HTTP_HOST="10.0.0.5").status_code == 400
+    assert client.post("/healthz", HTTP_HOST="10.0.0.5").status_code == 400  # a probe reads, never writes
+    assert client.get("/healthz", HTTP_HOST="fleet.example.com").status_code == 200
+
+
+@pytest.mark.django_db
 def test_htmx_is_vendored(client, make_user):
     client.force_login(make_user("v", "viewer"))
     page = client.get("/").content.decode()

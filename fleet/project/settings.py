@@ -133,6 +133,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz answers load balancers probing by IP, before any Host check (fleet/middleware.py).
+    "fleet.middleware.HealthCheckAnyHost",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
