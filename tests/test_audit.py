@@ -250,3 +250,54 @@ def test_a_calibration_records_who_uploaded_it_without_its_log(platform_api, vie
     assert entry["action"] == "create" and entry["actor"] == platform_api.user.username
     assert entry["changes"]["engine_version"] == [None, "0.10.2"]
     assert not {"log_text", "parsed", "prediction", "figures"} & set(entry["changes"])
+
+
+MALFORMED_FORWARDED = ["not-an-ip", "1.2.3.4, garbage", "::::", "256.1.1.1", " , ", "unknown, 10.0.0.1x"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("forwarded", [*MALFORMED_FORWARDED, "6.6.6.6"])
+def test_a_forwarded_for_header_is_ignored_without_a_trusted_proxy(platform_api, client, make_user, sku, forwarded):
+    """Issue 29: a malformed X-Forwarded-For gave a 500 (the audit address column refuses non-IP text on
+    PostgreSQL) and a forged valid one was recorded as the change's origin. Without a trusted proxy the
+    header is not read: the socket's address is recorded, and nothing fails."""
+    r = platform_api.post(
+        "/api/v1/workloads/",
+        {"slug": "w1", "name": "W", "team": "t", "requests_per_day": 1, "mean_prompt_tokens": 1,
+         "mean_output_tokens": 1, "p95_context_tokens": 1, "peak_concurrency": 1, "ttft_slo_ms": 1,
+         "tpot_slo_ms": 1},
+        format="json", HTTP_X_FORWARDED_FOR=forwarded,
+    )  # fmt: skip
+    assert r.status_code == 201, r.content
+    client.force_login(make_user("pat", "platform"))
+    page = client.post(
+        "/workloads/new/",
+        {"slug": "w2", "name": "W2", "team": "t", "requests_per_day": 1, "mean_prompt_tokens": 1,
+         "mean_output_tokens": 1, "p95_context_tokens": 1, "prefix_cache_hit_rate": 0, "peak_concurrency": 1,
+         "ttft_slo_ms": 1, "tpot_slo_ms": 1},
+        HTTP_X_FORWARDED_FOR=forwarded,
+    )  # fmt: skip
+    assert page.status_code == 302, page.content[:500]
+    addresses = {e.remote_addr for e in LogEntry.objects.filter(object_repr__in=["W", "W2"])}
+    assert addresses == {"127.0.0.1"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("forwarded", "recorded"),
+    [("10.0.0.7", "10.0.0.7"), ("6.6.6.6, 10.0.0.7", "10.0.0.7"), ("6.6.6.6, [2001:db8::1]:443", "2001:db8::1"),
+     ("6.6.6.6, garbage", "127.0.0.1"), ("10.0.0.7:51000", "10.0.0.7")],
+)  # fmt: skip
+def test_behind_one_trusted_proxy_the_address_it_appended_is_recorded(platform_api, settings, forwarded, recorded):
+    """With FLEETCAP_TRUSTED_PROXIES=1 the proxy's appended address (the last entry) is the client's; what
+    the client wrote before it is never read; a malformed entry falls back to the socket's address."""
+    settings.TRUSTED_PROXIES = 1
+    r = platform_api.post(
+        "/api/v1/workloads/",
+        {"slug": "w1", "name": "W", "team": "t", "requests_per_day": 1, "mean_prompt_tokens": 1,
+         "mean_output_tokens": 1, "p95_context_tokens": 1, "peak_concurrency": 1, "ttft_slo_ms": 1,
+         "tpot_slo_ms": 1},
+        format="json", HTTP_X_FORWARDED_FOR=forwarded,
+    )  # fmt: skip
+    assert r.status_code == 201, r.content
+    assert LogEntry.objects.get(object_repr="W").remote_addr == recorded

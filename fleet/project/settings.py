@@ -468,7 +468,11 @@ else:
 REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["fleet.api.throttling.UserThrottle", "fleet.api.throttling.AnonThrottle"]
 #: Client addresses for anonymous throttling: REMOTE_ADDR, or behind the HTTPS proxy the address it
 #: appended to X-Forwarded-For (DRF would otherwise trust the whole header, which clients can forge).
-REST_FRAMEWORK["NUM_PROXIES"] = 1 if HTTPS else 0
+#: How many proxies in front of the app append to X-Forwarded-For (default: 1 behind the HTTPS proxy,
+#: else 0: the header is ignored). The audit trail's address (fleet.audit.client_address) and the API
+#: throttles read the client address the outermost trusted proxy appended, never the client's own.
+TRUSTED_PROXIES = envint("FLEETCAP_TRUSTED_PROXIES", 1 if HTTPS else 0)
+REST_FRAMEWORK["NUM_PROXIES"] = TRUSTED_PROXIES
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
     "user": os.environ.get("FLEETCAP_API_THROTTLE_USER") or "600/min",
     "anon": os.environ.get("FLEETCAP_API_THROTTLE_ANON") or "60/min",
