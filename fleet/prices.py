@@ -94,13 +94,6 @@ class PriceBook:
         return next_quote_change(self.of_sku(sku), on, sku=sku)
 
 
-def price_of_cluster(cluster: Any, on: date, kind: str = "on-demand") -> PriceInForce | None:
-    """One cluster's price in force on ``on`` (one query)."""
-    return PriceBook.load([cluster.sku_id], until=on, kind=kind).for_cluster(
-        cluster.sku.slug, cluster.provider.name, on, kind
-    )
-
-
 def price_of_sku(sku: Any, on: date, kind: str = "on-demand") -> PriceInForce | None:
     """One SKU's price in force on ``on`` (one query)."""
     return PriceBook.load([sku.pk], until=on, kind=kind).for_sku(sku.slug, on, kind)
@@ -131,11 +124,6 @@ class QuoteRow:
             "expired": "expired",
             "future": f"from {self.quote.quoted_on.isoformat()}",
         }[self.status]
-
-    @property
-    def in_force(self) -> bool:
-        """In force on the day shown (it prices the clusters at its provider, or the SKU)."""
-        return self.status in ("price", "in-force", "list-price")
 
 
 def quote_rows(quotes: QuerySet[GpuQuote], on: date) -> list[QuoteRow]:
