@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from fleet.validators import non_negative, positive
-from planner.engine import Quote
+from planner.engine import Quote, basis_of
 
 from .base import SlugField, TimeStamped
 from .inventory import HardwareSku
@@ -95,8 +95,8 @@ class GpuQuote(TimeStamped):
 
     @property
     def basis(self) -> str:
-        """``own``, ``list`` or ``assumption`` (``planner.engine.PRICE_BASES``)."""
-        return "assumption" if self.provider_id is None else "list" if self.list_price else "own"
+        """``own``, ``list`` or ``assumption`` (the engine's ``basis_of``)."""
+        return basis_of(list_price=self.list_price, assumption=self.provider_id is None)
 
     def get_absolute_url(self) -> str:
         return reverse("api:gpuquote-detail", kwargs={"pk": self.pk})

@@ -7,6 +7,7 @@ are unique case-insensitively; ``Provider.objects.named`` finds one that way.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Lower
 from django.urls import reverse
@@ -62,6 +63,4 @@ class Provider(TimeStamped):
     def validate_unique(self, exclude=None) -> None:
         super().validate_unique(exclude)
         if self.name and Provider.objects.filter(name__iexact=self.name.strip()).exclude(pk=self.pk).exists():
-            from django.core.exceptions import ValidationError
-
             raise ValidationError({"name": f"A provider called {self.name!r} exists already (names ignore case)."})

@@ -46,6 +46,7 @@ __all__ = [
     "PRICING_KINDS",
     "PriceInForce",
     "Quote",
+    "basis_of",
     "next_quote_change",
     "price_in_force",
     "rate_from_quotes",
@@ -61,6 +62,12 @@ page, ``/metrics``, snapshots, routing, rent vs API)."""
 PRICE_BASES = ("own", "list", "assumption")
 """What a quote is (the module): a provider's quote to the fleet, its public list price, or an
 assumption no provider issued."""
+
+
+def basis_of(*, list_price: bool, assumption: bool) -> str:
+    """A quote's basis (``PRICE_BASES``): ``assumption`` when no provider issued it, else ``list`` for a
+    public list price, else ``own``."""
+    return "assumption" if assumption else "list" if list_price else "own"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +133,8 @@ class Quote:
 
     @property
     def basis(self) -> str:
-        """``own``, ``list`` or ``assumption`` (``PRICE_BASES``)."""
-        return "assumption" if self.assumption else "list" if self.list_price else "own"
+        """``own``, ``list`` or ``assumption`` (``basis_of``)."""
+        return basis_of(list_price=self.list_price, assumption=self.assumption)
 
     def in_force(self, on: date) -> bool:
         """Quoted on or before ``on`` and not expired (``valid_until >= on``)."""
