@@ -43,7 +43,6 @@ from planner.engine import (
     ThroughputResult,
     apply_correction,
     batch_of,
-    estimate,
     fit_correction,
     prediction_of,
 )
@@ -71,25 +70,9 @@ def serving_of(deployment: Deployment) -> dict[str, Any]:
 
 
 def estimate_for(deployment: Deployment, *, batch: int | None = None, usd_per_gpu_hour: Any = None, model=None):
-    """The engine's estimate for the deployment's request shape, as ``Deployment.throughput()`` makes
-    it, optionally at a given ``batch`` per replica (``model``: a reused engine object)."""
-    w = deployment.workload
-    context = deployment.planning_context_tokens
-    return estimate(
-        model or deployment.model.to_engine(),
-        deployment.cluster.sku.to_engine(),
-        deployment.layout,
-        prompt_tokens=w.mean_prompt_tokens if w else 2048,
-        output_tokens=w.mean_output_tokens if w else 256,
-        context_tokens=context if not w else min(w.p95_context_tokens, context),
-        batch=batch,
-        prefix_cache_hit_rate=w.prefix_cache_hit_rate if w else 0.0,
-        ttft_slo_ms=w.ttft_slo_ms if w else None,
-        tpot_slo_ms=w.tpot_slo_ms if w else None,
-        usd_per_gpu_hour=usd_per_gpu_hour,
-        kv_cache_dtype=deployment.kv_cache_dtype,
-        gpu_memory_utilization=deployment.gpu_memory_utilization,
-    )
+    """The engine's estimate for the deployment's request shape (``Deployment.throughput()``), optionally at
+    a given ``batch`` per replica (``model``: a reused engine object)."""
+    return deployment.throughput(usd_per_gpu_hour, batch=batch, model=model)
 
 
 def _ms_to_s(value: float | None) -> float | None:

@@ -30,6 +30,7 @@ from planner.corrections import to_engine as correction_to_engine
 from planner.engine import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     DEFAULT_KV_CACHE_DTYPE,
+    GENERIC_OPTIONS,
     KV_CACHE_DTYPES,
     WEIGHT_FORMATS,
     Layout,
@@ -234,6 +235,8 @@ def estimate_layout(request: EstimateRequest) -> Estimate:
         kv_cache_dtype=request.kv_cache_dtype or DEFAULT_KV_CACHE_DTYPE,
         weight_format=weight_format,
         gpu_memory_utilization=request.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
+        # A deployment's memory admission is its own engine's (release, block size, max_model_len).
+        engine=deployment.serving(arch).engine_options() if deployment is not None else GENERIC_OPTIONS,
     )
     fit = correction_for(
         deployment, model.pk, sku.pk, request.layout(), request.kv_cache_dtype or DEFAULT_KV_CACHE_DTYPE
@@ -246,7 +249,8 @@ def estimate_layout(request: EstimateRequest) -> Estimate:
     notes = []
     if deployment is not None:
         notes.append(
-            f"Defaults from deployment {deployment.slug}: model, SKU, layout, KV dtype, memory utilisation"
+            f"Defaults from deployment {deployment.slug}: model, SKU, layout, KV dtype, memory utilisation, "
+            "its engine's memory admission"
             + (" and its workload's mean prompt and output tokens." if deployment.workload_id else ".")
         )
     if calibration is None:
@@ -297,6 +301,7 @@ def band_around(
         weight_format=weight_format,
         include_scale_overhead=include_scale_overhead,
         gpu_memory_utilization=gpu_memory_utilization,
+        engine=speed.engine,
     )
 
 

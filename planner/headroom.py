@@ -5,9 +5,11 @@ Predicted: concurrent sequences the deployment admits at its planning context
 last poll (``last_metrics["requests_running"]``).
 
 Pages and ``/metrics`` read the predicted side from the deployment's stored capacity snapshot
-(``stored_headroom``: no engine call, the snapshot's state said beside it; planner/snapshots.py computes
-it on a worker). ``headroom`` computes it now, for the worker itself and for a deployment page's
-detail (envelope, capacity curve); one engine object is built per model and reused.
+(``stored_headroom``, and ``stored_curve`` for the admitted sequences at each context: no engine call, the
+snapshot's state said beside it; planner/snapshots.py computes it on a worker with
+``planner.engine.Serving``, the one rule). ``headroom`` sizes it now, for a deployment page's memory
+envelope (bytes per GPU; the sequences it is drawn at are the stored capacity); one engine object is built
+per model and reused.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from fleet.models import Deployment
 from fleet.models.snapshots import input_versions, snapshot_of
-from planner.engine import GIB, EngineInputError, ModelArch, SizingResult, capacity_curve
+from planner.engine import GIB, EngineInputError, ModelArch, SizingResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,23 +147,9 @@ def envelope(result, sequences: int | None = None) -> dict[str, Any]:
     return {**{part: n / GIB for part, n in exact.items()}, "sequences_per_gpu": per_gpu, "bytes": exact}
 
 
-#: Context lengths the capacity curve is drawn at (tokens), up to the model's maximum.
-CURVE_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
-
-
-def capacity_points(deployment: Deployment) -> list[dict[str, int]]:
-    """Predicted concurrent sequences against context length for a deployment's layout."""
-    limit = deployment.model.max_context_tokens
-    contexts = [c for c in CURVE_CONTEXTS if c <= limit] or [limit]
-    if contexts[-1] != limit and limit not in contexts:
-        contexts.append(limit)
-    points = capacity_curve(
-        deployment.model.to_engine(),
-        deployment.cluster.sku.to_engine(),
-        contexts,
-        gpus=deployment.gpus,
-        layout=deployment.layout,
-        kv_cache_dtype=deployment.kv_cache_dtype,
-        gpu_memory_utilization=deployment.gpu_memory_utilization,
-    )
-    return [{"context": p.context_tokens, "sequences": p.max_concurrent_sequences} for p in points]
+def stored_curve(deployment: Deployment) -> list[dict[str, int]]:
+    """The admitted sequences against context length its stored snapshot holds (``capacity_curve``:
+    ``{"context", "sequences"}`` up to its max_model_len, the engine's limits applied); empty before the
+    first computation."""
+    snap = snapshot_of(deployment)
+    return list((snap.figures or {}).get("capacity_curve") or []) if snap is not None else []

@@ -227,8 +227,9 @@ DEPLOYMENT_GAUGES: tuple[tuple[str, str, Callable[[DeploymentFigures], list], tu
     ("sizing_error", "1 when the sizing engine cannot model the deployment.",
      lambda r: [((), int(bool(r.sizing_error)))], ()),
     ("fits", "1 when the weights fit (the sizing engine), 0 when they do not.", _flag("fits"), ()),
-    ("capacity_sequences", "Predicted concurrent sequences at the planning context, whole deployment "
-     "(Deployment.sizing().max_concurrent_sequences).", _one("capacity_sequences"), ()),
+    ("capacity_sequences", "Concurrent sequences the deployment admits at its planning context (max_model_len), "
+     "whole deployment, its engine's limits applied (the stored snapshot's; planner.engine.Serving).",
+     _one("capacity_sequences"), ()),
     ("planning_context_tokens", "Context length the capacity is quoted at (tokens).",
      _one("planning_context_tokens"), ()),
     ("kv_cache_tokens", "KV cache tokens the engine profile predicts the engine logs (vLLM 'GPU KV cache "

@@ -44,7 +44,6 @@ from planner.engine import (
     PriceInForce,
     RequestClass,
     RouteResult,
-    Serving,
     rank,
     stale_limit_s,
 )
@@ -163,17 +162,9 @@ def deployment_candidates(deployments: list[Deployment], now: datetime) -> list[
         if sku.pk not in skus:
             skus[sku.pk] = sku.to_engine()
         fit = corrections.get(d.pk)
-        serving = Serving(
-            model=arch,
-            accelerator=skus[sku.pk],
-            layout=d.layout,
-            replicas=d.replicas,
-            kv_cache_dtype=d.kv_cache_dtype,
-            gpu_memory_utilization=d.gpu_memory_utilization,
-            engine=d.engine_profile,
-            engine_version=d.engine_version or None,
-            block_size_tokens=d.block_size_tokens,
-            max_model_len=d.max_model_len,
+        serving = d.serving(
+            arch,
+            skus[sku.pk],
             correction=None if fit is None else correction_to_engine(fit, with_assumptions=False),
             correction_age_s=None if fit is None else max(0.0, (now - fit.fitted_at).total_seconds()),
         )

@@ -21,7 +21,9 @@ from planner.engine import (
     DEFAULT_KV_CACHE_DTYPE,
     DEFAULT_STATE_POOL_RATIO,
     GENERIC,
+    GENERIC_OPTIONS,
     KV_CACHE_DTYPES,
+    EngineOptions,
     Layout,
     SizingResult,
     ThroughputResult,
@@ -209,4 +211,15 @@ def _model_speed(sizing: Sizing, usd_per_gpu_hour: object) -> ThroughputResult:
         weight_format=request.weight_format,
         include_scale_overhead=request.include_scale_overhead,
         gpu_memory_utilization=request.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
+        engine=_engine_options(request),
     )
+
+
+def _engine_options(request: SizingRequest) -> EngineOptions:
+    """The engine profile the request was sized with, for ``estimate()``'s memory admission."""
+    if (request.engine or GENERIC) == GENERIC:
+        return GENERIC_OPTIONS
+    return EngineOptions(
+        request.engine, request.engine_version, request.max_model_len, request.block_size_tokens,
+        request.available_kv_cache_gib, request.prefix_caching,
+    )  # fmt: skip

@@ -190,12 +190,19 @@ def compute_figures(
     """A deployment's snapshot figures (JSON-ready; money as strings), priced at its cluster's price in
     force (``price``; None: unpriced, said in ``price_note``). Raises the engine's ``EngineInputError``
     when its layout cannot be sized."""
-    result = d.sizing(model=engine)
+    serving = d.serving(engine)
+    result = serving.size(d.planning_context_tokens)
     running = (d.last_metrics or {}).get("requests_running")
     figures: dict[str, Any] = {
         "fits": result.fits,
         "capacity_sequences": result.max_concurrent_sequences,
         "planning_context_tokens": result.context_tokens,
+        # Admitted sequences at each context up to max_model_len (the engine's own limits applied): the
+        # deployment page's curve and table; its last point is capacity_sequences.
+        "capacity_curve": [
+            {"context": p.context_tokens, "sequences": p.max_concurrent_sequences} for p in serving.admitted_curve()
+        ],
+        "max_running_requests": result.allocation.max_running_requests if result.allocation else None,
         "engine": result.engine,
         "engine_version": result.engine_version,
         "kv_cache_tokens": result.engine_kv_cache_tokens,

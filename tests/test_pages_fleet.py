@@ -145,7 +145,14 @@ def test_platform_registers_a_cluster_and_a_deployment(client, make_user, catalo
     assert r.status_code == 302, r.content.decode()[:2000]
     page = client.get("/deployments/k3-prod/").content.decode()
     assert "sk-page-secret" not in page and "API key set" in page
-    assert 'data-chart="envelope"' in page and 'data-chart="capacity"' in page
+    # the envelope is drawn now; the admitted curve is the snapshot's, which a worker computes
+    assert 'data-chart="envelope"' in page and 'data-chart="capacity"' not in page
+    assert "Not computed yet" in page.split('id="capacity-curve"')[1]
+    from planner.snapshots import refresh_snapshots
+
+    refresh_snapshots([Deployment.objects.get(slug="k3-prod").pk])
+    page = client.get("/deployments/k3-prod/").content.decode()
+    assert 'data-chart="capacity"' in page
     assert Deployment.objects.get(slug="k3-prod").decrypted_api_key() == "sk-page-secret"
     edit = client.get("/deployments/k3-prod/edit/").content.decode()
     assert "sk-page-secret" not in edit and Deployment.objects.get().api_key_encrypted not in edit

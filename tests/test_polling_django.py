@@ -335,7 +335,7 @@ def test_live_block_check_sets_vllm_cache_config_beside_the_vllm_profile(cluster
 
         refresh_snapshots([d.pk])  # the worker's part: the prediction is stored with the capacity
         d = type(d).objects.get(pk=d.pk)
-        expected = d.sizing(engine="vllm")
+        expected = d.sizing()  # its engine is vllm
         blocks, block = expected.engine_num_blocks, expected.engine_block_size_tokens
         assert (blocks, block) != (2000, 16)  # the fake's own default is not what is predicted
         server.set_cache_config(round(blocks * 1.02), block)

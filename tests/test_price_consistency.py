@@ -1,5 +1,6 @@
-"""Issue 24, acceptance, price: over generated fleets, every surface gives a cluster's and a deployment's
-hourly rate (USD per GPU-hour) and cost per hour as the same figure.
+"""Issue 24, acceptance: over generated fleets, every surface gives a cluster's and a deployment's hourly rate
+(USD per GPU-hour) and cost per hour as the same figure, and a deployment's admitted concurrency at its
+max_model_len and its GPU memory as one figure each.
 
 A seeded generator builds small fleets (providers of every kind with own quotes, public list prices, both or
 neither; clusters at them, some priced only by a list price, some unpriced; vLLM and SGLang deployments of a
@@ -8,6 +9,12 @@ made (the provider's latest own quote in force, else its latest list price in fo
 provider issued never counts), never by asking the price rule itself. Then the deployment page, cluster page,
 fleet page and its CSV, rent vs API (page and POST /api/v1/breakeven/), spend (page and API), the records' API
 (deployments, clusters, SKUs) and /metrics are each read and compared with it.
+
+Capacity: the admitted concurrency at max_model_len the deployments API gives (the stored snapshot's) is the
+one the deployment page's header, headroom bar and curve, the cluster and fleet pages' bars, the fleet CSV,
+/metrics and POST /api/v1/estimate/ (its memory limit at max_model_len, per replica) give; a hybrid's never
+exceeds the state pool's cap its engine states, and no curve goes past max_model_len. GPU memory: the bytes
+the SKUs API gives are the deployment page's and the snapshot's envelope's.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from decimal import Decimal
 from html.parser import HTMLParser
 
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
@@ -137,7 +145,7 @@ def generate(rng: random.Random, n: int, skus: dict[str, HardwareSku], models: d
                     engine=rng.choice(("vllm", "sglang")),
                     kv_cache_dtype=rng.choice(("fp8", "bf16")),
                     workload=workload,
-                    max_model_len=32_768,
+                    max_model_len=rng.choice((8_192, 32_768, 131_072)),
                 )
             )
     return made
@@ -236,6 +244,9 @@ def test_every_surface_gives_one_rate_and_cost_per_hour_over_generated_fleets(db
     month_hours = calendar_month_hours(today.year, today.month)
     seen = {"own": 0, "list": 0, "unpriced": 0, "vllm": 0, "sglang": 0, "hybrid": 0}
     for n in range(FLEETS):
+        # One user reads every surface of 50 fleets in well under a minute: past the API's per-user rate
+        # (600/min). Each fleet starts the throttle's count afresh, as tests do (conftest.fresh_cache).
+        cache.clear()
         made = generate(rng, n, skus, models, workload)
         refresh_snapshots()
         rates = {c.slug: made.cluster_rate(c) for c in made.clusters}
@@ -258,7 +269,8 @@ def check_fleet(made: Made, rates, page: Client, api: APIClient, bearer: Client,
     # The records' API: each cluster's price_in_force, each deployment's snapshot figures, each SKU alone.
     clusters = {c["slug"]: c for c in api.get("/api/v1/clusters/", {"page_size": 500}).json()["results"]}
     deployments = {d["slug"]: d for d in api.get("/api/v1/deployments/", {"page_size": 500}).json()["results"]}
-    for sku in api.get("/api/v1/skus/").json()["results"]:
+    skus = {sku["slug"]: sku for sku in api.get("/api/v1/skus/").json()["results"]}
+    for sku in skus.values():
         got = sku["price_in_force"]
         assert dec(got and got["usd_per_gpu_hour"]) == made.sku_rate(sku["slug"]), sku
     fleet_html = Attrs(page.get("/").content.decode())
@@ -335,6 +347,46 @@ def check_fleet(made: Made, rates, page: Client, api: APIClient, bearer: Client,
         (row,) = [r for r in fleet_csv if r["deployment"] == d.slug]
         assert dec(row["deployment_usd_per_hour"]) == expected, ("fleet CSV", where)
         check_rent_vs_api(d, rate, page, api, where)
+        check_capacity(d, deployments[d.slug], shown, cluster_pages[d.cluster.slug], fleet_html, row, metrics, api)
+        check_memory(d, skus[d.cluster.sku.slug], deployments[d.slug], shown, where)
+
+
+def check_capacity(d, record, shown: Attrs, cluster_page: Attrs, fleet_html: Attrs, row, metrics, api) -> None:
+    """One admitted concurrency at max_model_len on every surface (module docstring, "Capacity")."""
+    where = f"deployment {d.slug} ({d.engine}, {d.model.slug}, max_model_len {d.max_model_len:,})"
+    figures = record["capacity"]["figures"]
+    admitted = figures["capacity_sequences"]
+    assert figures["planning_context_tokens"] == d.max_model_len, where
+    curve = figures["capacity_curve"]
+    assert curve[-1] == {"context": d.max_model_len, "sequences": admitted}, where
+    assert all(p["context"] <= d.max_model_len for p in curve), where
+    (header,) = shown.find(id="admitted")
+    assert int(header["text"].split()[0].replace(",", "")) == admitted, ("deployment page", where)
+    bars = [("deployment page", shown), ("cluster page", cluster_page), ("fleet page", fleet_html)]
+    if figures["fits"]:
+        for what, html in bars:
+            (bar,) = html.find(tag="div", data_deployment=d.slug)
+            assert int(bar["data-admitted"]) == admitted, (what, where)
+    assert int(row["predicted_capacity"]) == admitted, ("fleet CSV", where)
+    assert _metrics(metrics, "fleetcap_deployment_capacity_sequences").get(d.slug) == admitted, ("/metrics", where)
+    r = api.post("/api/v1/estimate/", {"deployment": d.slug, "context_tokens": d.max_model_len}, format="json")
+    assert r.status_code == 200, (where, r.content)
+    assert r.json()["memory_limit"] * d.replicas == admitted, ("/estimate/", where)
+    if d.model.slug == "qwen3-next-80b-a3b" and d.engine == "sglang":  # never more than its state pool lets run
+        result = d.sizing()
+        stated = next(a for a in result.assumptions if a.startswith("State pool:"))
+        cap = int(re.search(r"so at most ([\d,]+) running requests", stated).group(1).replace(",", ""))
+        assert max(p["sequences"] for p in curve) <= cap * d.replicas * d.dp, where
+
+
+def check_memory(d, sku_record, record, shown: Attrs, where) -> None:
+    """One GPU memory figure: the SKUs API's bytes on the deployment page (exact bytes in the title) and in the
+    snapshot's envelope."""
+    memory = sku_record["memory_bytes"]
+    assert record["capacity"]["figures"]["envelope_bytes_per_gpu"]["gpu"] == memory, ("snapshot", where)
+    (span,) = shown.find(id="deployment-gpu-memory")
+    (inner,) = [e for e in shown.elements[shown.elements.index(span) + 1 :][:1] if e.get("class") == "bytes"]
+    assert inner["title"].startswith(f"{memory:,} bytes"), ("deployment page", where, inner)
 
 
 def _spend_row(html: Attrs, slug: str) -> list[dict[str, str]]:

@@ -19,19 +19,19 @@ from planner.engine import (
     DEFAULT_ENGINE,
     DEFAULT_GPU_MEMORY_UTILIZATION,
     DEFAULT_KV_CACHE_DTYPE,
-    GENERIC,
     KV_CACHE_DTYPES,
     Accelerator,
     Layout,
     ModelArch,
+    Serving,
     SizingResult,
     ThroughputResult,
+    context_window,
     engine_choices,
     estimate,
     gpu_memory_bytes,
     layout_errors,
     profile_of,
-    size,
     usable_bytes,
 )
 
@@ -383,42 +383,40 @@ class Deployment(TimeStamped):
 
     @property
     def planning_context_tokens(self) -> int:
-        """The context length capacity is quoted at: the served maximum, else the model's."""
-        return self.max_model_len or self.model.max_context_tokens
+        """The context length capacity is quoted at: the served maximum, else the model's
+        (``planner.engine.context_window``, the engine's one rule)."""
+        return context_window(self.max_model_len, self.model.max_context_tokens)
 
     @property
     def engine_profile(self) -> str:
         """The allocator profile the serving engine registry sizes this engine with (``generic``: none)."""
         return profile_of(self.engine)
 
-    def sizing(
-        self, context_tokens: int | None = None, model: ModelArch | None = None, engine: str | None = None
-    ) -> SizingResult:
-        """Predicted memory envelopes and admission capacity of this deployment (whole deployment).
-
-        ``model`` lets a caller reuse one engine object for many deployments of the same model
-        (the engine memoises per-model constants on it); ``engine`` is the profile, by default
-        ``engine_profile``: this deployment's own engine, with its release, block size and max_model_len.
-        """
-        engine = engine or self.engine_profile
-        options = {}
-        if engine != GENERIC:
-            options = {
-                "engine": engine,
-                "engine_version": self.engine_version or None,
-                "block_size_tokens": self.block_size_tokens,
-                "max_model_len": self.max_model_len,
-            }
-        return size(
-            model or self.model.to_engine(),
-            self.cluster.sku.to_engine(),
-            gpus=self.gpus,
+    def serving(self, model: ModelArch | None = None, accelerator: Accelerator | None = None, **extra: Any) -> Serving:
+        """How this deployment serves, for the engine (``planner.engine.Serving``): its model, SKU, layout,
+        replicas, KV cache dtype, memory utilisation and engine profile with release, block size and
+        max_model_len. ``model`` / ``accelerator`` let a caller reuse engine objects across deployments;
+        ``extra`` sets the router's fields (``correction``, ``correction_age_s``)."""
+        return Serving(
+            model=model or self.model.to_engine(),
+            accelerator=accelerator or self.cluster.sku.to_engine(),
             layout=self.layout,
+            replicas=self.replicas,
             kv_cache_dtype=self.kv_cache_dtype,
-            context_tokens=context_tokens or self.planning_context_tokens,
             gpu_memory_utilization=self.gpu_memory_utilization,
-            **options,
+            engine=self.engine_profile,
+            engine_version=self.engine_version or None,
+            block_size_tokens=self.block_size_tokens,
+            max_model_len=self.max_model_len,
+            **extra,
         )
+
+    def sizing(self, context_tokens: int | None = None, model: ModelArch | None = None) -> SizingResult:
+        """Predicted memory envelopes and admission capacity of this deployment (whole deployment) at
+        ``context_tokens`` (default: its planning context, ``max_model_len``), sized with its own engine
+        profile (``Serving.size``). ``model`` lets a caller reuse one engine object for many deployments of
+        the same model (the engine memoises per-model constants on it)."""
+        return self.serving(model).size(context_tokens or self.planning_context_tokens)
 
     @property
     def calibration_ratio(self) -> float | None:
@@ -431,24 +429,31 @@ class Deployment(TimeStamped):
         """True when the last poll's ratio is outside ``polls.CALIBRATION_RANGE`` (pages flag it)."""
         return ratio_ok(self.calibration_ratio) is False
 
-    def throughput(self, usd_per_gpu_hour=None) -> ThroughputResult:
-        """Speed of one replica for its workload's request shape (or 2,048 in / 256 out)."""
+    def throughput(
+        self, usd_per_gpu_hour=None, *, batch: int | None = None, model: ModelArch | None = None
+    ) -> ThroughputResult:
+        """Speed of one replica for its workload's request shape (or 2,048 in / 256 out), at ``batch``
+        sequences per replica (default: its SLO-limited concurrency), memory admission sized with its own
+        engine profile (``Serving.engine_options``). ``model``: a reused engine object."""
         w = self.workload
+        serving = self.serving(model)
         return estimate(
-            self.model.to_engine(),
-            self.cluster.sku.to_engine(),
+            serving.model,
+            serving.accelerator,
             self.layout,
             prompt_tokens=w.mean_prompt_tokens if w else 2048,
             output_tokens=w.mean_output_tokens if w else 256,
             context_tokens=self.planning_context_tokens
             if not w
             else min(w.p95_context_tokens, self.planning_context_tokens),
+            batch=batch,
             prefix_cache_hit_rate=w.prefix_cache_hit_rate if w else 0.0,
             ttft_slo_ms=w.ttft_slo_ms if w else None,
             tpot_slo_ms=w.tpot_slo_ms if w else None,
             usd_per_gpu_hour=usd_per_gpu_hour,
             kv_cache_dtype=self.kv_cache_dtype,
             gpu_memory_utilization=self.gpu_memory_utilization,
+            engine=serving.engine_options(),
         )
 
     def clean(self) -> None:

@@ -113,7 +113,6 @@ from planner.engine.routing import (
     Destination,
     RequestClass,
     RouteResult,
-    Serving,
     rank,
     reusable_prefix_tokens,
     stale_limit_s,
@@ -148,7 +147,8 @@ from planner.engine.sizing import (
     weights_bytes,
 )
 from planner.engine.sizing.admission import DEFAULT_STATE_POOL_RATIO
-from planner.engine.sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION
+from planner.engine.sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, GENERIC_OPTIONS, EngineOptions
+from planner.engine.sizing.served import CURVE_CONTEXTS, Serving, context_window, curve_contexts
 from planner.engine.spec import (
     ACCELERATOR_RECORD_FIELDS,
     MODEL_RECORD_FIELDS,
@@ -181,6 +181,7 @@ __all__ = [
     "ACCELERATOR_RECORD_FIELDS",
     "CACHE_DTYPES",
     "CACHE_MODES",
+    "CURVE_CONTEXTS",
     "DEFAULT_DAYS_PER_MONTH",
     "DEFAULT_ENGINE",
     "DEFAULT_GPU_MEMORY_UTILIZATION",
@@ -191,6 +192,7 @@ __all__ = [
     "DEFAULT_WEIGHT_FORMAT",
     "GB",
     "GENERIC",
+    "GENERIC_OPTIONS",
     "GIB",
     "HOURS_PER_DAY",
     "KIB",
@@ -228,6 +230,7 @@ __all__ = [
     "Destination",
     "EngineAllocation",
     "EngineInputError",
+    "EngineOptions",
     "ImportedModel",
     "LayerGroup",
     "Layout",
@@ -269,6 +272,8 @@ __all__ = [
     "calendar_month_hours",
     "calendar_month_label",
     "capacity_curve",
+    "context_window",
+    "curve_contexts",
     "engine_choices",
     "engine_names",
     "estimate",

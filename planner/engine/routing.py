@@ -64,13 +64,10 @@ from decimal import Decimal
 from typing import Any
 
 from .errors import EngineInputError, is_number
-from .formats import DEFAULT_KV_CACHE_DTYPE
 from .limits import MAX_CONTEXT_TOKENS, MAX_SLO_MS
 from .prefix_cache import prefix_granularity_tokens
-from .serving_engines import GENERIC
-from .sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, size
-from .spec import Accelerator, Layout, ModelArch
-from .throughput.correction import SpeedCorrection, apply_correction
+from .sizing.served import Serving
+from .throughput.correction import apply_correction
 from .throughput.estimate import ThroughputResult, estimate
 from .units import SECONDS_PER_HOUR, TOKENS_PER_MTOK
 
@@ -154,31 +151,6 @@ class RequestClass:
     @property
     def wanted_modality(self) -> str:
         return self.modality or "text"
-
-
-@dataclass(frozen=True, slots=True)
-class Serving:
-    """How a deployment serves, for the sizing and throughput engines (``size()``, ``estimate()``).
-
-    ``engine`` is the profile (``generic``, ``vllm``, ``sglang``); ``correction`` the deployment's
-    live speed correction (None: uncorrected) and ``correction_age_s`` its age."""
-
-    model: ModelArch
-    accelerator: Accelerator
-    layout: Layout
-    replicas: int
-    kv_cache_dtype: str = DEFAULT_KV_CACHE_DTYPE
-    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
-    engine: str = GENERIC
-    engine_version: str | None = None
-    block_size_tokens: int | None = None
-    max_model_len: int | None = None
-    correction: SpeedCorrection | None = None
-    correction_age_s: float | None = None
-
-    @property
-    def gpus(self) -> int:
-        return self.replicas * self.layout.gpus
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,25 +395,8 @@ def assess_deployment(request: RequestClass, d: DeploymentCandidate) -> Destinat
 
     if why:
         return out(False, why)
-    options = {}
-    if s.engine != GENERIC:
-        options = {
-            "engine": s.engine,
-            "engine_version": s.engine_version,
-            "block_size_tokens": s.block_size_tokens,
-            "max_model_len": s.max_model_len,
-        }
     try:
-        sizing = size(
-            s.model,
-            s.accelerator,
-            gpus=s.gpus,
-            layout=s.layout,
-            kv_cache_dtype=s.kv_cache_dtype,
-            context_tokens=request.context_tokens,
-            gpu_memory_utilization=s.gpu_memory_utilization,
-            **options,
-        )
+        sizing = s.size(request.context_tokens)
     except EngineInputError as exc:
         return out(False, [f"The sizing engine cannot model it: {exc}"])
     if granularity is None and sizing.allocation is not None:
@@ -467,11 +422,13 @@ def assess_deployment(request: RequestClass, d: DeploymentCandidate) -> Destinat
         "gpu_memory_utilization": s.gpu_memory_utilization,
     }
     try:
+        admission = s.engine_options()
         busy_speed = estimate(
-            s.model, s.accelerator, s.layout, ttft_slo_ms=request.ttft_slo_ms, tpot_slo_ms=request.tpot_slo_ms, **shape
-        )
+            s.model, s.accelerator, s.layout, ttft_slo_ms=request.ttft_slo_ms, tpot_slo_ms=request.tpot_slo_ms,
+            engine=admission, **shape,
+        )  # fmt: skip
         batch = max(1, min(per_replica, busy_speed.memory_limit or 1))
-        now = estimate(s.model, s.accelerator, s.layout, batch=batch, **shape)
+        now = estimate(s.model, s.accelerator, s.layout, batch=batch, engine=admission, **shape)
     except EngineInputError as exc:
         return out(False, [f"The throughput engine cannot model it: {exc}"], headroom=headroom)
     now, busy_speed = _corrected(now, s, request), _corrected(busy_speed, s, request)

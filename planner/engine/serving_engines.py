@@ -26,15 +26,21 @@ import ``planner`` (pyproject.toml's contracts), so the Django poller (``fleet/p
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .errors import EngineInputError
 from .formats import DEFAULT_KV_CACHE_DTYPE
 from .profiles.common import EngineAllocation
-from .profiles.sglang import DEFAULT_MAMBA_FULL_MEMORY_RATIO, NEWEST_SGLANG, sglang_allocation
-from .profiles.vllm import NEWEST_VLLM, vllm_allocation
-from .spec import Layout, ModelArch
+from .profiles.sglang import (
+    DEFAULT_MAMBA_FULL_MEMORY_RATIO,
+    NEWEST_SGLANG,
+    default_max_running_requests,
+    sglang_allocation,
+)
+from .profiles.vllm import NEWEST_VLLM, default_max_num_seqs, vllm_allocation
+from .spec import Accelerator, Layout, ModelArch
 
 #: The profile of engines without a modelled allocator: the app's engine-neutral arithmetic.
 GENERIC: str = "generic"
@@ -43,6 +49,8 @@ DEFAULT_ENGINE: str = "vllm"
 
 #: The signature every profile's ``allocate`` takes (``allocate()`` below passes all of it).
 Allocate = Callable[..., EngineAllocation]
+#: A profile's cap on running requests per data-parallel rank: ``(allocation, accelerator) -> (cap, why)``.
+RunningLimit = Callable[[EngineAllocation, Accelerator], tuple[int, str]]
 
 
 @dataclass(frozen=True)
@@ -51,11 +59,13 @@ class AllocatorProfile:
 
     ``allocate(model, layout, *, available_bytes, max_model_len, kv_cache_dtype, block_size_tokens,
     version, batch_tokens, prefix_caching, state_pool_ratio)`` returns its ``EngineAllocation``;
-    ``newest`` is the newest release whose rules were read."""
+    ``newest`` is the newest release whose rules were read; ``running_limit`` the scheduler's own cap on
+    running requests per data-parallel rank (None: the cache is the only limit)."""
 
     name: str
     newest: str
     allocate: Allocate
+    running_limit: RunningLimit | None = None
 
 
 @dataclass(frozen=True)
@@ -140,8 +150,17 @@ def _sglang(
     )
 
 
-VLLM_PROFILE = AllocatorProfile("vllm", NEWEST_VLLM, _vllm)
-SGLANG_PROFILE = AllocatorProfile("sglang", NEWEST_SGLANG, _sglang)
+def _vllm_running(allocation: EngineAllocation, accelerator: Accelerator) -> tuple[int, str]:
+    return default_max_num_seqs(accelerator.name, accelerator.driver_hbm_bytes)
+
+
+def _sglang_running(allocation: EngineAllocation, accelerator: Accelerator) -> tuple[int, str]:
+    del accelerator  # the request pool follows the token pool, not the device
+    return default_max_running_requests(allocation.kv_cache_tokens, allocation.max_model_len)
+
+
+VLLM_PROFILE = AllocatorProfile("vllm", NEWEST_VLLM, _vllm, _vllm_running)
+SGLANG_PROFILE = AllocatorProfile("sglang", NEWEST_SGLANG, _sglang, _sglang_running)
 
 #: The registry, in the order pages list the engines.
 SERVING_ENGINES: tuple[ServingEngine, ...] = (
@@ -222,6 +241,16 @@ def profile_of(engine: str) -> str:
 def allocator(profile: str) -> AllocatorProfile | None:
     """The allocator profile named ``profile``; None for ``generic`` or an unknown name."""
     return next((p for p in profiles() if p.name == profile), None)
+
+
+def limit_running(allocation: EngineAllocation, accelerator: Accelerator) -> EngineAllocation:
+    """``allocation`` with its profile's cap on running requests on ``accelerator`` (``max_running_requests``,
+    said in its assumptions); unchanged for a profile without one."""
+    profile = allocator(allocation.engine)
+    if profile is None or profile.running_limit is None:
+        return allocation
+    cap, why = profile.running_limit(allocation, accelerator)
+    return dataclasses.replace(allocation, max_running_requests=cap, assumptions=(*allocation.assumptions, why))
 
 
 def allocate(

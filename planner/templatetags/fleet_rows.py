@@ -48,7 +48,8 @@ def _bar(h: Headroom) -> str:
     shown_capacity = _e(_number(h.capacity))
     hot = " hot" if percent and percent >= 90 else ""
     return (
-        f'<div class="bar" role="meter" aria-valuemin="0" aria-valuemax="{capacity}" '
+        f'<div class="bar" role="meter" data-deployment="{_e(h.deployment.slug)}" data-admitted="{capacity}" '
+        f'aria-valuemin="0" aria-valuemax="{capacity}" '
         f'aria-valuenow="{_e(0 if observed is None else observed)}" '
         f'aria-label="{_e("unknown" if observed is None else observed)} running of {capacity} predicted">'
         f'<span class="fill{hot}" data-percent="{_e(percent or 0)}"></span></div>'

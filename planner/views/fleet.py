@@ -27,7 +27,7 @@ from planner import tables
 from planner.calibrations import calibrate
 from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
 from planner.forms import CalibrationForm, FleetTableForm, PollRangeForm
-from planner.headroom import capacity_points, envelope, headroom, stored_headroom
+from planner.headroom import envelope, headroom, stored_curve, stored_headroom
 from planner.models.calibrations import RATIO_BAND
 from planner.reviews import flipped_decisions
 
@@ -129,18 +129,19 @@ def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 def _deployment_page(
     request: HtmxHttpRequest, deployment: Deployment, form: CalibrationForm | None = None, status: int = 200
 ) -> HttpResponse:
-    (row,) = headroom([deployment])  # computed now: the envelope and curve explore the records as they are
+    (row,) = headroom([deployment])  # the envelope's bytes, computed now from the records as they are
     (stored,) = stored_headroom([deployment])
     context = {"d": deployment, "row": row, "stored": stored, "snapshot": describe_capacity(deployment)}
+    # The admitted concurrency is the stored snapshot's, everywhere on the page (header, curve, envelope).
+    context["curve"] = stored_curve(deployment)
+    context["curve_mark"] = _context_mark(deployment)
     if row.result is not None:
         result = row.result
         observed = int(row.observed) if row.observed is not None else None
         context |= {
             "result": result,
-            "envelope": envelope(result, observed),
-            "envelope_full": envelope(result),
-            "curve": capacity_points(deployment),
-            "curve_mark": _context_mark(deployment),
+            "envelope": envelope(result, observed if observed is not None else stored.capacity),
+            "envelope_full": envelope(result, stored.capacity),
         }
     context |= _poll_series(deployment)
     context |= _poll_range(request, deployment)

@@ -152,6 +152,9 @@ class EngineAllocation:
 
     #: Blocks of the separate token pools, ``(pool name, blocks)`` (SGLang's ``("swa", pages)``).
     pool_blocks: tuple[tuple[str, int], ...] = ()
+    #: The most requests the engine's scheduler runs at once per data-parallel rank, whatever the cache
+    #: holds (vLLM's ``max_num_seqs``, SGLang's request pool; ``serving_engines.limit_running``). None: no cap.
+    max_running_requests: int | None = None
 
     @property
     def available_kv_cache_gib(self) -> float:
@@ -184,8 +187,13 @@ class EngineAllocation:
         return 0.0 if by_blocks == math.inf else by_blocks
 
     def sequences(self, tokens: int) -> int:
-        """Whole requests of ``tokens`` tokens that fit at once (``floor(concurrency)``)."""
-        return math.floor(self.concurrency(tokens) + 1e-9)
+        """Requests of ``tokens`` tokens the engine admits at once: the whole requests the cache holds
+        (``floor(concurrency)``), at most ``max_running_requests``, and none longer than ``max_model_len``
+        (the engine refuses them)."""
+        if tokens > self.max_model_len:
+            return 0
+        held = math.floor(self.concurrency(tokens) + 1e-9)
+        return held if self.max_running_requests is None else min(held, self.max_running_requests)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -201,5 +209,6 @@ class EngineAllocation:
             "page_padding_fraction": round(self.page_padding_fraction, 6),
             "kv_cache_groups": [g.to_dict() for g in self.groups],
             "state_slots": self.state_slots,
+            "max_running_requests": self.max_running_requests,
             **({"pool_blocks": dict(self.pool_blocks)} if self.pool_blocks else {}),
         }

@@ -39,6 +39,11 @@ is the rest memory.
   slots with the radix cache (``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO``), 2 more with the
   ``extra_buffer`` strategy and the overlap scheduler (ping-pong slots), 1 without the radix cache;
   ``max_running_requests`` is capped at ``max_mamba_cache_size // slots``.
+* **Running requests** (``model_runner_kv_cache_mixin.py`` ``init_memory_pool``, 0.5.8; the same
+  clamp in ``model_runner.py`` before): without ``--max-running-requests`` the request pool holds
+  ``min(max(int(max_total_num_tokens / context_len x 512), 2048), 4096)`` requests per data-parallel
+  rank, ``context_len`` being ``--context-length`` (max_model_len); a hybrid's state slots cap it
+  further (above). ``--max-running-requests`` is not modelled.
 * **Concurrency**: SGLang logs none. Defined here as ``min(pages / pages per request, SWA pages / SWA
   pages per request, state slots / slots per request)``: with page size 1 (and whenever ``L`` is a
   multiple of the page) that is ``min(max_total_num_tokens / L, max_mamba_cache_size / slots)``; a
@@ -83,6 +88,10 @@ EXTRA_BUFFER_SLOTS_OVERLAP: int = 2
 EXTRA_BUFFER_SLOTS_NO_OVERLAP: int = 1
 #: ``max_mamba_cache_size`` when fixed and neither it nor ``--max-running-requests`` is given.
 FIXED_MAMBA_CACHE_SIZE: int = 512
+#: The request pool's clamp without ``--max-running-requests`` (``init_memory_pool``).
+REQUEST_POOL_MIN: int = 2048
+REQUEST_POOL_MAX: int = 4096
+REQUEST_POOL_PER_CONTEXT: int = 512
 SSM_DTYPE: str = "fp32"
 CONV_DTYPE: str = "bf16"
 _ALL_VARIANTS: tuple[str, ...] = ("gated_deltanet", "mamba2", "kda")
@@ -256,6 +265,20 @@ NEWEST_SGLANG: str = "0.5.23"
 def sglang_release(version: str | None) -> tuple[str, SglangRelease]:
     """``(version, rules)`` for ``version`` (default: the newest read); ``EngineInputError`` if unknown."""
     return choose_release(SGLANG_RELEASES, version, NEWEST_SGLANG, "SGLang", "0.5.9")
+
+
+def default_max_running_requests(max_total_num_tokens: int, context_len: int) -> tuple[int, str]:
+    """``(requests, why)``: the request pool SGLang sizes per data-parallel rank without
+    ``--max-running-requests`` (module docstring, "Running requests")."""
+    n = min(
+        max(int(max_total_num_tokens / max(1, context_len) * REQUEST_POOL_PER_CONTEXT), REQUEST_POOL_MIN),
+        REQUEST_POOL_MAX,
+    )
+    return n, (
+        f"Running requests: at most {n:,} per data-parallel rank, SGLang's request pool = min(max(int("
+        f"{max_total_num_tokens:,} / {context_len:,} x {REQUEST_POOL_PER_CONTEXT}), {REQUEST_POOL_MIN}), "
+        f"{REQUEST_POOL_MAX}) (init_memory_pool); --max-running-requests is not modelled."
+    )
 
 
 def rest_memory_bytes(free_after_weights_bytes: int, free_before_weights_bytes: int, mem_fraction_static: float) -> int:
@@ -637,6 +660,7 @@ __all__ = [
     "NEWEST_SGLANG",
     "SGLANG_RELEASES",
     "SglangRelease",
+    "default_max_running_requests",
     "page_size_for",
     "rest_memory_bytes",
     "sglang_allocation",

@@ -34,6 +34,12 @@ Read from vLLM's own source, per release (``pip download vllm==X --no-deps``; pa
   block`` up to 0.21 (one group: ``num_blocks x block_size``); ``int(concurrency x L)`` from 0.22.0
   (``get_kv_cache_capacity``).
 
+* **Running requests** (``engine/arg_utils.py`` ``EngineArgs.get_batch_defaults``, every modelled
+  release): the scheduler runs at most ``max_num_seqs`` requests per data-parallel rank, however many
+  the cache holds. ``vllm serve`` defaults it to 1,024 on a GPU of at least 70 GiB whose name has no
+  "a100" (H100, H200, B200, MI300X) and to 256 otherwise (``default_max_num_seqs``); ``--max-num-seqs``
+  overrides (not modelled: the default is assumed, and said).
+
 Not modelled: decode-context parallelism, speculative-decoding state blocks, 0.30+'s packing of
 mixed page sizes (used only when pages cannot be unified), hisparse host pools, fp8_ds_mla's 656-byte
 token, per-layer KV dtype skips.
@@ -49,6 +55,12 @@ from ..sizing.state import layer_state_bytes
 from ..spec import LayerGroup, Layout, ModelArch
 from ..units import ceil_div
 from .common import CacheGroup, EngineAllocation, choose_release, parse_version
+
+#: ``vllm serve``'s default ``max_num_seqs`` on a large GPU and otherwise, and what "large" is
+#: (``EngineArgs.get_batch_defaults``: ``device_memory >= 70 * GiB_bytes and "a100" not in device_name``).
+LARGE_GPU_MAX_NUM_SEQS: int = 1024
+SMALL_GPU_MAX_NUM_SEQS: int = 256
+LARGE_GPU_MIN_BYTES: int = 70 << 30
 
 DEFAULT_BLOCK_SIZE: int = 16
 MLA_BLOCK_SIZE: int = 64
@@ -108,6 +120,18 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
 )
 #: The newest release whose source was read for these rules.
 NEWEST_VLLM: str = "0.33.0"
+
+
+def default_max_num_seqs(device_name: str, device_memory_bytes: int) -> tuple[int, str]:
+    """``(max_num_seqs, why)``: the running requests ``vllm serve`` allows per data-parallel rank on a GPU
+    named ``device_name`` whose driver reports ``device_memory_bytes`` (module docstring, "Running requests")."""
+    large = device_memory_bytes >= LARGE_GPU_MIN_BYTES and "a100" not in device_name.lower()
+    n = LARGE_GPU_MAX_NUM_SEQS if large else SMALL_GPU_MAX_NUM_SEQS
+    return n, (
+        f"Running requests: at most max_num_seqs = {n:,} per data-parallel rank (vllm serve's default: "
+        f"{LARGE_GPU_MAX_NUM_SEQS:,} on a GPU of at least 70 GiB that is not an A100, else {SMALL_GPU_MAX_NUM_SEQS}; "
+        "EngineArgs.get_batch_defaults). --max-num-seqs is not modelled."
+    )
 
 
 def vllm_release(version: str | None) -> tuple[str, VllmRelease]:

@@ -37,7 +37,7 @@ from ..limits import (
     int_error,
 )
 from ..profiles import EngineAllocation
-from ..serving_engines import allocate, profile_names
+from ..serving_engines import allocate, limit_running, profile_names
 from ..spec import Accelerator, Layout, ModelArch
 from ..units import GB, GIB, ceil_div, gib_to_bytes
 from .admission import (
@@ -83,6 +83,19 @@ class EngineOptions:
     available_kv_cache_gib: float | None = None
     prefix_caching: bool = False
 
+    def size_kwargs(self) -> dict[str, Any]:
+        """These options as ``size()``'s keyword arguments (none for the generic profile)."""
+        if self == GENERIC:
+            return {}
+        return {
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "max_model_len": self.max_model_len,
+            "block_size_tokens": self.block_size_tokens,
+            "available_kv_cache_gib": self.available_kv_cache_gib,
+            "prefix_caching": self.prefix_caching,
+        }
+
     def errors(self, limit: int) -> dict[str, list[str]]:
         """Field errors (empty when valid); ``limit`` is the model's maximum context (0: none)."""
         errors: dict[str, list[str]] = {}
@@ -110,6 +123,8 @@ class EngineOptions:
 
 
 GENERIC = EngineOptions()
+#: ``GENERIC`` under a name that does not clash with ``serving_engines.GENERIC`` (the profile's name).
+GENERIC_OPTIONS = GENERIC
 
 
 def check_inputs(
@@ -185,6 +200,10 @@ def check_inputs(
             errors["context_tokens"] = [f"Must be a whole number of tokens from 1 to {MAX_CONTEXT_TOKENS:,}."]
         elif limit and context > limit:
             errors["context_tokens"] = [f"The model's maximum context is {limit} tokens."]
+        elif engine.max_model_len and is_int(engine.max_model_len) and context > engine.max_model_len:
+            errors["context_tokens"] = [
+                f"Longer than max_model_len ({engine.max_model_len:,} tokens): the engine refuses requests that long."
+            ]
     if errors:
         raise EngineInputError(errors)
     return layout, gpus, gpus_default, context_default
@@ -346,6 +365,7 @@ def _prepare(
                 state_pool_ratio=state_pool_ratio,
             ),
         )
+        p.alloc = limit_running(p.alloc, accelerator)
     return p
 
 

@@ -33,7 +33,7 @@ from ..costs.money import MAX_PRICE_USD, MIN_NONZERO
 from ..errors import EngineInputError, is_number
 from ..formats import DEFAULT_KV_CACHE_DTYPE
 from ..limits import MAX_BATCH, MAX_CONTEXT_TOKENS, MAX_SLO_MS, int_error
-from ..sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, size
+from ..sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, GENERIC, EngineOptions, size
 from ..sizing.memo import model_constants
 from ..spec import Accelerator, Layout, ModelArch, accelerator_errors
 from ..units import SECONDS_PER_HOUR, TOKENS_PER_MTOK
@@ -126,6 +126,8 @@ class ThroughputResult:
     decode: DecodeStep
     prefill: PrefillEstimate
     assumptions: tuple[str, ...]
+    #: The serving engine profile memory admission was sized with (``estimate(engine=)``).
+    engine: EngineOptions = GENERIC
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -208,12 +210,16 @@ def estimate(
     include_scale_overhead: bool = True,
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     options: ThroughputOptions = DEFAULT_OPTIONS,
+    engine: EngineOptions = GENERIC,
 ) -> ThroughputResult:
     """Aggregated serving estimate of one replica of ``model`` on ``accelerator`` laid out as ``layout``.
 
     ``context_tokens`` (default prompt + output) sizes memory admission; TPOT is evaluated at the mean
     context of a running sequence, ``prompt + output / 2``. ``batch`` defaults to the concurrency
-    limit (at least 1, so a configuration that admits nothing still gets timed). ``usd_per_gpu_hour``
+    limit (at least 1, so a configuration that admits nothing still gets timed); memory admission is the
+    serving ``engine`` profile's (``EngineOptions``: a deployment's own engine, release, block size and
+    max_model_len; the generic arithmetic by default), so a deployment's speed is quoted at the concurrency
+    its engine admits. ``usd_per_gpu_hour``
     (``Decimal``, ``float``, ``int`` or ``str``) adds the per-dollar figures. Raises ``EngineInputError``.
 
     Memoised per model on every other input with its type, like ``size()`` (the result is frozen);
@@ -222,7 +228,7 @@ def estimate(
     inputs = (
         accelerator, layout, prompt_tokens, output_tokens, context_tokens, batch, prefix_cache_hit_rate,
         ttft_slo_ms, tpot_slo_ms, usd_per_gpu_hour, kv_cache_dtype, weight_format, include_scale_overhead,
-        gpu_memory_utilization, options,
+        gpu_memory_utilization, options, engine,
     )  # fmt: skip
     key = (tuple(map(type, inputs)), inputs)  # 1, 1.0 and True are equal keys: their types tell them apart
     return model_constants(model).result("estimate", key, lambda: _estimate(model, *inputs))
@@ -245,6 +251,7 @@ def _estimate(
     include_scale_overhead: bool,
     gpu_memory_utilization: float,
     options: ThroughputOptions,
+    engine: EngineOptions,
 ) -> ThroughputResult:
     layout = layout or Layout()
     errors = {**options.errors(), **accelerator_errors(accelerator, speed=True)}
@@ -278,6 +285,7 @@ def _estimate(
         kv_cache_dtype=kv_cache_dtype,
         gpu_memory_utilization=gpu_memory_utilization,
         **formats,
+        **engine.size_kwargs(),
     )
     pm = prefill_model(model, accelerator, layout, kv_cache_dtype, options, weight_format, include_scale_overhead)
     dm = pm.dm
@@ -302,11 +310,12 @@ def _estimate(
         usd_hour = float(price) * gpus
         tok_usd = per_replica * SECONDS_PER_HOUR / usd_hour if usd_hour else None
         usd_mtok = usd_hour / (per_replica * SECONDS_PER_HOUR) * TOKENS_PER_MTOK
+    admission = "generic profile" if engine == GENERIC else f"the {engine.engine} profile's own limits"
     notes = (
         f"Aggregated serving on one replica of {gpus} GPU(s) at {b} sequences: TPOT = decode step / (1 - prefill "
         "share); TTFT = M/M/1 queueing on prefill work + prefill + one decode step per prefill chunk.",
         f"TPOT at the mean context of a running sequence (prompt + output / 2 = {mean_context} tokens); memory "
-        f"admission at {context} tokens (size()).",
+        f"admission at {context} tokens: {memory_limit} sequence(s) per replica (size(), {admission}).",
         *((f"Prefix cache: {cached} of {prompt_tokens} prompt tokens reused (hit rate {hit:g}).",) if cached else ()),
         *(
             (f"Money: {price} USD per GPU-hour x {gpus} GPUs; per-token figures are float estimates.",)
@@ -347,4 +356,5 @@ def _estimate(
         decode=step,
         prefill=pre_est,
         assumptions=notes,
+        engine=engine,
     )
