@@ -36,14 +36,12 @@ from decimal import Decimal
 from typing import Any, get_args, get_type_hints
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS, InputError
 from fleet.models import ApiPrice, DailyPollCount, Deployment, Workload
 from fleet.models.polls import left_out_text
-from fleet.models.snapshots import settle_stale_mark
 from fleet.poll_rollups import left_out_totals
 from planner.breakeven import BreakevenRequest, Preloaded, compare
 from planner.engine import (
@@ -324,39 +322,26 @@ def refresh_breakevens(
     return summary
 
 
+def _fill_breakeven(row: WorkloadBreakeven, c: Computed, now: datetime) -> None:
+    if c.error is None:
+        row.figures, row.inputs, row.unavailable, row.computed_at = c.figures, c.inputs, c.unavailable, now
+        row.declared_monthly_output_tokens, row.observed_monthly_output_tokens = c.declared, c.observed
+        row.error, row.failed_at = "", None
+    else:
+        row.error, row.failed_at = c.error, now
+
+
+#: The columns a breakeven's recomputation writes (beside its stale mark).
+BREAKEVEN_FIELDS = [
+    "figures", "inputs", "unavailable", "computed_at", "declared_monthly_output_tokens",
+    "observed_monthly_output_tokens", "error", "failed_at",
+]  # fmt: skip
+
+
 def _store_breakevens(computed: list[Computed], started: datetime, now: datetime) -> None:
-    """One batch in one transaction; a stale mark made after ``started`` is kept, a failure keeps the
-    previous figures (with the error)."""
-    with transaction.atomic():
-        existing = {
-            b.workload_id: b
-            for b in WorkloadBreakeven.objects.select_for_update().filter(
-                workload_id__in=[c.workload_id for c in computed]
-            )
-        }
-        new, changed = [], []
-        for c in computed:
-            row = existing.get(c.workload_id)
-            if row is None:
-                row = WorkloadBreakeven(workload_id=c.workload_id)
-                new.append(row)
-            else:
-                changed.append(row)
-            if c.error is None:
-                row.figures, row.inputs, row.unavailable, row.computed_at = c.figures, c.inputs, c.unavailable, now
-                row.declared_monthly_output_tokens, row.observed_monthly_output_tokens = c.declared, c.observed
-                row.error, row.failed_at = "", None
-            else:
-                row.error, row.failed_at = c.error, now
-            settle_stale_mark(row, started)
-        WorkloadBreakeven.objects.bulk_create(new)
-        WorkloadBreakeven.objects.bulk_update(
-            changed,
-            [
-                "figures", "inputs", "unavailable", "computed_at", "declared_monthly_output_tokens",
-                "observed_monthly_output_tokens", "error", "failed_at", "stale_since", "stale_reason",
-            ],
-        )  # fmt: skip
+    """One batch in one transaction (``StoredAnswer.store``); a stale mark made after ``started`` is kept, a
+    failure keeps the previous figures (with the error)."""
+    WorkloadBreakeven.store(computed, _fill_breakeven, BREAKEVEN_FIELDS, started=started, now=now)
 
 
 def mark_stale(workload_ids: Sequence[int], reason: str, now: datetime) -> None:
@@ -365,10 +350,9 @@ def mark_stale(workload_ids: Sequence[int], reason: str, now: datetime) -> None:
     ids = sorted(set(workload_ids))
     if not ids:
         return
-    WorkloadBreakeven.objects.filter(workload_id__in=ids).update(stale_since=now, stale_reason=reason[:200])
-    DecisionReview.objects.filter(decision__workload_id__in=ids, decision__superseded_by__isnull=True).update(
-        stale_since=now, stale_reason=reason[:200]
-    )
+    WorkloadBreakeven.mark_stale(WorkloadBreakeven.objects.filter(workload_id__in=ids), reason, now)
+    current = DecisionReview.objects.filter(decision__workload_id__in=ids, decision__superseded_by__isnull=True)
+    DecisionReview.mark_stale(current, reason, now)
 
 
 # --- decision reviews --------------------------------------------------------------------------------
@@ -625,29 +609,17 @@ def review_decisions(
     return summary
 
 
+def _fill_review(row: DecisionReview, r: Reviewed, now: datetime) -> None:
+    row.checked_at, row.still_holds, row.reason = now, r.still_holds, r.reason
+    row.moved, row.figures, row.error = r.moved, r.figures, r.error
+
+
 def _store_reviews(reviewed: list[Reviewed], started: datetime, now: datetime) -> None:
-    with transaction.atomic():
-        existing = {
-            r.decision_id: r
-            for r in DecisionReview.objects.select_for_update().filter(
-                decision_id__in=[r.decision_id for r in reviewed]
-            )
-        }
-        new, changed = [], []
-        for r in reviewed:
-            row = existing.get(r.decision_id)
-            if row is None:
-                row = DecisionReview(decision_id=r.decision_id)
-                new.append(row)
-            else:
-                changed.append(row)
-            row.checked_at, row.still_holds, row.reason = now, r.still_holds, r.reason
-            row.moved, row.figures, row.error = r.moved, r.figures, r.error
-            settle_stale_mark(row, started)
-        DecisionReview.objects.bulk_create(new)
-        DecisionReview.objects.bulk_update(
-            changed, ["checked_at", "still_holds", "reason", "moved", "figures", "error", "stale_since", "stale_reason"]
-        )
+    """One batch in one transaction (``StoredAnswer.store``)."""
+    DecisionReview.store(
+        reviewed, _fill_review, ["checked_at", "still_holds", "reason", "moved", "figures", "error"],
+        started=started, now=now,
+    )  # fmt: skip
 
 
 def flipped_decisions() -> QuerySet[Decision]:

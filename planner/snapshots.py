@@ -37,7 +37,7 @@ from django.utils import timezone
 from fleet import outbox
 from fleet.errors import FIELD_ERRORS
 from fleet.models import CapacitySnapshot, Deployment, OutboxMessage
-from fleet.models.snapshots import input_versions, settle_stale_mark, versions_key
+from fleet.models.snapshots import input_versions, versions_key
 from fleet.poll_store import predicted_cache_of
 from fleet.prices import PriceBook
 from planner.breakeven import deployment_output_rate
@@ -67,9 +67,8 @@ def request_refresh(
     now = now or timezone.now()
     with transaction.atomic():
         if deployment_ids:
-            CapacitySnapshot.objects.filter(deployment_id__in=deployment_ids).update(
-                stale_since=now, stale_reason=reason[:200]
-            )
+            snapshots = CapacitySnapshot.objects.filter(deployment_id__in=deployment_ids)
+            CapacitySnapshot.mark_stale(snapshots, reason, now)
         if workload_ids:
             mark_stale(workload_ids, reason, now)
         message = outbox.record(REFRESH_TASK, kwargs={"deployments": deployment_ids, "workloads": workload_ids})
@@ -289,37 +288,23 @@ def _speed_at_observed(d: Deployment, engine: Any, running: float | None, correc
 
 #: The columns a recomputation writes.
 STORED_FIELDS = [
-    "figures", "inputs", "computed_at", "valid_until", "error", "failed_at", "stale_since", "stale_reason",
-    "capacity_sequences", "fits", "versions",
+    "figures", "inputs", "computed_at", "valid_until", "error", "failed_at", "capacity_sequences", "fits",
+    "versions",
 ]  # fmt: skip
 
 
+def _fill(snap: CapacitySnapshot, c: Computed, now: datetime) -> None:
+    """A recomputation into its snapshot; a failed one keeps the previous figures, with its error."""
+    if c.error is None:
+        snap.figures, snap.inputs, snap.computed_at = c.figures, c.inputs, now
+        snap.valid_until, snap.error, snap.failed_at = c.valid_until, "", None
+        snap.capacity_sequences, snap.fits = c.figures["capacity_sequences"], c.figures["fits"]
+        snap.versions = versions_key(c.inputs)
+    else:
+        snap.error, snap.failed_at = c.error, now
+
+
 def _store(computed: list[Computed], started: datetime, now: datetime) -> None:
-    """Write one batch in one transaction. A snapshot marked stale after this batch ``started`` keeps
-    its mark (a newer change's own recomputation is on its way); a failed one keeps its figures."""
-    ids = [c.deployment_id for c in computed]
-    with transaction.atomic():
-        existing = {
-            s.deployment_id: s for s in CapacitySnapshot.objects.select_for_update().filter(deployment_id__in=ids)
-        }
-        new, changed = [], []
-        for c in computed:
-            snap = existing.get(c.deployment_id)
-            if snap is None:
-                snap = CapacitySnapshot(deployment_id=c.deployment_id)
-                new.append(snap)
-            else:
-                changed.append(snap)
-            if c.error is None:
-                snap.figures, snap.inputs, snap.computed_at = c.figures, c.inputs, now
-                snap.valid_until, snap.error, snap.failed_at = c.valid_until, "", None
-                snap.capacity_sequences, snap.fits = c.figures["capacity_sequences"], c.figures["fits"]
-                snap.versions = versions_key(c.inputs)
-            else:
-                snap.error, snap.failed_at = c.error, now
-            settle_stale_mark(snap, started)
-        # One INSERT ... ON CONFLICT DO UPDATE for the whole batch (SQLite and PostgreSQL): a CASE per
-        # column of bulk_update took 5x as long for 200 rows (bench/bench_answers.py).
-        CapacitySnapshot.objects.bulk_create(
-            new + changed, update_conflicts=True, unique_fields=["deployment"], update_fields=STORED_FIELDS
-        )
+    """Write one batch in one transaction (``StoredAnswer.store``: a snapshot marked stale after this batch
+    ``started`` keeps its mark, a failed one keeps its figures)."""
+    CapacitySnapshot.store(computed, _fill, STORED_FIELDS, started=started, now=now)

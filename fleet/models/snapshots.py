@@ -1,4 +1,7 @@
-"""Stored answers about a deployment, kept current by the workers: its capacity snapshot.
+"""Stored answers, kept current by the workers: the base every one of them is (``StoredAnswer``: its
+figures, error and stale mark, its state, and ``StoredAnswer.store``, the one loop that writes a batch of
+recomputations), and the one about a deployment: its capacity snapshot (planner's breakevens and decision
+reviews are the others, ``planner/models/breakevens.py``).
 
 A ``CapacitySnapshot`` is what the sizing and throughput engines said about one deployment the last
 time a worker asked them (``planner.snapshots`` computes and writes it; pages, the API and
@@ -17,11 +20,12 @@ records, so every reader says the same:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
 #: A snapshot's states, as the pages, the API and /metrics name them.
@@ -55,6 +59,74 @@ def settle_stale_mark(row: Any, started: datetime) -> None:
         row.stale_since, row.stale_reason = None, ""
 
 
+class StoredAnswer(models.Model):
+    """What every stored answer records and how it is written (a capacity snapshot, a workload's
+    breakeven, a decision's review): the figures a worker computed, the error of the last recomputation
+    that raised, and the stale mark an input change sets (``stale_since``, ``stale_reason``). One row per
+    subject, its one-to-one primary key; ``ANSWERED_AT`` names the field saying when it was computed."""
+
+    ANSWERED_AT: ClassVar[str] = "computed_at"
+
+    figures = models.JSONField(default=dict, help_text="The computed figures.")
+    error = models.TextField(blank=True, default="", help_text="Why the last recomputation failed.")
+    stale_since = models.DateTimeField(
+        null=True, blank=True, help_text="An input changed at this time, after the figures were computed."
+    )
+    stale_reason = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        abstract = True
+
+    def answer_state(self, now: datetime | None = None) -> str:
+        """``current``, ``stale``, ``failed`` or ``pending`` from what the row records (``answer_state``)."""
+        return answer_state(
+            computed_at=getattr(self, self.ANSWERED_AT), error=self.error, stale_since=self.stale_since, now=now
+        )
+
+    @classmethod
+    def mark_stale(cls, rows: models.QuerySet, reason: str, now: datetime) -> int:
+        """Mark ``rows`` (a queryset of this model) stale at ``now`` for ``reason`` (what changed, at most
+        200 characters kept): one UPDATE, in the transaction of the change. Returns the rows marked."""
+        return rows.update(stale_since=now, stale_reason=reason[: cls._meta.get_field("stale_reason").max_length])
+
+    @classmethod
+    def store(
+        cls,
+        results: Sequence[Any],
+        fill: Callable[[Any, Any, datetime], None],
+        fields: Sequence[str],
+        *,
+        started: datetime,
+        now: datetime,
+    ) -> None:
+        """Write one batch of recomputations in one transaction: each result (whose attribute named as the
+        primary key's column, ``deployment_id`` say, says whose it is) goes into its row, locked, or a new
+        one; ``fill(row, result, now)`` copies what it computed (a failure: only its error, so the previous
+        figures stay); the row's stale mark is then settled (``settle_stale_mark``: a mark made after the
+        batch ``started`` is kept). One INSERT ... ON CONFLICT DO UPDATE of ``fields`` and the stale mark
+        for the whole batch, on SQLite and PostgreSQL (a CASE per column of bulk_update took 5x as long
+        for 200 rows, bench/bench_answers.py)."""
+        pk = cls._meta.pk
+        with transaction.atomic():
+            existing = {
+                getattr(row, pk.attname): row
+                for row in cls.objects.select_for_update().filter(
+                    **{f"{pk.attname}__in": [getattr(r, pk.attname) for r in results]}
+                )
+            }
+            rows = []
+            for result in results:
+                key = getattr(result, pk.attname)
+                row = existing.get(key) or cls(**{pk.attname: key})
+                fill(row, result, now)
+                settle_stale_mark(row, started)
+                rows.append(row)
+            cls.objects.bulk_create(
+                rows, update_conflicts=True, unique_fields=[pk.name],
+                update_fields=[*fields, "stale_since", "stale_reason"],
+            )  # fmt: skip
+
+
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
@@ -82,7 +154,7 @@ def input_versions(deployment: Any) -> dict[str, str | None]:
     }
 
 
-class CapacitySnapshot(models.Model):
+class CapacitySnapshot(StoredAnswer):
     """A deployment's capacity, speed and cost as the engines computed them, dated, with the versions
     of the inputs they were computed from (one row per deployment, replaced by each recomputation)."""
 
@@ -107,11 +179,6 @@ class CapacitySnapshot(models.Model):
     valid_until = models.DateTimeField(
         null=True, blank=True, help_text="When the quote it priced stops being the one in force (None: open)."
     )
-    stale_since = models.DateTimeField(
-        null=True, blank=True, help_text="An input changed at this time, after the figures were computed."
-    )
-    stale_reason = models.CharField(max_length=200, blank=True, default="")
-    error = models.TextField(blank=True, default="", help_text="Why the last recomputation failed.")
     failed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -125,7 +192,7 @@ class CapacitySnapshot(models.Model):
         input versions a reader knows now (``input_versions`` of the records it
         loaded): any that differs from the stored one makes the snapshot stale."""
         now = now or timezone.now()
-        state = answer_state(computed_at=self.computed_at, error=self.error, stale_since=self.stale_since, now=now)
+        state = self.answer_state(now)
         if state != "current":
             return state
         if self.valid_until is not None and now >= self.valid_until:

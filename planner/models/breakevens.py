@@ -15,10 +15,10 @@ from datetime import datetime
 
 from django.db import models
 
-from fleet.models.snapshots import answer_state
+from fleet.models.snapshots import StoredAnswer, answer_state
 
 
-class WorkloadBreakeven(models.Model):
+class WorkloadBreakeven(StoredAnswer):
     """A workload's rent-vs-API comparison at its declared volume and at the volume its deployments'
     polls observed over the last 30 days, computed by a worker (one row per workload, replaced by each
     recomputation; a failed one keeps the previous figures, with the error)."""
@@ -42,9 +42,6 @@ class WorkloadBreakeven(models.Model):
     observed_monthly_output_tokens = models.BigIntegerField(
         null=True, blank=True, help_text="Output tokens a 30-day month at the observed rate (None: no polls)."
     )
-    stale_since = models.DateTimeField(null=True, blank=True)
-    stale_reason = models.CharField(max_length=200, blank=True, default="")
-    error = models.TextField(blank=True, default="", help_text="Why the last recomputation failed.")
     failed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -55,12 +52,14 @@ class WorkloadBreakeven(models.Model):
 
     def state(self, now: datetime | None = None) -> str:
         """``current``, ``stale``, ``failed`` or ``pending`` (module docstring)."""
-        return answer_state(computed_at=self.computed_at, error=self.error, stale_since=self.stale_since, now=now)
+        return self.answer_state(now)
 
 
-class DecisionReview(models.Model):
+class DecisionReview(StoredAnswer):
     """A current decision's comparison recomputed on today's inputs: whether it still holds, why, and
     which figures moved (one row per decision, replaced by each review)."""
+
+    ANSWERED_AT = "checked_at"
 
     decision = models.OneToOneField(
         "planner.Decision", on_delete=models.CASCADE, related_name="review", primary_key=True
@@ -70,9 +69,6 @@ class DecisionReview(models.Model):
     reason = models.TextField(blank=True, default="", help_text="One sentence: what flipped, or that it holds.")
     moved = models.JSONField(default=list, help_text="Each figure that moved: {name, was, now}.")
     figures = models.JSONField(default=dict, help_text="The recomputed comparison (the breakeven service's figures).")
-    error = models.TextField(blank=True, default="")
-    stale_since = models.DateTimeField(null=True, blank=True)
-    stale_reason = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         ordering = ["decision_id"]
