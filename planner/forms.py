@@ -518,11 +518,22 @@ class PrefixCacheForm(forms.Form):
     tp = forms.IntegerField(label="tp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     pp = forms.IntegerField(label="pp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     dp = forms.IntegerField(label="dp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    ep = forms.IntegerField(label="ep", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     kv_cache_dtype = forms.ChoiceField(
         label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial=DEFAULT_KV_CACHE_DTYPE, required=False
     )
     context_tokens = forms.IntegerField(
         label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
+    )
+    gpu_memory_utilization = forms.FloatField(
+        label="GPU memory utilization",
+        min_value=0.05,
+        max_value=1,
+        required=False,
+        widget=forms.NumberInput(attrs={"step": "0.01", "min": "0.05", "max": "1", "placeholder": "0.9"}),
+    )
+    block_size_tokens = forms.IntegerField(
+        label="Block / page size (tokens)", min_value=1, max_value=1 << 16, required=False, widget=_number()
     )
     concurrency = forms.IntegerField(
         label="Concurrency (SGLang ratio)", min_value=1, max_value=1_000_000, required=False, widget=_number()
@@ -547,6 +558,19 @@ class PrefixCacheForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
         self.fields["sku"].choices = list(HardwareSku.objects.values_list("slug", "name"))
+
+    @staticmethod
+    def of_deployment(d: Deployment) -> dict[str, str]:
+        """The page's inputs as ``d`` serves (its model, SKU, engine and release, layout, KV dtype, memory
+        utilisation, block size, and max_model_len as the context), so the analysis sizes what the
+        deployment's snapshot sizes; None-valued inputs left out (the defaults)."""
+        values = {
+            "model": d.model.slug, "sku": d.cluster.sku.slug, "engine": d.engine, "engine_version": d.engine_version,
+            "tp": d.tp, "pp": d.pp, "dp": d.dp, "ep": d.ep, "kv_cache_dtype": d.kv_cache_dtype,
+            "context_tokens": d.planning_context_tokens, "gpu_memory_utilization": d.gpu_memory_utilization,
+            "block_size_tokens": d.block_size_tokens,
+        }  # fmt: skip
+        return {k: str(v) for k, v in values.items() if v not in (None, "")}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

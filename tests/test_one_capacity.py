@@ -130,6 +130,12 @@ def test_one_admitted_concurrency_at_max_model_len_everywhere(world):
     result = r.json()
     (mode,) = [m for m in result["modes"] if m["mode"] == result["cache_mode"]]
     assert mode["sequences_per_replica"] * d.replicas == admitted
+    # The prefix-cache page started from the deployment (its link) analyses the same serving settings.
+    page = client.get(f"/deployments/{SLUG}/").content.decode()
+    link = re.search(r'href="([^"]+)" id="prefix-cache-link"', page).group(1)
+    analysed = client.get(link.replace("&amp;", "&")).content.decode()
+    chosen = re.search(r'<tr data-mode="[^"]+" data-sequences="(\d+)" class="chosen">', analysed)
+    assert chosen and int(chosen.group(1)) * d.replicas == admitted
 
 
 def test_a_context_past_max_model_len_is_refused_not_sized(world):

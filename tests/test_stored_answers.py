@@ -63,8 +63,10 @@ def test_store_settles_stale_marks_and_keeps_figures_on_failure(deployment):
 
 
 def test_mark_stale_keeps_at_most_the_reason_column(db):
-    w = Workload.objects.create(slug="w", name="W", team="t", requests_per_day=10, mean_prompt_tokens=100,
-                                mean_output_tokens=10, p95_context_tokens=200, peak_concurrency=4, ttft_slo_ms=1000, tpot_slo_ms=50)  # fmt: skip
+    w = Workload.objects.create(
+        slug="w", name="W", team="t", requests_per_day=10, mean_prompt_tokens=100, mean_output_tokens=10,
+        p95_context_tokens=200, peak_concurrency=4, ttft_slo_ms=1000, tpot_slo_ms=50,
+    )  # fmt: skip
     WorkloadBreakeven.objects.create(workload=w)
     marked = WorkloadBreakeven.mark_stale(WorkloadBreakeven.objects.all(), "x" * 500, timezone.now())
     assert marked == 1 and len(WorkloadBreakeven.objects.get().stale_reason) == 200

@@ -12,6 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from fleet.errors import FIELD_ERRORS
 from fleet.forms import add_service_errors
+from fleet.models import Deployment
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
 from planner.engine import GIB, PrefixCacheResult
 from planner.forms import PrefixCacheForm
@@ -56,7 +57,12 @@ def prefix_cache_page(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = PrefixCacheForm(request.POST, request.FILES)
     else:
-        form = PrefixCacheForm({**PrefixCacheForm.EXAMPLE, **{k: v for k, v in request.GET.items() if v != ""}})
+        asked = {k: v for k, v in request.GET.items() if v != ""}
+        # ?deployment=<slug>: start from what that deployment serves (for users who may read deployments).
+        slug = asked.pop("deployment", "") if request.user.has_perm("fleet.view_deployment") else ""
+        served = Deployment.objects.select_related("cluster__sku", "model").filter(slug=slug).first() if slug else None
+        start = PrefixCacheForm.of_deployment(served) if served is not None else PrefixCacheForm.EXAMPLE
+        form = PrefixCacheForm({**start, **asked})
         if form.data["model"] not in dict(form.fields["model"].choices):
             form = PrefixCacheForm()
     context = {"form": form, "example_trace": EXAMPLE_TRACE, **compute(form)}
