@@ -203,7 +203,7 @@ def spend_for_month(
     """Spend of every cluster in ``year``-``month``: actual through ``today`` (the hardware in force
     each day at the quote in force that day), projected after it (at today's quotes), per cluster,
     deployment (and each cluster's unassigned GPUs), team, provider and model; warnings where a
-    quote is missing or borrowed (``planner.engine.spend_month``). With ``trend``, the totals of the
+    quote is missing (``planner.engine.spend_month``). With ``trend``, the totals of the
     ``TREND_MONTHS`` months ending with it as well. Without ``detail``, clusters and totals only (no
     deployment lines, no utilisation: two queries fewer, for ``/metrics``).
 

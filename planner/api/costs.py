@@ -279,16 +279,26 @@ class SpendLineSerializer(serializers.Serializer):
     sku = serializers.CharField(allow_null=True)
     gpus = serializers.IntegerField(help_text="The most GPUs held on any day of the month.")
     gpu_hours = _usd("Actual + projected GPU-hours (priced).")
-    cost_usd = _usd("Actual + projected USD: the month as expected, not all spent.")
+    cost_usd = _usd(
+        "Actual + projected USD: the month as expected, not all spent; null: none of its GPU-hours priced.",
+        allow_null=True,
+    )
     actual_gpu_hours = _usd("GPU-hours of the days through today (priced).")
-    actual_cost_usd = _usd("USD spent: days through today, hardware and quote in force each day.")
+    actual_cost_usd = _usd(
+        "USD spent: days through today, hardware and quote in force each day; null: none priced.", allow_null=True
+    )
     projected_gpu_hours = _usd("GPU-hours of the days after today (priced).")
-    projected_cost_usd = _usd("USD projected: days after today at the quotes in force today.")
+    projected_cost_usd = _usd(
+        "USD projected: days after today at the quotes in force today; null: none priced.", allow_null=True
+    )
     unpriced_gpu_hours = _usd("GPU-hours of days without any quote in force: in no USD figure (see warnings).")
     utilisation = _usd(
         "Running sequences / admitted capacity over the month's polls, 0..1; null: unknown.", allow_null=True
     )
-    idle_cost_usd = _usd("Actual cost x (1 - utilisation), where utilisation is known; null: unknown.", allow_null=True)
+    idle_cost_usd = _usd(
+        "Actual cost x (1 - utilisation), where utilisation is known; null: unknown, or none of it priced.",
+        allow_null=True,
+    )
     idle_unknown_usd = _usd("Actual USD of the lines whose utilisation is unknown.")
     polls = serializers.IntegerField(allow_null=True, help_text="Polls behind the utilisation (deployments).")
     active_days = serializers.IntegerField(allow_null=True, help_text="Days billed this month (clusters).")
@@ -302,10 +312,10 @@ class SpendClusterSerializer(SpendLineSerializer):
 
 
 class SpendWarningSerializer(serializers.Serializer):
-    """A quote missing (those GPU-hours are unpriced) or borrowed (another provider's quote was used),
-    or deployments holding more GPUs than their cluster had, for one cluster and run of days."""
+    """A quote missing (those GPU-hours are unpriced), or deployments holding more GPUs than their cluster
+    had, for one cluster and run of days."""
 
-    kind = serializers.CharField(help_text="missing, borrowed or over_assigned.")
+    kind = serializers.CharField(help_text="missing or over_assigned.")
     part = serializers.ChoiceField(choices=["actual", "projected"])
     cluster = serializers.CharField()
     sku = serializers.CharField()
@@ -314,7 +324,6 @@ class SpendWarningSerializer(serializers.Serializer):
     last_day = serializers.DateField()
     days = serializers.IntegerField()
     gpu_hours = _usd()
-    borrowed_from = serializers.CharField(allow_null=True)
     usd_per_gpu_hour = _usd(allow_null=True)
     message = serializers.CharField()
 

@@ -13,7 +13,6 @@ from planner.engine import (
     ClusterState,
     DeploymentShare,
     EngineInputError,
-    Rate,
     spend_month,
     utilisation_from_polls,
 )
@@ -114,14 +113,14 @@ def test_a_missing_quote_is_named_by_day_range_and_its_hours_are_unpriced_not_ze
     assert "2026-06-05 to 2026-06-07" in w.message and "unpriced" in w.message
 
 
-def test_a_borrowed_quote_is_used_and_said():
-    r = spend_month(
-        [eight()], *JUNE, today=date(2026, 6, 30), actual_rate=lambda s, d: Rate(D("3.00"), borrowed_from="other")
-    )
-    assert r.total.actual.cost_usd == D("17280.00")  # 8 x 720 x 3.00
-    (w,) = r.warnings
-    assert (w.kind, w.borrowed_from, w.days, w.usd_per_gpu_hour) == ("borrowed", "other", 30, D("3.00"))
-    assert "other's quote of 3.0000 USD/GPU-hour" in w.message
+def test_a_cluster_priced_on_no_day_has_no_usd_figure():
+    """Unpriced all month: its GPU-hours are said unpriced and its USD figures are null, never 0.00."""
+    r = spend_month([eight()], *JUNE, today=date(2026, 6, 30), actual_rate=lambda s, d: None)
+    (c,) = r.clusters
+    line = c.to_dict()
+    assert line["unpriced_gpu_hours"] == "5760.00"  # 8 x 720
+    assert (line["cost_usd"], line["actual_cost_usd"], line["idle_cost_usd"]) == (None, None, None)
+    assert line["gpu_hours"] == "0.00"
 
 
 def test_idle_cost_from_utilisation_and_unknown_without_polls():

@@ -1,7 +1,7 @@
 """A month's GPU spend split into what was spent and what is projected, down to deployments.
 
 Issue 15 ("Spend"): a projection must never be labelled as spent, idle cost must come from how
-much of the admitted capacity ran, and a missing or borrowed quote must be said, not hidden. The
+much of the admitted capacity ran, and a missing quote must be said, not hidden. The
 pro-rating rule is the one in ``spend.py``'s docstring (docs/costs.md, "Monthly spend and the pro-rating
 rule"); this module adds, day by day:
 
@@ -18,8 +18,8 @@ rule"); this module adds, day by day:
   the lines always add up to the cluster.
 - **Unpriced days.** A day whose rate lookup returns ``None`` has no quote: its GPU-hours are
   counted as ``unpriced`` and cost nothing in the figures, and a ``missing`` warning names the
-  cluster and the day range (never a zero said as a price). A rate that came from another
-  provider's quote (``Rate.borrowed_from``) is used and a ``borrowed`` warning names it.
+  cluster and the day range (never a zero said as a price). A cluster is priced by its own provider's
+  quote or list price only (``price_in_force``), never by another provider's.
 - **Idle cost** per deployment = actual cost x (1 - utilisation) (``formulas.idle_cost_usd``; the
   seeds: "Idle GPUs bill the same"), with utilisation = mean running sequences over the admitted
   capacity (``utilisation_from_polls``). No utilisation, no idle figure (``None``: unknown, not
@@ -62,11 +62,9 @@ UNASSIGNED = "(unassigned)"
 
 @dataclass(frozen=True, slots=True)
 class Rate:
-    """A rate found for a state on a day: USD per GPU-hour, and the provider whose quote it is when
-    that is not the cluster's own (``borrowed_from``; ``None``: the cluster's own provider)."""
+    """A rate found for a state on a day: USD per GPU-hour (the cluster's price in force)."""
 
     usd_per_gpu_hour: Decimal
-    borrowed_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +101,14 @@ def utilisation_from_polls(running_sequences_sum: Number, polls: int, capacity_s
     return max(Decimal(0), min(Decimal(1), value)).quantize(MILLS)
 
 
+def priced_usd(cost_usd: Decimal | None, gpu_hours: Decimal, unpriced_gpu_hours: Decimal) -> str | None:
+    """``cost_usd`` as the API writes it, or None when none of the GPU-hours behind it were priced (all of
+    them unpriced): never a 0.00 said as a cost."""
+    if cost_usd is None or (not gpu_hours and unpriced_gpu_hours):
+        return None
+    return dec_str(cost_usd)
+
+
 @dataclass(frozen=True, slots=True)
 class SpendPart:
     """GPU-hours and USD of one part of a month (``actual`` or ``projected``) for one line."""
@@ -114,7 +120,7 @@ class SpendPart:
     def to_dict(self) -> dict[str, Any]:
         return {
             "gpu_hours": dec_str(self.gpu_hours),
-            "cost_usd": dec_str(self.cost_usd),
+            "cost_usd": priced_usd(self.cost_usd, self.gpu_hours, self.unpriced_gpu_hours),
             "unpriced_gpu_hours": dec_str(self.unpriced_gpu_hours),
         }
 
@@ -124,7 +130,8 @@ class SpendLine:
     """One line of the month: a cluster, a deployment (or a cluster's unassigned GPUs), or a subtotal.
 
     ``cost_usd`` = ``actual.cost_usd`` + ``projected.cost_usd`` (the month as expected; only
-    ``actual`` was spent). ``idle_cost_usd`` covers the actual part of the lines whose utilisation
+    ``actual`` was spent); written as None (``priced_usd``) where none of its GPU-hours were priced.
+    ``idle_cost_usd`` covers the actual part of the lines whose utilisation
     is known; ``idle_unknown_usd`` is the actual cost of those whose utilisation is not.
     """
 
@@ -155,6 +162,7 @@ class SpendLine:
         return self.actual.gpu_hours + self.projected.gpu_hours
 
     def to_dict(self) -> dict[str, Any]:
+        unpriced = self.actual.unpriced_gpu_hours + self.projected.unpriced_gpu_hours
         return {
             "name": self.name,
             "kind": self.kind,
@@ -165,14 +173,16 @@ class SpendLine:
             "sku": self.sku,
             "gpus": self.gpus,
             "gpu_hours": dec_str(self.gpu_hours),
-            "cost_usd": dec_str(self.cost_usd),
+            "cost_usd": priced_usd(self.cost_usd, self.gpu_hours, unpriced),
             "actual_gpu_hours": dec_str(self.actual.gpu_hours),
-            "actual_cost_usd": dec_str(self.actual.cost_usd),
+            "actual_cost_usd": priced_usd(self.actual.cost_usd, self.actual.gpu_hours, self.actual.unpriced_gpu_hours),
             "projected_gpu_hours": dec_str(self.projected.gpu_hours),
-            "projected_cost_usd": dec_str(self.projected.cost_usd),
-            "unpriced_gpu_hours": dec_str(self.actual.unpriced_gpu_hours + self.projected.unpriced_gpu_hours),
+            "projected_cost_usd": priced_usd(
+                self.projected.cost_usd, self.projected.gpu_hours, self.projected.unpriced_gpu_hours
+            ),
+            "unpriced_gpu_hours": dec_str(unpriced),
             "utilisation": dec_str(self.utilisation, MILLS),
-            "idle_cost_usd": dec_str(self.idle_cost_usd),
+            "idle_cost_usd": priced_usd(self.idle_cost_usd, self.actual.gpu_hours, self.actual.unpriced_gpu_hours),
             "idle_unknown_usd": dec_str(self.idle_unknown_usd),
             "polls": self.polls,
             "active_days": self.active_days,
@@ -183,11 +193,11 @@ class SpendLine:
 
 @dataclass(frozen=True, slots=True)
 class SpendWarning:
-    """A quote ``missing`` (no rate: those GPU-hours are unpriced) or ``borrowed`` (another
-    provider's quote was used), or deployments ``over_assigned`` (claiming more GPUs than the cluster
-    had), for one cluster over a run of consecutive days of one part of the month."""
+    """A quote ``missing`` (no rate: those GPU-hours are unpriced), or deployments ``over_assigned``
+    (claiming more GPUs than the cluster had), for one cluster over a run of consecutive days of one part
+    of the month."""
 
-    kind: str  # missing | borrowed | over_assigned
+    kind: str  # missing | over_assigned
     part: str  # actual | projected
     cluster: str
     sku: str
@@ -196,7 +206,6 @@ class SpendWarning:
     last_day: date
     days: int
     gpu_hours: Decimal
-    borrowed_from: str | None = None
     usd_per_gpu_hour: Decimal | None = None
 
     @property
@@ -207,11 +216,6 @@ class SpendWarning:
             return (
                 f"No quote in force for {where}: {self.gpu_hours.quantize(CENT):,} GPU-hours are unpriced and not "
                 "in the figures."
-            )
-        if self.kind == "borrowed":
-            return (
-                f"No quote from {self.provider} for {where}: {self.borrowed_from}'s quote of "
-                f"{dec_str(self.usd_per_gpu_hour, MILLS)} USD/GPU-hour was used instead."
             )
         return (
             f"Deployments on {where} hold more GPUs than the cluster had; their shares were scaled down to "
@@ -229,7 +233,6 @@ class SpendWarning:
             "last_day": self.last_day.isoformat(),
             "days": self.days,
             "gpu_hours": dec_str(self.gpu_hours),
-            "borrowed_from": self.borrowed_from,
             "usd_per_gpu_hour": dec_str(self.usd_per_gpu_hour, MILLS),
             "message": self.message,
         }
@@ -304,7 +307,7 @@ def _rate(raw: Rate | Decimal | Number | None, f: Fields, sku: str) -> Rate | No
     if not isinstance(raw, Rate):
         raw = Rate(raw)
     value = f.decimal(f"rates.{sku}", raw.usd_per_gpu_hour)
-    return None if value is None else Rate(value, raw.borrowed_from)
+    return None if value is None else Rate(value)
 
 
 def _idle(actual_cost: Decimal, utilisation: Decimal | None) -> Decimal | None:
@@ -406,13 +409,10 @@ def _walk(
         key = (st.source.sku, st.source.provider, part)
         per_day = st.gpus * st.hours_per_day
         if rate is None:
-            raw_warnings.setdefault(("missing", slug, *key, None, None), []).extend((d, per_day) for d in run_days)
-        elif rate.borrowed_from is not None:
-            warn_key = ("borrowed", slug, *key, rate.borrowed_from, rate.usd_per_gpu_hour)
-            raw_warnings.setdefault(warn_key, []).extend((d, per_day) for d in run_days)
+            raw_warnings.setdefault(("missing", slug, *key, None), []).extend((d, per_day) for d in run_days)
         claimed = claimed_by[k]
         if claimed > st.gpus:
-            over = ("over_assigned", slug, *key, None, None)
+            over = ("over_assigned", slug, *key, None)
             raw_warnings.setdefault(over, []).extend((d, per_day) for d in run_days)
         scale = Decimal(1) if claimed <= st.gpus else Decimal(st.gpus) / Decimal(claimed)
         for d in own_shares[:k]:
@@ -477,7 +477,7 @@ def spend_month(
 ) -> MonthSpend:
     """Spend of every cluster active in ``year``-``month``, actual (days up to ``today``) and projected
     (the days after), per cluster, per deployment (with each cluster's unassigned GPUs), and subtotals
-    by team, provider and model, with the warnings of missing and borrowed quotes (module docstring).
+    by team, provider and model, with the warnings of missing quotes (module docstring).
 
     ``actual_rate(state, day)`` and ``projected_rate(state, today)`` return a ``Rate`` (or a plain
     USD per GPU-hour, or ``None``: no quote); ``projected_rate`` defaults to ``actual_rate``.
@@ -629,13 +629,11 @@ def spend_month(
         )
 
     warnings: list[SpendWarning] = []
-    for (kind, slug, sku, provider, part, borrowed_from, rate), entries in raw_warnings.items():
+    for (kind, slug, sku, provider, part, rate), entries in raw_warnings.items():
         hours = dict(entries)
         for first, last_day, n in _runs([day for day, _ in entries]):
             run_hours = sum((h for day, h in hours.items() if first <= day <= last_day), Decimal(0))
-            warnings.append(
-                SpendWarning(kind, part, slug, sku, provider, first, last_day, n, run_hours, borrowed_from, rate)
-            )
+            warnings.append(SpendWarning(kind, part, slug, sku, provider, first, last_day, n, run_hours, rate))
     warnings.sort(key=lambda w: (w.cluster, w.first_day, w.kind))
 
     team_lines = [*clusters]
