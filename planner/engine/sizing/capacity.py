@@ -639,7 +639,7 @@ def capacity_curve(
         "layout": None,
         "weight_format": None,
         "include_scale_overhead": True,
-        "kv_cache_dtype": "bf16",
+        "kv_cache_dtype": DEFAULT_KV_CACHE_DTYPE,
         "gpu_memory_utilization": DEFAULT_GPU_MEMORY_UTILIZATION,
         "runtime_reserve_gib": None,
         "pool": "unified",

@@ -8,6 +8,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.errors import InputError, describe
+from planner.engine import KV_CACHE_DTYPES
 from planner.plans import PlanRequest, create_plan, execute_plan
 
 
@@ -20,7 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--sku", action="append", dest="skus", help="Candidate SKU slug (repeat); default all")
         parser.add_argument("--max-nodes", type=int, default=8)
         parser.add_argument("--mode", action="append", dest="modes", choices=["aggregated", "disaggregated"])
-        parser.add_argument("--kv-cache-dtype", action="append", dest="kv_cache_dtypes", choices=["bf16", "fp8"])
+        parser.add_argument("--kv-cache-dtype", action="append", dest="kv_cache_dtypes", choices=list(KV_CACHE_DTYPES))
         parser.add_argument("--json", action="store_true", help="Print the stored result as JSON.")
 
     def handle(self, *args, **o):
