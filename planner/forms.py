@@ -53,6 +53,20 @@ def _pairs(names: Callable[[], tuple[str, ...]]) -> Callable[[], list[tuple[str,
     return lambda: [(name, name) for name in names()]
 
 
+def utilisation_field() -> forms.FloatField:
+    """The GPU memory utilisation input of the sizing pages (a fraction above 0 and at most 1, blank: the
+    engine's default), one definition for every form that takes it."""
+    return forms.FloatField(
+        label="GPU memory utilisation",
+        min_value=0.01,
+        max_value=1,
+        required=False,
+        widget=forms.NumberInput(
+            attrs={"step": "0.01", "min": "0.01", "max": "1", "placeholder": f"{DEFAULT_GPU_MEMORY_UTILIZATION:g}"}
+        ),
+    )
+
+
 class WhatIfForm(forms.Form):
     """The what-if inputs (GET, so a result's URL can be shared). Choices come from the records;
     every default is ``SizingRequest``'s, except the page's starting example (``EXAMPLE``)."""
@@ -89,15 +103,7 @@ class WhatIfForm(forms.Form):
         label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
     )
     pool = forms.ChoiceField(choices=[(p, p) for p in POOLS], initial="unified", required=False)
-    gpu_memory_utilization = forms.FloatField(
-        label="GPU memory utilisation",
-        min_value=0.01,
-        max_value=1,
-        required=False,
-        widget=forms.NumberInput(
-            attrs={"step": "0.01", "min": "0.01", "max": "1", "placeholder": f"{DEFAULT_GPU_MEMORY_UTILIZATION:g}"}
-        ),
-    )
+    gpu_memory_utilization = utilisation_field()
     # Choices read from the serving-engine registry whenever a form is made (a callable).
     engine = forms.ChoiceField(label="Engine", choices=_pairs(profile_names), initial=GENERIC, required=False)
     engine_version = forms.CharField(
@@ -525,13 +531,7 @@ class PrefixCacheForm(forms.Form):
     context_tokens = forms.IntegerField(
         label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
     )
-    gpu_memory_utilization = forms.FloatField(
-        label="GPU memory utilization",
-        min_value=0.05,
-        max_value=1,
-        required=False,
-        widget=forms.NumberInput(attrs={"step": "0.01", "min": "0.05", "max": "1", "placeholder": "0.9"}),
-    )
+    gpu_memory_utilization = utilisation_field()
     block_size_tokens = forms.IntegerField(
         label="Block / page size (tokens)", min_value=1, max_value=1 << 16, required=False, widget=_number()
     )
