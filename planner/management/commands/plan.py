@@ -8,8 +8,8 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.errors import InputError, describe
-from planner.engine import KV_CACHE_DTYPES
-from planner.plans import PlanRequest, create_plan, execute_plan
+from planner.engine import MODES
+from planner.plans import PLAN_KV_CACHE_DTYPES, PlanRequest, create_plan, execute_plan
 
 
 class Command(BaseCommand):
@@ -20,8 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("--model", default="kimi-k3", help="Model slug (default kimi-k3)")
         parser.add_argument("--sku", action="append", dest="skus", help="Candidate SKU slug (repeat); default all")
         parser.add_argument("--max-nodes", type=int, default=8)
-        parser.add_argument("--mode", action="append", dest="modes", choices=["aggregated", "disaggregated"])
-        parser.add_argument("--kv-cache-dtype", action="append", dest="kv_cache_dtypes", choices=list(KV_CACHE_DTYPES))
+        parser.add_argument("--mode", action="append", dest="modes", choices=list(MODES))
+        kv = list(PLAN_KV_CACHE_DTYPES)
+        parser.add_argument("--kv-cache-dtype", action="append", dest="kv_cache_dtypes", choices=kv)
         parser.add_argument("--json", action="store_true", help="Print the stored result as JSON.")
 
     def handle(self, *args, **o):
