@@ -36,7 +36,7 @@ def test_kimi_linear_as_the_catalogue_holds_it():
 def test_kimi_linear_block_and_padding_vllm_033():
     """State page per KDA layer: recurrent 32 x 128 x 128 x 4 B (fp32) = 2,097,152 + conv 3 x (2 x 32 x 128
     + 32 x 128) x 2 B = 73,728 -> 2,170,880 B. MLA page per token (512 + 64) x 2 = 1,152 B. MLA hybrids align
-    to 128 from 0.28: block = 128 x cdiv(2,170,880, 128 x 1,152) = 128 x 15 = 1,920 tokens; the state page is
+    to 128 from 0.27: block = 128 x cdiv(2,170,880, 128 x 1,152) = 128 x 15 = 1,920 tokens; the state page is
     padded to 1,920 x 1,152 = 2,211,840 B, by 40,960 / 2,170,880 = 1.8868%."""
     r = analyse(KIMI_LINEAR, H200, Layout(tp=1), engine="vllm", engine_version="0.33.0")
     assert r.state_page_bytes == 2_170_880

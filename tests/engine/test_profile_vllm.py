@@ -110,9 +110,9 @@ def test_kimi_linear_kda_state_fp32_and_mla_alignment_by_release():
     """Kimi-Linear-48B at tp 1: KDA recurrent state fp32, conv bf16 (vLLM kda_state_dtype):
     32 x 128 x 128 x 4 B = 2,097,152 + conv 3 x (32 x 128 x 3) x 2 B = 73,728 -> 2,170,880 B.
     MLA page per token 576 x 2 = 1,152 B. Block: 0.11.1+ aligns MLA hybrids to 64:
-    64 x cdiv(2,170,880, 64 x 1,152) = 64 x 30 = 1,920; 0.28+ to 128: 128 x cdiv(2,170,880, 147,456)
+    64 x cdiv(2,170,880, 64 x 1,152) = 64 x 30 = 1,920; 0.27+ to 128: 128 x cdiv(2,170,880, 147,456)
     = 128 x 15 = 1,920 too. Types 20 KDA, 7 MLA -> group_size 7, 3 KDA groups (1 padding slot) + 1 MLA."""
-    for version in ("0.11.1", "0.28.0"):
+    for version in ("0.11.1", "0.27.0"):
         a = vllm_allocation(KIMI_LINEAR, Layout(), available_bytes=AVAILABLE, max_model_len=1_048_576, version=version)
         assert (a.state_dtype, a.conv_dtype) == ("fp32", "bf16")
         assert a.state_page_bytes == 2_170_880
@@ -125,10 +125,25 @@ def test_kimi_linear_kda_state_fp32_and_mla_alignment_by_release():
         ]
 
 
+def test_k3_mla_hybrid_alignment_moves_to_128_at_0_27():
+    """Kimi K3 at tp 1, bf16 KV: KDA state 96 x 128 x 128 x 4 B = 6,291,456 + conv 3 x 36,864 x 2 B = 221,184
+    -> 6,512,640 B per layer; MLA 1,152 B per token. vLLM 0.26.0 aligns MLA hybrids to the backend's kernel
+    block (64): 64 x cdiv(6,512,640, 73,728) = 64 x 89 = 5,696 tokens; 0.27.0 adds the 128 alignment for
+    use_mla (vllm/platforms/interface.py _align_hybrid_block_size, read in both wheels):
+    128 x cdiv(6,512,640, 147,456) = 128 x 45 = 5,760, kept by 0.33.0."""
+    blocks = {
+        version: vllm_allocation(
+            KIMI_K3, Layout(), available_bytes=AVAILABLE, max_model_len=131_072, version=version
+        ).block_size_tokens
+        for version in ("0.26.0", "0.27.0", "0.33.0")
+    }
+    assert blocks == {"0.26.0": 5_696, "0.27.0": 5_760, "0.33.0": 5_760}
+
+
 def test_k3_alignment_64_vs_128():
     """Kimi K3 at tp 8: KDA state per rank 96/8 = 12 heads x 128 x 128 x 4 B = 786,432 + conv
     3 x (36,864 / 8) x 2 B = 27,648 -> 814,080 B; MLA 1,152 B per token (not split by tp).
-    0.11.1-0.27 (align 64): 64 x cdiv(814,080, 73,728) = 64 x 12 = 768; 0.28+ (align 128):
+    0.11.1-0.26 (align 64): 64 x cdiv(814,080, 73,728) = 64 x 12 = 768; 0.27+ (align 128):
     128 x cdiv(814,080, 147,456) = 128 x 6 = 768 as well; padding (884,736 - 814,080) / 814,080 = 8.68%."""
     for version in ("0.11.1", "0.33.0"):
         a = vllm_allocation(KIMI_K3, Layout(tp=8), available_bytes=AVAILABLE, max_model_len=131_072, version=version)

@@ -15,7 +15,9 @@ Read from vLLM's own source, per release (``pip download vllm==X --no-deps``; pa
   up to 0.19, ``Platform._align_hybrid_block_size`` in ``platforms/interface.py`` from 0.20):
   ``block = align x cdiv(state_page, align x attention_page_per_token)``, logged as "Setting
   attention block size to N tokens", and "Padding mamba page size by P%". ``align`` is 16; for MLA
-  hybrids 64 from 0.11.1 (128 with CUTLASS MLA) and 128 from 0.28.
+  hybrids 64 from 0.11.1 (128 with CUTLASS MLA) and 128 from 0.27.0 (``use_mla``: "TRTLLM/FlashInfer
+  MLA decode kernels require the physical number of kernel blocks to be aligned to 128"; 0.26.0 has
+  only the backend's smallest kernel block).
 * **State dtypes** (``model_executor/layers/mamba/mamba_utils.py``, ``MambaStateDtypeCalculator``):
   gated DeltaNet and Mamba2 keep conv and recurrent state in the model dtype unless
   ``--mamba-ssm-cache-dtype`` (or, from 0.2x, a Qwen3.5 config's ``mamba_ssm_dtype``) says otherwise;
@@ -111,11 +113,12 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
         "vllm 0.22.0 v1/core/kv_cache_utils.py: GPU KV cache size = int(max_concurrency * max_model_len)",
     ),
     VllmRelease(
-        "0.28.0",
+        "0.27.0",
         "concurrency",
         "min_or_max",
         128,
-        "vllm 0.28.0 platforms/interface.py _align_hybrid_block_size: MLA hybrids align to at least 128",
+        "vllm 0.27.0 platforms/interface.py _align_hybrid_block_size: MLA hybrids (use_mla) align to at least 128 "
+        "(absent in 0.26.0)",
     ),
 )
 #: The newest release whose source was read for these rules.
