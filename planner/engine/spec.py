@@ -63,6 +63,9 @@ OPTIONAL_DTYPES: dict[str, tuple[str, ...]] = {
 }
 #: Kernel families of linear-attention layers (``variant`` of a ``linear`` group).
 LINEAR_VARIANTS: tuple[str, ...] = ("kda", "gated_deltanet", "mamba2")
+#: Model families whose linear layers take a serving engine's per-family state defaults (``family`` of a
+#: ``linear`` group): ``nemotron_h``, vLLM's ``NemotronHForCausalLMConfig`` (its SSM state dtype default).
+LINEAR_FAMILIES: tuple[str, ...] = ("nemotron_h",)
 #: Dtypes of the ``generic`` profile when a linear group names none (SGLang's defaults).
 GENERIC_STATE_DTYPE: str = "fp32"
 GENERIC_CONV_DTYPE: str = "bf16"
@@ -89,6 +92,8 @@ class LayerGroup:
     conv_dtype: str | None = None
     #: Linear-attention kernel family (``LINEAR_VARIANTS``); ``""``: not stated.
     variant: str = ""
+    #: The model family whose serving-engine defaults apply (``LINEAR_FAMILIES``); ``""``: none.
+    family: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form: only the keys that matter for this kind (dtypes and variant when set)."""
@@ -97,6 +102,8 @@ class LayerGroup:
             out[key] = getattr(self, key)
         if self.kind == "linear" and self.variant:
             out["variant"] = self.variant
+        if self.kind == "linear" and self.family:
+            out["family"] = self.family
         for key in OPTIONAL_DTYPES[self.kind]:
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
@@ -126,7 +133,7 @@ def parse_layer_groups(raw: Any) -> tuple[LayerGroup, ...]:
             continue
         allowed = {"kind", "count", *REQUIRED_KEYS[kind], *OPTIONAL_DTYPES[kind]}
         if kind == "linear":
-            allowed.add("variant")
+            allowed |= {"variant", "family"}
         for key in sorted(set(item) - allowed):
             errors.setdefault(f"{path}.{key}", []).append(
                 f"Not a field of a {kind!r} layer group (allowed: {', '.join(sorted(allowed))})."
@@ -160,6 +167,14 @@ def parse_layer_groups(raw: Any) -> tuple[LayerGroup, ...]:
                 )
             else:
                 values["variant"] = variant
+        if kind == "linear" and item.get("family") not in (None, ""):
+            family = item["family"]
+            if not isinstance(family, str) or family not in LINEAR_FAMILIES:
+                errors.setdefault(f"{path}.family", []).append(
+                    f"Unknown model family {family!r}; use one of {', '.join(LINEAR_FAMILIES)}."
+                )
+            else:
+                values["family"] = family
         if kind == "linear" and "conv_kernel" in values and values["conv_kernel"] < 1:
             errors.setdefault(f"{path}.conv_kernel", []).append("Must be at least 1.")
         if not any(k.startswith(path) for k in errors):

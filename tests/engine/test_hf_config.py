@@ -265,7 +265,8 @@ def test_qwen3_5_27b_and_397b_gated_deltanet():
 def test_nemotron_mamba2_hybrids_map_exactly():
     h56 = imported("nvidia--Nemotron-H-56B-Base-8K")
     groups = h56.record["layer_groups"]
-    # 54 'M': 256 heads x 64, 8 groups x d_state 256, kernel 4; no mamba_ssm_cache_dtype: no dtype set
+    # 54 'M': 256 heads x 64, 8 groups x d_state 256, kernel 4; no mamba_ssm_cache_dtype: no dtype set, the
+    # family named so the serving engine's Nemotron-H default applies
     assert groups[0] == {
         "kind": "linear",
         "count": 54,
@@ -275,6 +276,7 @@ def test_nemotron_mamba2_hybrids_map_exactly():
         "value_dim": 64,
         "conv_kernel": 4,
         "variant": "mamba2",
+        "family": "nemotron_h",
     }
     assert groups[1] == {"kind": "full", "count": 10, "kv_heads": 8, "head_dim": 128}
     model = ModelArch.from_record(h56.record)

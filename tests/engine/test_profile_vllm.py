@@ -229,3 +229,38 @@ def test_state_bytes_follow_the_engine_dtypes():
     assert generic.state_bytes_per_sequence == 77_266_944
     assert vllm.state_bytes_per_sequence == 1_097_728 * 36 == 39_518_208
     assert vllm.state_bytes_per_sequence_per_gpu == 548_864 * 36
+
+
+def _nemotron_h_56b(**extra: object):
+    """Nemotron-H-56B-Base-8K from its published config (tests/fixtures/hf-configs), imported; ``extra`` config keys."""
+    import json
+    from pathlib import Path
+
+    from planner.engine import ModelArch, model_record_from_config
+
+    path = Path(__file__).resolve().parents[1] / "fixtures/hf-configs/nvidia--Nemotron-H-56B-Base-8K_config.json"
+    config = {**json.loads(path.read_text()), **extra}
+    record = model_record_from_config(config, name="Nemotron-H-56B").record
+    record.update(total_params=56_000_000_000, active_params=56_000_000_000)
+    return ModelArch.from_record(record)
+
+
+def test_nemotron_h_state_dtype_follows_the_release():
+    """Nemotron-H at tp 4, no mamba_ssm_cache_dtype in its config: vLLM's NemotronHForCausalLMConfig sets the SSM
+    state to float16 up to 0.19 and float32 from 0.20.0 (DEFAULT_MAMBA_SSM_CACHE_DTYPE, read in both wheels).
+    Per layer and GPU: recurrent 256 / 4 heads x 64 x d_state 256 x 2 B = 2,097,152 (fp16) or x 4 B = 4,194,304
+    (fp32); conv (4 - 1) x (256 x 64 + 2 x 8 x 256) / 4 x 2 B = 30,720."""
+    model = _nemotron_h_56b()
+    pages = {}
+    for version in ("0.19.0", "0.20.0", "0.33.0"):
+        a = vllm_allocation(model, Layout(tp=4), available_bytes=AVAILABLE, max_model_len=8_192, version=version)
+        pages[version] = (a.state_dtype, a.state_page_bytes)
+    assert pages == {
+        "0.19.0": ("fp16", 2_097_152 + 30_720),
+        "0.20.0": ("fp32", 4_194_304 + 30_720),
+        "0.33.0": ("fp32", 4_194_304 + 30_720),
+    }
+    # A config that states its dtype keeps it, whatever the release.
+    stated = _nemotron_h_56b(mamba_ssm_cache_dtype="bfloat16")
+    a = vllm_allocation(stated, Layout(tp=4), available_bytes=AVAILABLE, max_model_len=8_192, version="0.33.0")
+    assert (a.state_dtype, a.state_page_bytes) == ("bf16", 2_097_152 + 30_720)

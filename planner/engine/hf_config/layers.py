@@ -397,6 +397,7 @@ def mamba2_layers(r: ConfigReader, notes: list[str]) -> list[Layer]:
             value_dim=head_dim,
             conv_kernel=kernel,
             variant="mamba2",
+            family="nemotron_h",  # vLLM's NemotronH config class picks its SSM state dtype (profiles/vllm.py)
             **dtypes,
         )
     full = None

@@ -22,6 +22,9 @@ Read from vLLM's own source, per release (``pip download vllm==X --no-deps``; pa
   gated DeltaNet and Mamba2 keep conv and recurrent state in the model dtype unless
   ``--mamba-ssm-cache-dtype`` (or, from 0.2x, a Qwen3.5 config's ``mamba_ssm_dtype``) says otherwise;
   KDA keeps the recurrent state in fp32 and the conv state in the model dtype (``kda_state_dtype``).
+  Nemotron-H (``model_executor/models/config.py`` ``NemotronHForCausalLMConfig``) sets
+  ``mamba_ssm_cache_dtype`` from its config's ``mamba_ssm_cache_dtype``, else float16 up to 0.19 and
+  float32 from 0.20.0 (``DEFAULT_MAMBA_SSM_CACHE_DTYPE``; read in the 0.19.0 and 0.20.0 wheels).
 * **Groups** (``v1/core/kv_cache_utils.py`` ``_get_kv_cache_groups_uniform_page_size``; from 0.2x
   ``kv_cache_planning.py``): layers of one spec form a type; ``group_size`` is the smallest type's
   layer count (from 0.18 the largest's when it is under 1.5x the smallest); each type is cut into
@@ -79,6 +82,8 @@ class VllmRelease:
     group_size_rule: str  # "min" | "min_or_max"
     mla_hybrid_alignment: int
     source: str
+    #: Nemotron-H's recurrent state dtype when its config states none (``NemotronHForCausalLMConfig``).
+    nemotron_h_ssm_dtype: str = "fp16"
 
 
 #: The modelled releases, oldest first; each holds until the next.
@@ -106,11 +111,21 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
         "vllm 0.18.0 v1/core/kv_cache_utils.py: group_size = max layers when max < 1.5 x min",
     ),
     VllmRelease(
+        "0.20.0",
+        "per_group",
+        "min_or_max",
+        64,
+        "vllm 0.20.0 model_executor/models/config.py NemotronHForCausalLMConfig: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "
+        "float32 (float16 up to 0.19)",
+        "fp32",
+    ),
+    VllmRelease(
         "0.22.0",
         "concurrency",
         "min_or_max",
         64,
         "vllm 0.22.0 v1/core/kv_cache_utils.py: GPU KV cache size = int(max_concurrency * max_model_len)",
+        "fp32",
     ),
     VllmRelease(
         "0.27.0",
@@ -119,6 +134,7 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
         128,
         "vllm 0.27.0 platforms/interface.py _align_hybrid_block_size: MLA hybrids (use_mla) align to at least 128 "
         "(absent in 0.26.0)",
+        "fp32",
     ),
 )
 #: The newest release whose source was read for these rules.
@@ -142,11 +158,20 @@ def vllm_release(version: str | None) -> tuple[str, VllmRelease]:
     return choose_release(VLLM_RELEASES, version, NEWEST_VLLM, "vLLM", "0.11.0")
 
 
-def state_dtypes(group: LayerGroup) -> tuple[str, str, str]:
-    """``(recurrent dtype, conv dtype, why)`` vLLM keeps for a linear group with ``--mamba-*-cache-dtype auto``."""
+def state_dtypes(group: LayerGroup, rules: VllmRelease | None = None) -> tuple[str, str, str]:
+    """``(recurrent dtype, conv dtype, why)`` vLLM keeps for a linear group with ``--mamba-*-cache-dtype auto``
+    under ``rules`` (default: the newest modelled release's)."""
     conv = group.conv_dtype or MODEL_DTYPE
     if group.state_dtype:
         return group.state_dtype, conv, "as the model states"
+    if group.family == "nemotron_h":
+        rules = rules or vllm_release(None)[1]
+        return (
+            rules.nemotron_h_ssm_dtype,
+            conv,
+            f"Nemotron-H: recurrent state {rules.nemotron_h_ssm_dtype} (NemotronHForCausalLMConfig's default when the "
+            "config states no mamba_ssm_cache_dtype: float16 up to 0.19, float32 from 0.20), conv in the model dtype",
+        )
     if group.variant == "kda":
         return "fp32", conv, "KDA: recurrent state fp32, conv in the model dtype (kda_state_dtype)"
     if group.variant in ("gated_deltanet", "mamba2"):
@@ -178,14 +203,16 @@ class _Type:
     window: int
 
 
-def _types(model: ModelArch, layout: Layout, element_bytes: int) -> tuple[list[_Type], tuple[str, str, str] | None]:
+def _types(
+    model: ModelArch, layout: Layout, element_bytes: int, rules: VllmRelease
+) -> tuple[list[_Type], tuple[str, str, str] | None]:
     """Layer types on one GPU (the busiest pipeline stage), merged when their specs are equal."""
     merged: dict[tuple, _Type] = {}
     dtypes: tuple[str, str, str] | None = None
     for group in model.layer_groups:
         layers = ceil_div(group.count, layout.pp)
         if group.kind == "linear":
-            state, conv, why = state_dtypes(group)
+            state, conv, why = state_dtypes(group, rules)
             dtypes = dtypes or (state, conv, why)
             page = _state_page(group, layout.tp, state, conv)
             key: tuple = ("linear", page)
@@ -222,7 +249,7 @@ def vllm_allocation(
     """
     version, rules = vllm_release(version)
     element_bytes = int(DTYPE_BYTES[kv_cache_dtype])
-    types, dtypes = _types(model, layout, element_bytes)
+    types, dtypes = _types(model, layout, element_bytes, rules)
     attention = [t for t in types if t.kind != "linear"]
     states = [t for t in types if t.kind == "linear"]
     has_mla = any(t.kind == "mla" for t in attention)
@@ -335,7 +362,7 @@ def vllm_allocation(
     state_total = state_gpu = 0
     for group in model.layer_groups:
         if group.kind == "linear":
-            state, conv, _ = state_dtypes(group)
+            state, conv, _ = state_dtypes(group, rules)
             state_total += layer_state_bytes(group, 1, state, conv) * group.count
             state_gpu += layer_state_bytes(group, layout.tp, state, conv) * ceil_div(group.count, layout.pp)
     return EngineAllocation(
