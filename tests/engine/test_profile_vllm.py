@@ -165,6 +165,27 @@ def test_sliding_window_groups_gpt_oss():
     assert a.kv_cache_tokens == 145_635 // 2 * 16
 
 
+def test_sliding_window_reserves_in_flight_batches_from_0_26():
+    """gpt-oss-120b at tp 2 (as above, 145,635 blocks): vLLM 0.25 holds window - 1 + max_num_batched_tokens =
+    127 + 8,192 tokens of a sliding layer per request: cdiv(8,319, 16) + 1 = 521 blocks; 0.26.0 holds the
+    in-flight tokens of both async-scheduled batches (max_in_flight_tokens = 2 x 8,192):
+    cdiv(16,511, 16) + 1 = 1,033. Concurrency at 131,072 tokens: 145,635 / (8,192 + 521) = 16.71 against
+    145,635 / (8,192 + 1,033) = 15.79, 5.9% fewer (read in the 0.25.0 and 0.26.0 wheels'
+    v1/kv_cache_interface.py and config/vllm.py)."""
+    at = {
+        v: vllm_allocation(GPT_OSS, Layout(tp=2), available_bytes=AVAILABLE, max_model_len=131_072, version=v)
+        for v in ("0.25.0", "0.26.0", "0.33.0")
+    }
+    assert {v: a.blocks_per_request(131_072) for v, a in at.items()} == {
+        "0.25.0": 8_192 + 521,
+        "0.26.0": 8_192 + 1_033,
+        "0.33.0": 8_192 + 1_033,
+    }
+    assert at["0.25.0"].max_concurrency == pytest.approx(145_635 / 8_713)
+    assert at["0.26.0"].max_concurrency == pytest.approx(145_635 / 9_225)
+    assert any("2 concurrent batches x 8,192" in n for n in at["0.33.0"].assumptions)
+
+
 def test_size_with_vllm_profile_counts_whole_requests_and_ranks():
     """size(engine='vllm') takes the logged memory and reports vLLM's figures; max_concurrent_sequences is
     floor(concurrency at the context) x data-parallel ranks x replicas: Qwen3-Next on 4 H200 as 2 replicas of

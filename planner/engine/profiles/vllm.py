@@ -33,8 +33,12 @@ Read from vLLM's own source, per release (``pip download vllm==X --no-deps``; pa
   slot of a group gets its own tensor of ``num_blocks`` pages, shared by one layer of each group.
 * **Concurrency** ("Maximum concurrency for L tokens per request: X x"): ``num_blocks / sum over
   groups of blocks per request at L`` (``get_max_concurrency_for_kv_cache_config``); a request holds
-  ``cdiv(L, block)`` blocks of an attention group, ``cdiv(min(window - 1 + batch_tokens, L), block)
+  ``cdiv(L, block)`` blocks of an attention group, ``cdiv(min(window - 1 + in_flight, L), block)
   + 1`` of a sliding group, and one block of a state group (two in prefix-caching "align" mode).
+  (``in_flight``: ``max_num_batched_tokens`` up to 0.25; from 0.26.0 ``VllmConfig.max_in_flight_tokens`` =
+  ``max_concurrent_batches x max_num_batched_tokens``, ``SlidingWindowSpec.max_admission_blocks_per_request``:
+  2 batches with async scheduling, on by default, at pp 1; ``pp`` batches at pp > 1 with the V1 model runner,
+  ``pp + 1`` with V2, whose default per architecture is not modelled: V1's figure is taken)
 * **Logged token count** ("GPU KV cache size: N tokens"): ``num_blocks // number_of_groups x smallest
   block`` up to 0.21 (one group: ``num_blocks x block_size``); ``int(concurrency x L)`` from 0.22.0
   (``get_kv_cache_capacity``).
@@ -84,6 +88,8 @@ class VllmRelease:
     source: str
     #: Nemotron-H's recurrent state dtype when its config states none (``NemotronHForCausalLMConfig``).
     nemotron_h_ssm_dtype: str = "fp16"
+    #: Sliding-window groups reserve every concurrent batch's tokens (``max_in_flight_tokens``, 0.26+).
+    in_flight_batches: bool = False
 
 
 #: The modelled releases, oldest first; each holds until the next.
@@ -128,6 +134,16 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
         "fp32",
     ),
     VllmRelease(
+        "0.26.0",
+        "concurrency",
+        "min_or_max",
+        64,
+        "vllm 0.26.0 v1/kv_cache_interface.py SlidingWindowSpec.max_admission_blocks_per_request: window - 1 + "
+        "max_in_flight_tokens (max_concurrent_batches x max_num_batched_tokens; 0.25: max_num_batched_tokens)",
+        "fp32",
+        True,
+    ),
+    VllmRelease(
         "0.27.0",
         "concurrency",
         "min_or_max",
@@ -135,6 +151,7 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
         "vllm 0.27.0 platforms/interface.py _align_hybrid_block_size: MLA hybrids (use_mla) align to at least 128 "
         "(absent in 0.26.0)",
         "fp32",
+        True,
     ),
 )
 #: The newest release whose source was read for these rules.
@@ -250,6 +267,9 @@ def vllm_allocation(
     version, rules = vllm_release(version)
     element_bytes = int(DTYPE_BYTES[kv_cache_dtype])
     types, dtypes = _types(model, layout, element_bytes, rules)
+    # Tokens a sliding-window request may hold beyond its window while steps are in flight (module docstring).
+    batches = (2 if layout.pp == 1 else layout.pp) if rules.in_flight_batches else 1
+    in_flight = batches * batch_tokens
     attention = [t for t in types if t.kind != "linear"]
     states = [t for t in types if t.kind == "linear"]
     has_mla = any(t.kind == "mla" for t in attention)
@@ -334,9 +354,16 @@ def vllm_allocation(
                     if t.kind == "linear"
                     else (1 if t.kind == "sliding" else 0),
                     padding_layers=pad if i == n_groups - 1 else 0,
-                    batch_tokens=batch_tokens if t.kind == "sliding" else 0,
+                    batch_tokens=in_flight if t.kind == "sliding" else 0,
                 )
             )
+    if any(t.kind == "sliding" for t in attention):
+        notes.append(
+            f"Sliding-window requests hold at most window - 1 + {in_flight:,} in-flight tokens ("
+            + (f"{batches} concurrent batches x {batch_tokens:,} batched tokens, max_in_flight_tokens" if batches > 1
+               else f"max_num_batched_tokens {batch_tokens:,}")
+            + ") plus one block."
+        )  # fmt: skip
     if len(groups) > 1:
         notes.append(
             f"{len(groups)} KV cache groups of {group_size} layer slots share {group_size} tensors of "
