@@ -196,9 +196,19 @@ def _oldest(now: datetime) -> datetime:
 
 def _usable(latest: SpeedCorrection | None, deployment: Deployment, now: datetime) -> SpeedCorrection | None:
     """``latest`` (the deployment's newest fit at ``now``) when it may be applied, else None."""
-    if latest is None or latest.fitted_at < _oldest(now) or latest.serving != serving_of(deployment):
+    if latest is None or latest.fitted_at < _oldest(now) or not same_serving(latest.serving, serving_of(deployment)):
         return None
     return latest
+
+
+def same_serving(stored: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether a fit stored for ``stored`` serving settings holds for ``current``: equal settings, a setting
+    left at its default (None) and one the stored fit predates (absent: added since) counting as the same."""
+
+    def given(settings: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in settings.items() if v is not None}
+
+    return given(stored or {}) == given(current)
 
 
 def latest_for_many(deployments: list[Deployment], now: datetime | None = None) -> dict[int, SpeedCorrection]:

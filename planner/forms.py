@@ -118,7 +118,11 @@ class WhatIfForm(forms.Form):
     block_size_tokens = forms.IntegerField(
         label="Block size", min_value=1, max_value=65536, required=False, widget=_number()
     )
-    prefix_caching = forms.BooleanField(label="Prefix caching (vLLM hybrids)", required=False)
+    prefix_caching = forms.NullBooleanField(
+        label="Prefix caching (vLLM hybrids)",
+        required=False,
+        widget=forms.Select(choices=[("", "the release's default"), ("true", "on"), ("false", "off")]),
+    )
     available_kv_cache_gib = forms.FloatField(
         label="KV memory as logged (GiB/GPU)",
         min_value=0,

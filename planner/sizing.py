@@ -70,7 +70,7 @@ class SizingRequest:
     max_model_len: int | None = None
     block_size_tokens: int | None = None
     available_kv_cache_gib: float | None = None
-    prefix_caching: bool = False
+    prefix_caching: bool | None = None
 
     def layout(self) -> Layout | None:
         """The layout asked for; None when no parallel degree is given (the engine uses tp = gpus).
@@ -126,6 +126,7 @@ def with_deployment_defaults(request: SizingRequest) -> SizingRequest:
         "engine_version": deployment.engine_version or None,
         "max_model_len": deployment.max_model_len,
         "block_size_tokens": deployment.block_size_tokens,
+        "prefix_caching": deployment.enable_prefix_caching,
     }
     changes = {name: value for name, value in defaults.items() if getattr(request, name) is None}
     if not any(getattr(request, name) for name in (*LAYOUT_FIELDS, "gpus")):

@@ -236,7 +236,8 @@ def test_model_and_sku_required_without_a_deployment(viewer_api, catalog):
 @pytest.mark.django_db
 def test_prefix_caching_takes_one_more_state_block_per_request(viewer_api, catalog):
     """Qwen3-Next at tp 2 with 40 GiB: 6,425 blocks (tests/engine/test_profile_vllm.py); a 262,144-token
-    request holds 482 attention blocks + 1 per GDN group (3) = 485, or 488 in mamba 'align' mode (2 each)."""
+    request holds 482 attention blocks + 1 per GDN group (3) = 485, or 488 in mamba 'align' mode (2 each).
+    Left out, prefix_caching is the release's default: on for hybrids from vLLM 0.28 (the newest modelled)."""
     body = {
         "model": "qwen3-next-80b-a3b",
         "sku": "h200-141gb",
@@ -245,10 +246,13 @@ def test_prefix_caching_takes_one_more_state_block_per_request(viewer_api, catal
         "available_kv_cache_gib": 40,
         "context_tokens": 262144,
     }
-    plain = viewer_api.post(URL, body, format="json").json()
+    plain = viewer_api.post(URL, {**body, "prefix_caching": False}, format="json").json()
     aligned = viewer_api.post(URL, {**body, "prefix_caching": True}, format="json").json()
+    default = viewer_api.post(URL, body, format="json").json()
     assert plain["engine_max_concurrency"] == round(6_425 / 485, 4)
-    assert aligned["engine_max_concurrency"] == round(6_425 / 488, 4)
+    assert aligned["engine_max_concurrency"] == round(6_425 / 488, 4) == default["engine_max_concurrency"]
+    older = viewer_api.post(URL, {**body, "engine_version": "0.27.0"}, format="json").json()
+    assert older["engine_max_concurrency"] == round(6_425 / 485, 4)  # opt-in for hybrids before 0.28
 
 
 @pytest.mark.django_db

@@ -257,6 +257,7 @@ class Deployment(TimeStamped):
         "engine",
         "engine_version",
         "block_size_tokens",
+        "enable_prefix_caching",
         "kv_cache_dtype",
         "max_model_len",
         "gpu_memory_utilization",
@@ -300,6 +301,13 @@ class Deployment(TimeStamped):
         blank=True,
         validators=[MinValueValidator(1)],
         help_text="--block-size / --page-size as served; blank: the engine's default.",
+    )
+    enable_prefix_caching = models.BooleanField(
+        "prefix caching",
+        null=True,
+        blank=True,
+        help_text="vLLM's --enable-prefix-caching as served (hybrid models keep one more state block per request "
+        "with it); blank: the engine release's default (on for hybrids from vLLM 0.28).",
     )
     base_url = models.CharField(
         "base URL",
@@ -408,6 +416,7 @@ class Deployment(TimeStamped):
             engine_version=self.engine_version or None,
             block_size_tokens=self.block_size_tokens,
             max_model_len=self.max_model_len,
+            prefix_caching=self.enable_prefix_caching,
             **extra,
         )
 

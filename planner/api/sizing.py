@@ -110,8 +110,10 @@ class SizingRequestSerializer(serializers.Serializer):
     )
     prefix_caching = serializers.BooleanField(
         required=False,
-        help_text="vLLM: the server runs hybrid models with prefix caching (mamba 'align' mode: one more state "
-        "block per request). Default false.",
+        allow_null=True,
+        default=None,
+        help_text="vLLM's --enable-prefix-caching: hybrid models then keep one more state block per request "
+        "(mamba 'align' mode). Default (null): the release's default, on for hybrids from vLLM 0.28.0.",
     )
 
     def to_request(self) -> SizingRequest:

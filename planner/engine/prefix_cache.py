@@ -801,6 +801,8 @@ def prefix_cache(
     }
     if engine == "sglang":
         sizing_kwargs["state_pool_ratio"] = state_pool_ratio
+    else:
+        sizing_kwargs["prefix_caching"] = False  # each mode's own allocation below, not the release's default
     base = size(model, accelerator, block_size_tokens=block_size_tokens, **sizing_kwargs)
     allocation = base.allocation
     assert allocation is not None  # an engine profile always allocates
@@ -995,7 +997,9 @@ def _mode_allocation(
         return allocation, base
     if engine == "vllm":
         if mode == "align":
-            sized = size(model, accelerator, block_size_tokens=block_size_tokens, prefix_caching=True, **sizing_kwargs)
+            sized = size(
+                model, accelerator, block_size_tokens=block_size_tokens, **{**sizing_kwargs, "prefix_caching": True}
+            )
             assert sized.allocation is not None
             return sized.allocation, sized
         if mode == "all":

@@ -107,7 +107,7 @@ def _vllm(
     block_size_tokens: int | None,
     version: str | None,
     batch_tokens: int,
-    prefix_caching: bool,
+    prefix_caching: bool | None,
     state_pool_ratio: float,
 ) -> EngineAllocation:
     del state_pool_ratio  # SGLang's only
@@ -134,7 +134,7 @@ def _sglang(
     block_size_tokens: int | None,
     version: str | None,
     batch_tokens: int,
-    prefix_caching: bool,
+    prefix_caching: bool | None,
     state_pool_ratio: float,
 ) -> EngineAllocation:
     del batch_tokens, prefix_caching  # vLLM's only (SGLang's radix cache stays on, its default)
@@ -264,7 +264,7 @@ def allocate(
     block_size_tokens: int | None = None,
     version: str | None = None,
     batch_tokens: int = 8192,
-    prefix_caching: bool = False,
+    prefix_caching: bool | None = None,
     state_pool_ratio: float = DEFAULT_MAMBA_FULL_MEMORY_RATIO,
 ) -> EngineAllocation:
     """The allocation of ``available_bytes`` of KV cache memory per GPU by the profile ``engine``.

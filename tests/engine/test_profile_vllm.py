@@ -57,7 +57,9 @@ def test_qwen3_next_tp2_block_padding_and_groups():
         ("0.21.0", 1_606 * 544),
         # 0.22+: int(concurrency x max_model_len) = int(6,425 / 485 x 262,144)
         ("0.22.0", int(6_425 / 485 * 262_144)),
-        (None, int(6_425 / 485 * 262_144)),
+        # 0.28+ (the newest by default) turns prefix caching on for hybrids: "align" mode, 2 blocks per GDN
+        # group: 482 + 3 x 2 = 488 blocks per request
+        (None, int(6_425 / 488 * 262_144)),
     ],
 )
 def test_qwen3_next_logged_tokens_by_release(version, tokens):
@@ -68,7 +70,7 @@ def test_qwen3_next_logged_tokens_by_release(version, tokens):
     a = vllm_allocation(QWEN3_NEXT, Layout(tp=2), available_bytes=AVAILABLE, max_model_len=262_144, version=version)
     assert a.num_blocks == 42_949_672_960 // 557_056 // 12 == 6_425
     assert a.kv_cache_tokens == tokens
-    assert a.max_concurrency == pytest.approx(6_425 / 485)
+    assert a.max_concurrency == pytest.approx(6_425 / (485 if version else 488))
 
 
 def test_dense_gqa_llama_70b_tp4():
@@ -184,6 +186,31 @@ def test_sliding_window_reserves_in_flight_batches_from_0_26():
     assert at["0.25.0"].max_concurrency == pytest.approx(145_635 / 8_713)
     assert at["0.26.0"].max_concurrency == pytest.approx(145_635 / 9_225)
     assert any("2 concurrent batches x 8,192" in n for n in at["0.33.0"].assumptions)
+
+
+def test_hybrid_prefix_caching_is_on_by_default_from_0_28():
+    """Qwen3-Next at tp 2 (3 GDN groups + 1 attention group, 6,425 blocks): vLLM 0.27 keeps prefix caching
+    opt-in for hybrids, 0.28.0 and later turn it on, so mamba "align" mode holds 2 state blocks per GDN group:
+    482 + 3 = 485 blocks per request at 262,144 tokens off, 482 + 6 = 488 on (engine/arg_utils.py
+    _set_default_chunked_prefill_and_prefix_caching_args in the 0.26.0, 0.27.0 and 0.28.0 wheels). An explicit
+    --no-enable-prefix-caching (prefix_caching False) turns it off, True turns it on in any release."""
+
+    def need(version, **kwargs):
+        a = vllm_allocation(
+            QWEN3_NEXT, Layout(tp=2), available_bytes=AVAILABLE, max_model_len=262_144, version=version, **kwargs
+        )
+        return a.blocks_per_request(262_144)
+
+    assert {v: need(v) for v in ("0.25.0", "0.27.0", "0.28.0", "0.33.0")} == {
+        "0.25.0": 485,
+        "0.27.0": 485,
+        "0.28.0": 488,
+        "0.33.0": 488,
+    }
+    assert need("0.33.0", prefix_caching=False) == 485 and need("0.27.0", prefix_caching=True) == 488
+    # Dense models hold no state blocks: the default changes nothing for them.
+    dense = vllm_allocation(GPT_OSS, Layout(tp=2), available_bytes=AVAILABLE, max_model_len=131_072, version="0.33.0")
+    assert dense.blocks_per_request(131_072) == 8_192 + 1_033
 
 
 def test_size_with_vllm_profile_counts_whole_requests_and_ranks():

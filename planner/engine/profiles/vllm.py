@@ -39,6 +39,11 @@ Read from vLLM's own source, per release (``pip download vllm==X --no-deps``; pa
   ``max_concurrent_batches x max_num_batched_tokens``, ``SlidingWindowSpec.max_admission_blocks_per_request``:
   2 batches with async scheduling, on by default, at pp 1; ``pp`` batches at pp > 1 with the V1 model runner,
   ``pp + 1`` with V2, whose default per architecture is not modelled: V1's figure is taken)
+* **Prefix caching for hybrids** (``engine/arg_utils.py`` ``_set_default_chunked_prefill_and_prefix_caching_args``,
+  ``config/model.py`` ``is_prefix_caching_supported``): off up to 0.25 (not supported by default), opt-in in
+  0.26-0.27, on by default from 0.28.0; on, ``MambaModelConfig`` turns ``mamba_cache_mode`` "none" into
+  "align": a request holds 2 state blocks. ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``
+  overrides (``prefix_caching`` True / False).
 * **Logged token count** ("GPU KV cache size: N tokens"): ``num_blocks // number_of_groups x smallest
   block`` up to 0.21 (one group: ``num_blocks x block_size``); ``int(concurrency x L)`` from 0.22.0
   (``get_kv_cache_capacity``).
@@ -90,6 +95,8 @@ class VllmRelease:
     nemotron_h_ssm_dtype: str = "fp16"
     #: Sliding-window groups reserve every concurrent batch's tokens (``max_in_flight_tokens``, 0.26+).
     in_flight_batches: bool = False
+    #: Prefix caching on by default for hybrid (linear + attention) models (0.28+), so mamba "align" mode.
+    hybrid_prefix_caching: bool = False
 
 
 #: The modelled releases, oldest first; each holds until the next.
@@ -151,6 +158,18 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
         "vllm 0.27.0 platforms/interface.py _align_hybrid_block_size: MLA hybrids (use_mla) align to at least 128 "
         "(absent in 0.26.0)",
         "fp32",
+        True,
+    ),
+    VllmRelease(
+        "0.28.0",
+        "concurrency",
+        "min_or_max",
+        128,
+        "vllm 0.28.0 engine/arg_utils.py _set_default_chunked_prefill_and_prefix_caching_args: prefix caching on by "
+        "default for hybrids (0.26-0.27: opt-in; up to 0.25 ModelConfig.is_prefix_caching_supported is False for "
+        "them); model_executor/models/config.py MambaModelConfig: mamba_cache_mode none -> align",
+        "fp32",
+        True,
         True,
     ),
 )
@@ -255,18 +274,23 @@ def vllm_allocation(
     block_size_tokens: int | None = None,
     version: str | None = None,
     batch_tokens: int = 8192,
-    prefix_caching: bool = False,
+    prefix_caching: bool | None = None,
 ) -> EngineAllocation:
     """vLLM's allocation for ``model`` under ``layout`` with ``available_bytes`` of KV cache memory per GPU.
 
     ``max_model_len`` (tokens) is what the logged concurrency is quoted at; ``block_size_tokens`` is
-    ``--block-size``; ``prefix_caching`` puts hybrid models in mamba "align" mode (one more state block
-    per request). Raises ``EngineInputError`` keyed by ``engine_version`` / ``block_size_tokens`` /
-    ``layer_groups`` for what the allocator cannot take.
+    ``--block-size``; ``prefix_caching`` (``--enable-prefix-caching``; None: the release's default, on
+    for hybrids from 0.28.0) puts hybrid models in mamba "align" mode (one more state block per request).
+    Raises ``EngineInputError`` keyed by ``engine_version`` / ``block_size_tokens`` / ``layer_groups`` for
+    what the allocator cannot take.
     """
     version, rules = vllm_release(version)
     element_bytes = int(DTYPE_BYTES[kv_cache_dtype])
     types, dtypes = _types(model, layout, element_bytes, rules)
+    hybrid = any(t.kind == "linear" for t in types)
+    default_caching = prefix_caching is None
+    if default_caching:
+        prefix_caching = hybrid and rules.hybrid_prefix_caching
     # Tokens a sliding-window request may hold beyond its window while steps are in flight (module docstring).
     batches = (2 if layout.pp == 1 else layout.pp) if rules.in_flight_batches else 1
     in_flight = batches * batch_tokens
@@ -385,7 +409,14 @@ def vllm_allocation(
         f"= {concurrency:.2f}x."
     )
     if prefix_caching and states:
-        notes.append("Prefix caching on: mamba 'align' mode keeps 2 state blocks per request.")
+        notes.append(
+            "Prefix caching on"
+            + (f" (vLLM {version}'s default for hybrids from 0.28.0; enable_prefix_caching false turns it off)"
+               if default_caching else "")
+            + ": mamba 'align' mode keeps 2 state blocks per request."
+        )  # fmt: skip
+    elif states and default_caching:
+        notes.append(f"Prefix caching off (vLLM {version} keeps it opt-in for hybrids; on by default from 0.28.0).")
     state_total = state_gpu = 0
     for group in model.layer_groups:
         if group.kind == "linear":

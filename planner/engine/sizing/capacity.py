@@ -73,7 +73,8 @@ class EngineOptions:
     ``max_model_len``: tokens the engine's concurrency is quoted at (None: the context asked, else the
     model's maximum); ``block_size_tokens``: ``--block-size`` / ``--page-size``;
     ``available_kv_cache_gib``: KV cache memory per GPU as the engine logs it (GiB), replacing the
-    computed cache budget; ``prefix_caching``: vLLM's mamba "align" mode for hybrid models.
+    computed cache budget; ``prefix_caching``: vLLM's ``--enable-prefix-caching`` (a hybrid's mamba "align"
+    mode; None: the release's default, on for hybrids from 0.28.0).
     """
 
     engine: str = "generic"
@@ -81,7 +82,7 @@ class EngineOptions:
     max_model_len: int | None = None
     block_size_tokens: int | None = None
     available_kv_cache_gib: float | None = None
-    prefix_caching: bool = False
+    prefix_caching: bool | None = None
 
     def size_kwargs(self) -> dict[str, Any]:
         """These options as ``size()``'s keyword arguments (none for the generic profile)."""
@@ -117,8 +118,8 @@ class EngineOptions:
         gib = self.available_kv_cache_gib
         if gib is not None and (not is_number(gib) or not 0 <= gib <= MAX_GIB):
             errors["available_kv_cache_gib"] = [f"Must be a finite number of GiB from 0 to {MAX_GIB:,g}."]
-        if not isinstance(self.prefix_caching, bool):
-            errors["prefix_caching"] = ["Must be true or false."]
+        if self.prefix_caching is not None and not isinstance(self.prefix_caching, bool):
+            errors["prefix_caching"] = ["Must be true, false or left out (the engine's default)."]
         return errors
 
 
@@ -527,7 +528,7 @@ def size(
     max_model_len: int | None = None,
     block_size_tokens: int | None = None,
     available_kv_cache_gib: float | None = None,
-    prefix_caching: bool = False,
+    prefix_caching: bool | None = None,
 ) -> SizingResult:
     """Size ``model`` on ``gpus`` GPUs of ``accelerator`` laid out as ``layout``.
 
@@ -573,7 +574,7 @@ def _size(
     max_model_len: int | None,
     block_size_tokens: int | None,
     available_kv_cache_gib: float | None,
-    prefix_caching: bool,
+    prefix_caching: bool | None,
 ) -> SizingResult:
     p = _prepare(
         model,
@@ -605,7 +606,7 @@ def _engine_options(
     max_model_len: int | None,
     block_size_tokens: int | None,
     available_kv_cache_gib: float | None,
-    prefix_caching: bool,
+    prefix_caching: bool | None,
 ) -> EngineOptions:
     if (engine, engine_version, max_model_len, block_size_tokens, available_kv_cache_gib, prefix_caching) == (
         "generic",
@@ -613,7 +614,7 @@ def _engine_options(
         None,
         None,
         None,
-        False,
+        None,
     ):
         return GENERIC
     return EngineOptions(
@@ -655,7 +656,7 @@ def capacity_curve(
         "available_kv_cache_gib",
         "prefix_caching",
     )
-    engine_defaults: dict[str, Any] = dict(zip(engine_keys, ("generic", None, None, None, None, False), strict=True))
+    engine_defaults: dict[str, Any] = dict(zip(engine_keys, ("generic", None, None, None, None, None), strict=True))
     unknown = set(kwargs) - set(options) - set(engine_keys)
     if unknown:
         raise TypeError(f"capacity_curve() got unexpected keyword arguments: {', '.join(sorted(unknown))}")

@@ -65,6 +65,8 @@ class Serving:
     engine_version: str | None = None
     block_size_tokens: int | None = None
     max_model_len: int | None = None
+    #: ``--enable-prefix-caching`` as served (None: the engine release's default).
+    prefix_caching: bool | None = None
     correction: SpeedCorrection | None = None
     correction_age_s: float | None = None
 
@@ -81,7 +83,10 @@ class Serving:
         """Its engine profile as ``size()`` and ``estimate()`` take it (``EngineOptions``)."""
         if self.engine == GENERIC:
             return GENERIC_OPTIONS
-        return EngineOptions(self.engine, self.engine_version, self.max_model_len, self.block_size_tokens)
+        return EngineOptions(
+            self.engine, self.engine_version, self.max_model_len, self.block_size_tokens,
+            prefix_caching=self.prefix_caching,
+        )  # fmt: skip
 
     def sizing_options(self) -> dict[str, Any]:
         """Its keyword arguments to ``size()`` and ``capacity_curve()`` (all but the context)."""
