@@ -7,16 +7,20 @@ the Celery task and the command. Errors are ``fleet.errors.InputError`` with fie
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import socket
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
 from django.db.models import F, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -198,6 +202,11 @@ STALE_AFTER = timedelta(minutes=15)
 #: Runs a plan may start before it is failed instead of taken over again: a plan that kills its
 #: worker each time (out of memory, say) must not take every worker down in turn.
 MAX_ATTEMPTS = 3
+#: Beats a run may miss before its plan is taken over (its process died: killed, out of memory).
+SILENT_BEATS = 5
+#: What a database that dropped the connection or is restarting raises: the run stops and its task's
+#: retry takes the plan back (``RunInterrupted``), never a stored failure.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
 
 
 def lease_length() -> timedelta:
@@ -205,42 +214,119 @@ def lease_length() -> timedelta:
     return timedelta(seconds=settings.PLAN_LEASE_S)
 
 
-def _expired(now: datetime) -> Q:
-    """Running plans whose run has stopped renewing its lease (its worker died)."""
+def silent_after() -> timedelta:
+    """A run whose last beat is older than this died with its process (five beats of
+    ``FLEETCAP_PLAN_HEARTBEAT_S``, default 1 s: 5 s)."""
+    return timedelta(seconds=SILENT_BEATS * settings.PLAN_HEARTBEAT_S)
+
+
+def _abandoned(now: datetime) -> Q:
+    """Running plans whose run stopped: its heartbeat went silent (the process died), or it stopped
+    renewing its lease (the search is stuck), or it predates leases and is long past its time limit."""
     return Q(status=Plan.Status.RUNNING) & (
-        Q(lease_expires__lt=now) | Q(lease_expires__isnull=True, started__lt=now - STALE_AFTER)
+        Q(lease_heartbeat__lt=now - silent_after())
+        | Q(lease_expires__lt=now)
+        | Q(lease_expires__isnull=True, started__lt=now - STALE_AFTER)
     )
 
 
-def claim(plan_id: str) -> str | None:
-    """Move a queued plan, or a running one whose lease expired, to running under a new lease: the
-    lease token, or None when the plan finished, was cancelled, ran ``MAX_ATTEMPTS`` times, or
-    another run holds a live lease (one conditional UPDATE: two deliveries never both win)."""
+def lease_owner() -> str:
+    """This process as a lease records it: ``host pid N``."""
+    return f"{socket.gethostname()} pid {os.getpid()}"[:200]
+
+
+def claim(plan_id: str, token: str | None = None) -> str | None:
+    """Move a queued plan, or a running one whose run stopped (heartbeat silent, lease expired), to
+    running under a new lease: its token, or None when the plan finished, was cancelled, ran
+    ``MAX_ATTEMPTS`` times, or a live run holds it (one conditional UPDATE: two deliveries never
+    both win). ``token``: the lease of a run that a database error stopped (``RunInterrupted``),
+    taken back at once under a fresh token without counting a run; that works once per token."""
     now = timezone.now()
-    token = uuid.uuid4().hex
-    claimable = Q(status=Plan.Status.QUEUED) | (_expired(now) & Q(cancel_requested=False))
+    fresh = uuid.uuid4().hex
+    lease = {"lease_expires": now + lease_length(), "lease_heartbeat": now, "lease_owner": lease_owner()}
+    if token and Plan.objects.filter(pk=plan_id, lease_token=token, status=Plan.Status.RUNNING).update(
+        lease_token=fresh, **lease
+    ):
+        return fresh
+    claimable = Q(status=Plan.Status.QUEUED) | (_abandoned(now) & Q(cancel_requested=False))
     won = Plan.objects.filter(claimable, pk=plan_id, attempts__lt=MAX_ATTEMPTS).update(
         status=Plan.Status.RUNNING,
         started=Coalesce(F("started"), Value(now)),
-        lease_expires=now + lease_length(),
-        lease_token=token,
+        lease_token=fresh,
         attempts=F("attempts") + 1,
+        **lease,
     )
-    return token if won == 1 else None
+    return fresh if won == 1 else None
 
 
 class LeaseLost(Exception):
-    """This run no longer holds the plan's lease (it expired and another run took the plan over)."""
+    """This run no longer holds the plan's lease (another run took the plan over)."""
 
 
-def execute_plan(plan_id: str, on_progress: Callable[[int, int], None] | None = None) -> Plan | None:
-    """Run a queued plan to completion under a lease, renewed as the search reports progress
-    (idempotent: a plan finished, cancelled or leased by a live run is returned untouched; a run
-    that lost its lease stops and writes nothing, so the outcome is written exactly once). None
-    when no such plan exists (deleted after its task was sent)."""
-    token = claim(plan_id)
+class RunInterrupted(Exception):
+    """A database error stopped this run; ``token`` (its lease) lets the retry take the plan back at
+    once (``claim(plan_id, token)``) instead of waiting for the run to be found silent."""
+
+    def __init__(self, plan_id: str, token: str):
+        super().__init__(f"plan {plan_id}: the run was stopped by a database error")
+        self.plan_id, self.token = plan_id, token
+
+
+@contextlib.contextmanager
+def heartbeat(plan_id: str, token: str) -> Iterator[None]:
+    """Beat the run's lease (``lease_heartbeat``) every ``FLEETCAP_PLAN_HEARTBEAT_S`` from a thread
+    with its own connection while the block runs, however long the search goes between progress
+    reports: the beats stop only when the run ends or its process dies, which is how a dead run is
+    told from a slow one in seconds. None inside a transaction (nobody else could see the claim)."""
+    if transaction.get_connection().in_atomic_block:
+        yield
+        return
+    stop = threading.Event()
+    mine = Plan.objects.filter(pk=plan_id, lease_token=token, status=Plan.Status.RUNNING)
+
+    def beat() -> None:
+        try:
+            while not stop.wait(settings.PLAN_HEARTBEAT_S):
+                try:
+                    close_old_connections()  # one connection for the run, replaced if it broke
+                    if not mine.update(lease_heartbeat=timezone.now()):
+                        return  # finished, or taken over: nothing of this run's to keep alive
+                except DATABASE_ERRORS as exc:  # a blip: the next beat may work (the run decides)
+                    log.warning("plan %s: heartbeat not recorded: %s", plan_id, type(exc).__name__)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=beat, name=f"plan-heartbeat-{plan_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=settings.PLAN_HEARTBEAT_S + 5)
+
+
+def execute_plan(
+    plan_id: str, on_progress: Callable[[int, int], None] | None = None, token: str | None = None
+) -> Plan | None:
+    """Run a queued plan to completion under a lease, beaten by a thread and renewed as the search
+    reports progress (idempotent: a plan finished, cancelled or held by a live run is returned
+    untouched; a run that lost its lease stops and writes nothing, so the outcome is written exactly
+    once). None when no such plan exists (deleted after its task was sent). A database error raises
+    ``RunInterrupted`` with the lease's token for the retry (``token`` here) to take the plan back."""
+    token = claim(plan_id, token)
     if token is None:
         return Plan.objects.filter(pk=plan_id).first()
+    try:
+        with heartbeat(plan_id, token):
+            _run(plan_id, token, on_progress)
+    except DATABASE_ERRORS as exc:
+        log.warning("plan %s: database error (%s); the run stops, its retry takes the plan back", plan_id, exc)
+        raise RunInterrupted(plan_id, token) from exc
+    return Plan.objects.get(pk=plan_id)
+
+
+def _run(plan_id: str, token: str, on_progress: Callable[[int, int], None] | None) -> None:
+    """The search under lease ``token``, its outcome written if the lease still holds."""
     mine = Plan.objects.filter(pk=plan_id, lease_token=token, status=Plan.Status.RUNNING)
     plan = Plan.objects.select_related("model", "workload").get(pk=plan_id)
     options = plan.options
@@ -258,10 +344,11 @@ def execute_plan(plan_id: str, on_progress: Callable[[int, int], None] | None = 
         store = pct - state["stored"] >= PROGRESS_STEP
         if not store and time.monotonic() - state["renewed"] < renew_every:
             return True
-        values: dict[str, Any] = {"lease_expires": timezone.now() + lease_length()}
+        now = timezone.now()
+        values: dict[str, Any] = {"lease_expires": now + lease_length(), "lease_heartbeat": now}
         if store:
             state["stored"] = pct
-            state["log"] = [*state["log"], {"at": timezone.now().isoformat(), "progress": pct}][-MAX_PROGRESS_LOG:]
+            state["log"] = [*state["log"], {"at": now.isoformat(), "progress": pct}][-MAX_PROGRESS_LOG:]
             values |= {"progress": pct, "candidates_evaluated": done, "progress_log": state["log"]}
         if not mine.update(**values):
             raise LeaseLost(plan_id)
@@ -284,13 +371,14 @@ def execute_plan(plan_id: str, on_progress: Callable[[int, int], None] | None = 
         _finish(mine, Plan.Status.CANCELLED, state["log"], error="Cancelled on request.")
     except EngineInputError as exc:
         _finish(mine, Plan.Status.FAILED, state["log"], error=f"The search could not run: {exc}")
+    except DATABASE_ERRORS:
+        raise  # the database, not the search: never stored as the plan's failure
     except Exception as exc:  # stored for the person who asked; the traceback goes to the worker log
         log.exception("plan %s failed", plan_id)
         _finish(mine, Plan.Status.FAILED, state["log"], error=f"Unexpected error: {type(exc).__name__}: {exc}")
     else:
         body = result.to_dict()
         _finish(mine, Plan.Status.DONE, state["log"], result=body, evaluated=body.get("candidates_evaluated", 0))
-    return Plan.objects.get(pk=plan_id)
 
 
 def _finish(mine: QuerySet[Plan], status: str, progress_log: list, *, result=None, error: str = "", evaluated=None):
@@ -301,6 +389,7 @@ def _finish(mine: QuerySet[Plan], status: str, progress_log: list, *, result=Non
         "error": error,
         "result": result,
         "lease_expires": None,
+        "lease_heartbeat": None,
     }
     if status == Plan.Status.DONE:
         values |= {
@@ -348,19 +437,24 @@ class Recovery:
 
 
 def recover_plans(now: datetime | None = None) -> Recovery:
-    """Take over plans whose run died (task ``planner.recover_plans``, beat): a running plan whose
-    lease expired is sent again through the outbox (the next run claims it), failed after
-    ``MAX_ATTEMPTS`` runs, or marked cancelled if cancellation was asked; a queued plan whose task
-    was sent ``RESEND_QUEUED_AFTER`` ago and never started is sent again. Idempotent: a plan with
-    an unsent message, or one recorded since its run last renewed the lease, is left to that message."""
+    """Take over plans whose run died (task ``planner.recover_plans``, beat, every 5 s): a running
+    plan whose run went silent or let its lease expire is sent again through the outbox (the next run
+    claims it), failed after ``MAX_ATTEMPTS`` runs, or marked cancelled if cancellation was asked; a
+    queued plan whose task was sent ``RESEND_QUEUED_AFTER`` ago and never started is sent again.
+    Idempotent: a plan with an unsent message, or one recorded since its run was last heard from, is
+    left to that message."""
     now = now or timezone.now()
     resent, failed, cancelled = [], [], []
-    expired = Plan.objects.filter(_expired(now)).only("pk", "attempts", "cancel_requested", "lease_expires", "started")
-    for plan in expired:
+    fields = ("pk", "attempts", "cancel_requested", "lease_expires", "lease_heartbeat", "lease_owner", "started")
+    for plan in Plan.objects.filter(_abandoned(now)).only(*fields):
         pk = str(plan.pk)
         if plan.cancel_requested:
-            if Plan.objects.filter(_expired(now), pk=pk).update(
-                status=Plan.Status.CANCELLED, finished=now, lease_expires=None, error="Cancelled on request."
+            if Plan.objects.filter(_abandoned(now), pk=pk).update(
+                status=Plan.Status.CANCELLED,
+                finished=now,
+                lease_expires=None,
+                lease_heartbeat=None,
+                error="Cancelled on request.",
             ):
                 cancelled.append(pk)
         elif plan.attempts >= MAX_ATTEMPTS:
@@ -368,18 +462,27 @@ def recover_plans(now: datetime | None = None) -> Recovery:
                 f"The worker running this plan stopped {plan.attempts} times (killed, or out of memory); "
                 "it is not run again. Try fewer nodes or SKUs."
             )
-            if Plan.objects.filter(_expired(now), pk=pk).update(
-                status=Plan.Status.FAILED, finished=now, lease_expires=None, error=error
+            if Plan.objects.filter(_abandoned(now), pk=pk).update(
+                status=Plan.Status.FAILED, finished=now, lease_expires=None, lease_heartbeat=None, error=error
             ):
                 failed.append(pk)
-        # A message recorded after the run last claimed or renewed its lease is a takeover not yet run.
-        elif _resend(pk, since=plan.lease_expires - lease_length() if plan.lease_expires else plan.started):
+        # A message recorded after the run was last heard from is a takeover not yet run.
+        elif _resend(pk, since=_last_heard(plan)):
+            log.warning("plan %s: its run (%s) stopped; sent again", pk, plan.lease_owner or "owner unknown")
             resent.append(pk)
     stale = Plan.objects.filter(status=Plan.Status.QUEUED, created__lt=now - RESEND_QUEUED_AFTER).only("pk")
     for plan in stale:
         if _resend(str(plan.pk), since=now - RESEND_QUEUED_AFTER):
             resent.append(str(plan.pk))
     return Recovery(resent=resent, failed=failed, cancelled=cancelled)
+
+
+def _last_heard(plan: Plan) -> datetime:
+    """When the plan's run last gave a sign of life: its last beat (every renewal beats too), else
+    its last renewal, else its start."""
+    if plan.lease_heartbeat:
+        return plan.lease_heartbeat
+    return plan.lease_expires - lease_length() if plan.lease_expires else plan.started
 
 
 def _resend(plan_id: str, since: datetime) -> bool:

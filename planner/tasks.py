@@ -4,13 +4,15 @@ fleet's (``fleet/tasks.py``)."""
 from __future__ import annotations
 
 from celery import shared_task
+from celery.utils.time import get_exponential_backoff_interval
 
 from fleet.tasks import RETRY_ON_TRANSIENT
 
 
 # Retried on a database blip only (RETRY_ON_TRANSIENT): the plan is claimed by a conditional UPDATE
-# (planner.plans.claim), so a retry, or a redelivery, never runs a plan twice. A search that fails
-# otherwise is stored on the plan as failed, not retried.
+# (planner.plans.claim), so a retry, or a redelivery, never runs a plan twice. A blip mid-run is
+# retried with the run's lease token, so the retry takes its own plan back at once instead of finding
+# it held. A search that fails otherwise is stored on the plan as failed, not retried.
 @shared_task(
     name="planner.run_plan",
     bind=True,
@@ -20,12 +22,16 @@ from fleet.tasks import RETRY_ON_TRANSIENT
     time_limit=660,
     **RETRY_ON_TRANSIENT,
 )
-def run_plan(self, plan_id: str) -> str:
-    """Run a queued plan (task id = plan id; a redelivered task finds it claimed under a live lease,
-    or finished, and returns; one whose lease expired is taken over; a deleted plan is "gone")."""
-    from planner.plans import execute_plan
+def run_plan(self, plan_id: str, token: str | None = None) -> str:
+    """Run a queued plan (task id = plan id; a redelivered task finds it held by a live run, or
+    finished, and returns; one whose run died is taken over; a deleted plan is "gone")."""
+    from planner.plans import RunInterrupted, execute_plan
 
-    plan = execute_plan(plan_id)
+    try:
+        plan = execute_plan(plan_id, token=token)
+    except RunInterrupted as exc:
+        wait = get_exponential_backoff_interval(2, self.request.retries, 60, full_jitter=True)
+        raise self.retry(args=[plan_id], kwargs={"token": exc.token}, exc=exc, countdown=wait) from exc
     return "gone" if plan is None else plan.status
 
 

@@ -5,9 +5,12 @@ outcome. Each test names the defect of issue 14 it reproduces."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import OperationalError
 from django.db.models import F
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -146,6 +149,93 @@ def test_a_plan_whose_worker_died_is_taken_over_when_its_lease_expires(platform_
     assert plan_service.recover_plans().resent == []  # the message just sent is the takeover
     plan = plan_service.execute_plan(plan_id)  # what the resent task runs
     assert plan.status == "done" and plan.progress == 100 and plan.attempts == 2 and plan.lease_expires is None
+
+
+def _silence(plan_id: str) -> None:
+    """The run's process died: its last beat is older than the silence (its lease is still live),
+    and the plan's messages are older still."""
+    quiet = plan_service.silent_after() + timedelta(seconds=1)
+    Plan.objects.filter(pk=plan_id).update(lease_heartbeat=timezone.now() - quiet)
+    OutboxMessage.objects.filter(task_id=plan_id).update(created=F("created") - quiet - timedelta(seconds=1))
+
+
+@pytest.mark.django_db
+def test_a_plan_whose_run_went_silent_is_taken_over_in_seconds_not_a_lease_length(platform_api, setup, published):
+    """Issue 29: a killed worker's plan waited out its 60 s lease (69-71 s from the kill to done)."""
+    plan_id = platform_api.post(URL, BODY, format="json").json()["id"]
+    assert plan_service.claim(plan_id)  # the run whose worker is then killed
+    plan = Plan.objects.get(pk=plan_id)
+    assert plan.lease_owner == plan_service.lease_owner() and plan.lease_heartbeat
+    assert plan_service.recover_plans().resent == []  # it beats: nothing to take over
+    _silence(plan_id)
+    assert Plan.objects.get(pk=plan_id).lease_expires > timezone.now()  # the lease alone would hold a minute
+    assert plan_service.recover_plans().resent == [plan_id]
+    assert plan_service.recover_plans().resent == []  # the message just sent is the takeover
+    plan = plan_service.execute_plan(plan_id)  # what the resent task runs
+    assert plan.status == "done" and plan.attempts == 2 and plan.lease_expires is None and plan.lease_heartbeat is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_run_keeps_its_plan_while_its_process_lives(platform_api, setup, published, settings):
+    """The run's heartbeat thread, not its progress, tells a live run from a dead one: a search that
+    reports nothing for twice the silence is not taken over, and the thread ends with the run."""
+    settings.PLAN_HEARTBEAT_S = 0.2  # silent after 1 s
+    plan_id = platform_api.post(URL, BODY, format="json").json()["id"]
+    seen: list[tuple] = []
+
+    def slow(done: int, total: int) -> None:
+        if not seen:
+            time.sleep(2 * plan_service.silent_after().total_seconds())
+            seen.append((plan_service.claim(plan_id), plan_service.recover_plans().resent))
+
+    plan = plan_service.execute_plan(plan_id, on_progress=slow)
+    assert seen == [(None, [])]
+    assert plan.status == "done" and plan.attempts == 1
+    assert not [t for t in threading.enumerate() if t.name.startswith("plan-heartbeat-")]
+
+
+@pytest.mark.django_db
+def test_a_database_blip_mid_run_is_retried_with_the_runs_own_lease_not_stored_as_a_failure(
+    platform_api, setup, published
+):
+    """Issue 29: a blip failed a progress write, the retry found the plan held by the run it had
+    stopped and waited out the lease (86 s); a blip after the search stored "Unexpected error"."""
+    plan_id = platform_api.post(URL, BODY, format="json").json()["id"]
+
+    def blip(done: int, total: int) -> None:
+        if done:
+            raise OperationalError("server closed the connection unexpectedly")
+
+    with pytest.raises(plan_service.RunInterrupted) as caught:
+        plan_service.execute_plan(plan_id, on_progress=blip)
+    token = caught.value.token
+    plan = Plan.objects.get(pk=plan_id)
+    assert plan.status == "running" and plan.error == "" and plan.lease_token == token and plan.attempts == 1
+    assert plan_service.claim(plan_id) is None  # to anyone else it is held until its run is silent
+    again = plan_service.claim(plan_id, token)  # the task's retry, holding the run's token
+    assert again and again != token
+    assert plan_service.claim(plan_id, token) is None  # once per token: a second delivery of the retry
+    plan = plan_service.execute_plan(plan_id, token=again)
+    assert plan.status == "done" and plan.attempts == 1  # a blip is not a worker that stopped
+
+
+@pytest.mark.django_db
+def test_the_plan_task_retries_a_blip_with_the_runs_token(platform_api, setup, published, monkeypatch):
+    from planner.tasks import run_plan
+
+    plan_id = platform_api.post(URL, BODY, format="json").json()["id"]
+    real, tokens = plan_service.execute_plan, []
+
+    def blip_once(plan_id: str, token: str | None = None):
+        tokens.append(token)
+        if len(tokens) == 1:
+            raise plan_service.RunInterrupted(plan_id, plan_service.claim(plan_id))
+        return real(plan_id, token=token)
+
+    monkeypatch.setattr(plan_service, "execute_plan", blip_once)
+    assert run_plan.apply(args=[plan_id]).get() == "done"  # eager: the retry runs at once
+    assert tokens[0] is None and tokens[1]  # the retry carried the stopped run's token
+    assert Plan.objects.get(pk=plan_id).attempts == 1
 
 
 @pytest.mark.django_db

@@ -320,7 +320,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "poll-cycle": {"task": "fleet.poll_cycle", "schedule": 5.0, "options": {"expires": 30}},
     "send-outbox": {"task": "fleet.send_outbox", "schedule": 10.0, "options": {"expires": 60}},
-    "recover-plans": {"task": "planner.recover_plans", "schedule": 30.0, "options": {"expires": 120}},
+    # Every 5 s: a plan whose run died (silent for PLAN_SILENT_AFTER_S) is sent again within seconds.
+    "recover-plans": {"task": "planner.recover_plans", "schedule": 5.0, "options": {"expires": 30}},
     "prune-polls": {"task": "fleet.prune_polls", "schedule": 3600.0},
     "apply-cluster-changes": {"task": "fleet.apply_cluster_changes", "schedule": 3600.0},
     "fit-speed-corrections": {"task": "planner.fit_speed_corrections", "schedule": 3600.0},
@@ -350,8 +351,12 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
 OUTBOX_GRACE_S = float(os.environ.get("FLEETCAP_OUTBOX_GRACE_S", "10"))
 OUTBOX_RETENTION_HOURS = float(os.environ.get("FLEETCAP_OUTBOX_RETENTION_HOURS", "24"))
 #: A plan's run holds its lease this long without renewing it (renewed every third of it while the
-#: search runs); once expired, planner.recover_plans sends the plan again (planner/plans.py).
+#: search reports progress); once expired, planner.recover_plans sends the plan again (planner/plans.py).
 PLAN_LEASE_S = float(os.environ.get("FLEETCAP_PLAN_LEASE_S", "60"))
+#: A plan's run beats its lease this often (seconds) from a thread of its own process; a run silent
+#: for five beats died with its process (killed, out of memory) and its plan is taken over at once,
+#: without waiting for PLAN_LEASE_S (docs/reliability.md, "Plan leases").
+PLAN_HEARTBEAT_S = float(os.environ.get("FLEETCAP_PLAN_HEARTBEAT_S", "1"))
 
 # Endpoint polling (fleet/polling, docs/polling.md). Every outbound request goes through the
 # guard: only these networks (CIDR, comma separated) may be reached; link-local and cloud

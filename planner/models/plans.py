@@ -13,9 +13,10 @@ from fleet.models import ModelSpec, Workload
 
 class Plan(models.Model):
     """One search request and its outcome. The id doubles as the Celery task id. A run holds a
-    lease (``lease_token`` until ``lease_expires``), so a task delivered twice (``acks_late``)
-    finds the plan claimed or finished and does nothing, a plan whose worker died is taken over
-    once its lease expires, and only the run holding the lease writes the result."""
+    lease (``lease_token`` until ``lease_expires``, beating ``lease_heartbeat``), so a task
+    delivered twice (``acks_late``) finds the plan claimed or finished and does nothing, a plan
+    whose run died is taken over once its heartbeat goes silent (seconds) or its lease expires,
+    and only the run holding the lease writes the result."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -42,10 +43,17 @@ class Plan(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
-    # The lease of the worker running the plan (planner.plans.claim): renewed while the search
-    # reports progress; once it expires the plan is taken over (planner.plans.recover_plans).
+    # The lease of the run holding the plan (planner.plans.claim): renewed while the search reports
+    # progress, beaten every few seconds by the run's own thread while its process lives; once it
+    # expires or the beats stop the plan is taken over (planner.plans.recover_plans).
     lease_expires = models.DateTimeField(null=True, blank=True, db_index=True)
     lease_token = models.CharField(max_length=32, blank=True, help_text="Which run holds the lease.")
+    lease_heartbeat = models.DateTimeField(
+        null=True, blank=True, help_text="The last beat of the run holding the lease (its process is alive)."
+    )
+    lease_owner = models.CharField(
+        max_length=200, blank=True, help_text="Where the run holding the lease runs: host and process id."
+    )
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Runs started (1 unless a worker died).")
 
     class Meta:

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from fleet.errors import InputError, describe
 from planner.engine import MODES
-from planner.plans import PLAN_KV_CACHE_DTYPES, PlanRequest, create_plan, execute_plan
+from planner.plans import PLAN_KV_CACHE_DTYPES, PlanRequest, RunInterrupted, create_plan, execute_plan
 
 
 class Command(BaseCommand):
@@ -37,8 +37,12 @@ class Command(BaseCommand):
         except InputError as exc:
             raise CommandError(describe(exc)) from exc
         bar = ProgressBar(self.stderr if o["json"] else self.stdout)
-        plan = execute_plan(str(plan.pk), on_progress=bar.update)
-        bar.close()
+        try:
+            plan = execute_plan(str(plan.pk), on_progress=bar.update)
+        except RunInterrupted as exc:
+            raise CommandError(f"{exc} ({type(exc.__cause__).__name__}: {exc.__cause__}).") from exc
+        finally:
+            bar.close()
         if plan.status != "done":
             raise CommandError(f"Plan {plan.pk} {plan.status}: {plan.error}")
         if o["json"]:
