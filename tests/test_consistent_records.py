@@ -38,7 +38,7 @@ def test_the_page_form_shows_the_deficit_beside_the_layout(client, make_user, cl
     form |= {"ep": 32, "engine": "vllm", "kv_cache_dtype": "bf16", "gpu_memory_utilization": 0.9}
     form |= {"poll_interval_s": 15, "enabled": "on"}
     r = client.post("/deployments/new/", form)
-    assert r.status_code == 200 and "has-error" in r.content.decode()  # the record forms re-render with errors
+    assert r.status_code == 400 and "has-error" in r.content.decode()  # the record forms re-render with errors, 400
     assert "This layout does not fit" in r.content.decode() and not Deployment.objects.exists()
 
 
@@ -54,7 +54,7 @@ def test_shrinking_a_cluster_below_its_deployments_is_refused_listing_them(platf
     form = {"name": cluster.name, "slug": cluster.slug, "sku": cluster.sku_id, "nodes": 2, "provider": "acme"}
     form |= {"team": "platform", "hours_per_day": "24", "status": "active"}
     page = client.post(f"/clusters/{cluster.slug}/edit/", form)
-    assert page.status_code == 200 and "k3-prod needs 32" in page.content.decode()
+    assert page.status_code == 400 and "k3-prod needs 32" in page.content.decode()
     assert Cluster.objects.get().nodes == 4
     # Growing it is fine.
     assert platform_api.patch(f"/api/v1/clusters/{cluster.slug}/", {"nodes": 8}, format="json").status_code == 200

@@ -176,7 +176,7 @@ def test_form_errors_are_shown_inline(client, make_user, catalog):
         },
     )
     page = r.content.decode()
-    assert r.status_code == 200 and "has-error" in page
+    assert r.status_code == 400 and "has-error" in page
     assert "Hours per day must be greater than 0 and at most 24." in page
     assert not Cluster.objects.exists()
 

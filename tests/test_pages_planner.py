@@ -95,7 +95,7 @@ def test_model_form_reports_layer_group_errors_inline(client, make_user, catalog
         "layer_groups": '[{"kind": "full", "count": 2}]',
     }
     r = client.post("/models/new/", form)
-    assert r.status_code == 200 and "layer_groups.0.kv_heads" in r.content.decode()
+    assert r.status_code == 400 and "layer_groups.0.kv_heads" in r.content.decode()
     assert not ModelSpec.objects.filter(slug="bad").exists()
     form["layer_groups"] = '[{"kind": "full", "count": 2, "kv_heads": 1, "head_dim": 64}]'
     assert client.post("/models/new/", form).status_code == 302

@@ -221,7 +221,7 @@ def test_a_key_in_the_base_url_is_refused_pointing_to_the_api_key_field(platform
             "ep": 1, "engine": "vllm", "base_url": url, "kv_cache_dtype": "bf16", "gpu_memory_utilization": 0.9,
             "poll_interval_s": 15}  # fmt: skip
     page = client.post("/deployments/new/", form)
-    assert page.status_code == 200 and "API key field" in page.content.decode()
+    assert page.status_code == 400 and "API key field" in page.content.decode()
     assert "sk-live-0123456789abcdefghij" not in page.content.decode()  # not even echoed back to its author
     assert not Deployment.objects.filter(slug="leaky").exists()
 

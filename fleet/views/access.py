@@ -73,7 +73,7 @@ def record_form_page(
     cancel: str,
     initial: dict[str, Any] | None = None,
 ) -> HttpResponse:
-    """Create or edit one record on ``form_page.html``: errors beside the fields, and on success
+    """Create or edit one record on ``form_page.html``: errors beside the fields (400), and on success
     a message and a redirect. ``saved(record)`` gives the message and the URL to go to."""
     form = form_class(request.POST or None, instance=instance, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -81,7 +81,8 @@ def record_form_page(
         message, url = saved(record)
         messages.success(request, message)
         return redirect(url)
-    return render(request, "form_page.html", {"form": form, "title": title, "cancel": cancel})
+    status = 400 if request.method == "POST" else 200  # a posted form shown again was refused
+    return render(request, "form_page.html", {"form": form, "title": title, "cancel": cancel}, status=status)
 
 
 def record_delete_page(request: HttpRequest, record: Model, *, back: str, done: str) -> HttpResponse:
