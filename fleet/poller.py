@@ -25,6 +25,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from fleet.crypto import UndecryptableSecret
+from fleet.egress import guard_kwargs
 from fleet.models import Deployment, EndpointPoll
 from fleet.poll_store import (
     Polled,
@@ -50,14 +51,14 @@ log = logging.getLogger(__name__)
 
 
 def _poll_kwargs() -> dict[str, Any]:
-    """The guard's settings and every engine's routes (the serving-engine registry's ``poll_routes()``:
-    ``fleet.polling`` may not import planner, so the routes travel with each poll)."""
+    """The guard's settings (``fleet.egress``: registration applies the same) and every engine's routes
+    (the serving-engine registry's ``poll_routes()``: ``fleet.polling`` may not import planner, so the
+    routes travel with each poll)."""
     return {
         "engines": poll_routes(),
         "timeout_s": settings.POLL_TIMEOUT_S,
         "max_bytes": settings.POLL_MAX_BYTES,
-        "allowed_networks": tuple(settings.POLL_ALLOWED_NETWORKS),
-        "allowed_ports": tuple(settings.POLL_ALLOWED_PORTS),
+        **guard_kwargs(),
         "verify": settings.POLL_VERIFY_TLS,
     }
 

@@ -30,6 +30,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from fleet.egress import guard_kwargs
 from fleet.errors import ConflictError, InputError
 from fleet.models import Deployment, ModelSpec
 from fleet.polling import UrlRefused, check_url
@@ -41,16 +42,11 @@ SIZING_FIELDS = {"tp", "pp", "dp", "ep", "replicas", "kv_cache_dtype", "gpu_memo
 
 def check_endpoint(base_url: str) -> None:
     """Raise ``InputError({"base_url": [...]})`` when the poller may not reach ``base_url`` (the one
-    guard, ``fleet.polling.check_url``). An empty URL (no endpoint) passes."""
+    guard, ``fleet.polling.check_url``, with ``fleet.egress``'s settings). An empty URL (no endpoint) passes."""
     if not base_url:
         return
     try:
-        check_url(
-            base_url,
-            settings.POLL_ALLOWED_NETWORKS,
-            allowed_ports=settings.POLL_ALLOWED_PORTS,
-            timeout_s=min(settings.POLL_TIMEOUT_S, 5.0),
-        )
+        check_url(base_url, **guard_kwargs(), timeout_s=min(settings.POLL_TIMEOUT_S, 5.0))
     except UrlRefused as exc:
         if has_credentials(base_url):
             raise InputError.single(

@@ -52,3 +52,29 @@ def test_the_demo_endpoint_publishes_the_demo_deployments_blocks_and_calibrates(
     metrics = deployment.last_metrics
     assert metrics["observed_cache_tokens"] == blocks * block_size
     assert deployment.calibration_flagged is False
+
+
+def test_runstack_tells_every_process_where_the_web_server_listens(monkeypatch):
+    """The poller (in the worker) refuses the web server's port on loopback (fleet.egress): every
+    process runstack starts gets ``FLEETCAP_BIND`` from its ``--host`` and ``--port``."""
+    from fleet.management.commands import runstack
+
+    started: list[tuple[list[str], dict[str, str]]] = []
+
+    class Exited:
+        returncode = 0
+
+        def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
+            started.append((cmd, env))
+
+        def poll(self) -> int:
+            return 0
+
+        def wait(self, timeout: float | None = None) -> int:
+            return 0
+
+    monkeypatch.setattr(runstack.subprocess, "Popen", Exited)
+    monkeypatch.setattr(runstack.signal, "signal", lambda *args: None)  # not this test process's handlers
+    monkeypatch.setattr(RunStack, "demo_cache_args", staticmethod(list))
+    RunStack().run_from_argv(["manage.py", "runstack", "--port", "8123", "--demo-endpoint-port", "8100"])
+    assert len(started) == 4 and all(env["FLEETCAP_BIND"] == "127.0.0.1:8123" for _, env in started)

@@ -222,3 +222,31 @@ def test_the_web_process_sets_its_garbage_collector_thresholds(monkeypatch):
             assert tune_gc() == DEFAULT_GC_THRESHOLDS
     finally:
         gc.set_threshold(*before)
+
+
+def test_the_poll_guards_ports_are_port_numbers_and_the_web_bind_matches_gunicorns(monkeypatch, tmp_path):
+    """FLEETCAP_POLL_ALLOWED_PORTS and FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS: port numbers, or a start-up
+    error; the refused ports unset (None: the installation's own, fleet.egress), a list, or ``none``."""
+    import runpy
+
+    from django.core.exceptions import ImproperlyConfigured
+
+    from fleet.project.settings import envports
+
+    monkeypatch.setenv("X_PORTS", "8000, 30000")
+    assert envports("X_PORTS") == [8000, 30000] and envports("X_MISSING") == []
+    for bad in ("80x", "0", "70000"):
+        monkeypatch.setenv("X_PORTS", bad)
+        with pytest.raises(ImproperlyConfigured, match="X_PORTS: comma-separated TCP port numbers"):
+            envports("X_PORTS")
+    env = {"FLEETCAP_VAR_DIR": str(tmp_path), "FLEETCAP_SECRET_KEY": "k" * 50}
+    expr = "s.POLL_LOOPBACK_REFUSED_PORTS, s.WEB_BIND"
+    monkeypatch.delenv("FLEETCAP_BIND", raising=False)
+    monkeypatch.delenv("FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS", raising=False)
+    assert _settings_in_subprocess(env, expr) == f"None {runpy.run_path(str(ROOT / 'gunicorn.conf.py'))['bind']}"
+    assert _settings_in_subprocess({**env, "FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS": "None"}, expr) == "[] 0.0.0.0:8000"
+    listed = {**env, "FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS": "5432,9000", "FLEETCAP_BIND": "127.0.0.1:8080"}
+    assert _settings_in_subprocess(listed, expr) == "[5432, 9000] 127.0.0.1:8080"
+    bad = {**env, "FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS": "redis"}
+    failed = _run(bad, "import fleet.project.settings", check=False)
+    assert failed.returncode != 0 and "FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS" in failed.stderr

@@ -7,6 +7,7 @@ The Django side (models, Celery tasks, forms) calls these functions with plain v
 from .client import PollOutcome, PollStatus, poll_endpoint, poll_endpoint_async, public_outcome
 from .guard import (
     DEFAULT_ALLOWED_NETWORKS,
+    DEFAULT_LOOPBACK_REFUSED_PORTS,
     FetchResult,
     UrlRefused,
     check_url,
@@ -27,6 +28,7 @@ from .metrics import (
 
 __all__ = [
     "DEFAULT_ALLOWED_NETWORKS",
+    "DEFAULT_LOOPBACK_REFUSED_PORTS",
     "DerivedMetrics",
     "FetchResult",
     "HistogramData",

@@ -23,7 +23,17 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, Protocol
 
-from .guard import FetchResult, IPNetwork, display_url, fetch_async, parse_networks, parse_ports, redact, run_sync
+from .guard import (
+    FetchResult,
+    IPNetwork,
+    display_url,
+    fetch_async,
+    parse_networks,
+    parse_ports,
+    parse_refused_ports,
+    redact,
+    run_sync,
+)
 from .metrics import DerivedMetrics, MetricsParseError, MetricsSnapshot, SeriesHeads, derive, parse_metrics
 
 logger = logging.getLogger("fleet.polling")
@@ -231,6 +241,7 @@ async def poll_endpoint_async(
     max_bytes: int = 8 * 1024 * 1024,
     allowed_networks: Iterable[str | IPNetwork] | None = None,
     allowed_ports: Iterable[int | str] | None = None,
+    loopback_refused_ports: Mapping[int, str] | Iterable[int | str] | None = None,
     prev_snapshot: MetricsSnapshot | None = None,
     verify: bool | str = True,
     clock: Callable[[], float] = time.time,
@@ -246,15 +257,17 @@ async def poll_endpoint_async(
     ``api_key`` is sent as ``Authorization: Bearer`` when set and appears nowhere in the outcome.
     ``timeout_s`` (seconds) is the deadline of each of the (at most three) requests, ``max_bytes``
     the cap on each body in bytes, ``allowed_networks`` the guard's networks (None: loopback only),
-    ``allowed_ports`` its TCP ports (None or empty: any), ``prev_snapshot`` the last poll's snapshot
+    ``allowed_ports`` its TCP ports (None or empty: any), ``loopback_refused_ports`` the ports refused on
+    loopback (None: the guard's default, PostgreSQL's and Redis's), ``prev_snapshot`` the last poll's snapshot
     (for rates), ``verify`` TLS verification (True, False or a CA bundle path), ``clock`` the Unix-time
     source in seconds,
     ``series_heads`` the metric series heads parsed by other polls of the cycle (None: none).
-    Raises ValueError only for a malformed ``allowed_networks`` or ``allowed_ports``.
+    Raises ValueError only for a malformed ``allowed_networks``, ``allowed_ports`` or ``loopback_refused_ports``.
     """
     polled_at = clock()
     allowed_networks = parse_networks(allowed_networks)  # once for the poll's requests; may raise ValueError
     ports = parse_ports(allowed_ports)
+    refused_ports = parse_refused_ports(loopback_refused_ports)
     url, warnings = normalise_base_url(base_url)
     shown_url = display_url(url)
     engine = (engine or "").lower()
@@ -281,6 +294,7 @@ async def poll_endpoint_async(
             max_bytes=max_bytes,
             allowed_networks=allowed_networks,
             allowed_ports=ports,
+            loopback_refused_ports=refused_ports,
             verify=verify,
         )
         outcome.latencies_s[route] = round(result.elapsed_s, 6)

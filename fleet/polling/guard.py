@@ -29,10 +29,14 @@ from yarl import URL
 from .guard_networks import (
     ALWAYS_REFUSED,
     DEFAULT_ALLOWED_NETWORKS,
+    DEFAULT_LOOPBACK_REFUSED_PORTS,
     IPAddress,
     IPNetwork,
     address_refusal,
+    is_loopback,
+    loopback_port_refusal,
     parse_networks,
+    parse_refused_ports,
 )
 from .guard_transport import READ_CHUNK, GuardedConnector, ResolveFailed, guarded_session, ssl_context
 from .guard_urls import (
@@ -49,6 +53,7 @@ from .guard_urls import (
 __all__ = [
     "ALWAYS_REFUSED",
     "DEFAULT_ALLOWED_NETWORKS",
+    "DEFAULT_LOOPBACK_REFUSED_PORTS",
     "ERROR_KINDS",
     "REDACTED",
     "SECRET_HEADERS",
@@ -62,8 +67,11 @@ __all__ = [
     "display_url",
     "fetch",
     "fetch_async",
+    "is_loopback",
+    "loopback_port_refusal",
     "parse_networks",
     "parse_ports",
+    "parse_refused_ports",
     "redact",
     "resolve",
     "run_sync",
@@ -254,6 +262,7 @@ async def fetch_async(
     max_bytes: int = 4 * 1024 * 1024,
     allowed_networks: Iterable[str | IPNetwork] | None = None,
     allowed_ports: Iterable[int | str] | None = None,
+    loopback_refused_ports: Mapping[int, str] | Iterable[int | str] | None = None,
     connect_timeout_s: float | None = None,
     read_timeout_s: float | None = None,
     verify: bool | str = True,
@@ -264,10 +273,13 @@ async def fetch_async(
     ``connect_timeout_s`` and ``read_timeout_s`` (seconds, default: only the deadline) bound a single
     connect or a single wait for bytes. ``max_bytes`` caps the (decoded) body in bytes. ``verify`` is
     True, False or a CA bundle path. ``allowed_ports``: the TCP ports the URL may name (None or empty:
-    any). Raises ValueError only for a malformed ``allowed_networks`` or ``allowed_ports``.
+    any); ``loopback_refused_ports``: ports refused on a loopback address (port -> what it is; None:
+    ``DEFAULT_LOOPBACK_REFUSED_PORTS``), checked at every connect. Raises ValueError only for a
+    malformed ``allowed_networks``, ``allowed_ports`` or ``loopback_refused_ports``.
     """
     allowed = parse_networks(allowed_networks)  # at once: a malformed setting raises
     ports = parse_ports(allowed_ports)
+    refused = parse_refused_ports(loopback_refused_ports)
     start = time.monotonic()
     secrets = _secrets(headers)
 
@@ -298,7 +310,7 @@ async def fetch_async(
     except (OSError, ssl.SSLError) as exc:
         return result(None, b"", "tls", f"the CA bundle {verify!r} cannot be loaded: {exc}")
 
-    session = guarded_session(allowed, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s)
+    session = guarded_session(allowed, refused, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s)
     connector: GuardedConnector = session.connector  # type: ignore[assignment]
     status, ctype, body = None, "", bytearray()
     try:

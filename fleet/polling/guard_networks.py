@@ -7,7 +7,7 @@ address, IPv6 addresses embedding an IPv4 one included.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -16,6 +16,17 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: test endpoint on this machine). Production lists its serving networks (FLEETCAP_POLL_ALLOWED_NETWORKS):
 #: allowing whole private ranges would let anyone who registers an endpoint probe every internal host.
 DEFAULT_ALLOWED_NETWORKS: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
+
+#: Ports refused on loopback unless the caller says otherwise (``loopback_refused_ports``), with what
+#: they are: PostgreSQL's and Redis's default ports, the database and broker fleetcap runs with. A
+#: poller on the machine of its own database or broker must not be pointed at them; engines on this
+#: machine (``make run``'s demo on 8100, the tests' fake servers on ephemeral ports) use other ports.
+#: The Django side adds this installation's own ports (its database, broker, cache and web server:
+#: ``fleet.egress``).
+DEFAULT_LOOPBACK_REFUSED_PORTS: Mapping[int, str] = {
+    5432: "PostgreSQL's default port",
+    6379: "Redis's default port",
+}
 
 #: Refused whatever ``allowed_networks`` says, with the reason shown to the person registering.
 ALWAYS_REFUSED: tuple[tuple[IPNetwork, str], ...] = tuple(
@@ -121,6 +132,44 @@ def address_refusal(address: str | IPAddress, allowed_networks: Iterable[str | I
         if not _allowed(v4, allowed):
             return f"{ip} embeds {v4} ({kind}), which is outside the allowed networks ({_describe(allowed)})"
     return None
+
+
+def parse_refused_ports(ports: Mapping[int, str] | Iterable[int | str] | None) -> dict[int, str]:
+    """Loopback ports to refuse, each with what it is: a mapping port -> description, or ports alone
+    (ints, or strings such as ``"5432, 6379"``); None gives :data:`DEFAULT_LOOPBACK_REFUSED_PORTS`,
+    empty refuses none. Raises ValueError on an entry that is not a port number."""
+    if ports is None:
+        ports = DEFAULT_LOOPBACK_REFUSED_PORTS
+    if isinstance(ports, str):
+        ports = [part for part in ports.replace(",", " ").split() if part]
+    items = ports.items() if isinstance(ports, Mapping) else ((port, "") for port in ports)
+    parsed = {int(port): str(what) for port, what in items}
+    if any(not 0 < port < 65536 for port in parsed):
+        raise ValueError(f"not a TCP port number: {sorted(parsed)}")
+    return parsed
+
+
+def is_loopback(ip: IPAddress) -> bool:
+    """Whether a connection to ``ip`` stays on this machine: a loopback address, or an IPv6 address
+    embedding one (IPv4-mapped ``::ffff:127.0.0.1`` and the other embeddings, judged as refusing
+    errs: the socket may go there)."""
+    if ip.is_loopback:
+        return True
+    return isinstance(ip, ipaddress.IPv6Address) and any(v4.is_loopback for _, v4 in _embedded_ipv4(ip))
+
+
+def loopback_port_refusal(address: str | IPAddress, port: int | None, refused_ports: Mapping[int, str]) -> str | None:
+    """Why port ``port`` of ``address`` may not be contacted (a loopback address on a port of
+    ``refused_ports``), or None when it may."""
+    if port is None or port not in refused_ports:
+        return None
+    ip = ipaddress.ip_address(address) if isinstance(address, str) else address
+    if isinstance(ip, ipaddress.IPv6Address) and ip.scope_id:
+        ip = ipaddress.IPv6Address(str(ip).split("%", 1)[0])
+    if not is_loopback(ip):
+        return None
+    what = refused_ports[port] or "kept for fleetcap's own services"
+    return f"port {port} of this machine ({ip}) is refused: {what}"
 
 
 def _describe(allowed: tuple[IPNetwork, ...]) -> str:

@@ -16,6 +16,7 @@ import ipaddress
 import os
 import socket
 import ssl
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -64,8 +65,9 @@ class GuardedResolver(AbstractResolver):
     ``resolved`` says whether a resolution finished (to tell a slow resolver from a slow connect).
     """
 
-    def __init__(self, allowed: tuple[IPNetwork, ...]) -> None:
+    def __init__(self, allowed: tuple[IPNetwork, ...], loopback_refused: Mapping[int, str]) -> None:
         self._allowed = allowed
+        self._loopback_refused = loopback_refused
         self.resolved = False
 
     async def resolve(self, host: str, port: int = 0, family: int = socket.AF_UNSPEC) -> list[ResolveResult]:
@@ -74,7 +76,7 @@ class GuardedResolver(AbstractResolver):
         except OSError as exc:
             raise ResolveFailed(f"the host {host!r} does not resolve ({os_error_text(exc)})") from None
         self.resolved = True
-        check_addresses(host, addresses, self._allowed)
+        check_addresses(host, addresses, self._allowed, port, self._loopback_refused)
         return [
             {"hostname": host, "host": str(ip), "port": port, "proto": 0, "flags": socket.AI_NUMERICHOST,
              "family": socket.AF_INET6 if ip.version == 6 else socket.AF_INET}
@@ -85,14 +87,14 @@ class GuardedResolver(AbstractResolver):
         """Nothing to release: every resolution has its own thread."""
 
 
-def _socket_factory(allowed: tuple[IPNetwork, ...]) -> Any:
-    """A socket factory for aiohttp that refuses a socket to an address the guard refuses: the check
-    on the address each connect attempt actually goes to."""
+def _socket_factory(allowed: tuple[IPNetwork, ...], loopback_refused: Mapping[int, str]) -> Any:
+    """A socket factory for aiohttp that refuses a socket to an address (and port) the guard refuses:
+    the check on the address each connect attempt actually goes to."""
 
     def make(addr_info: tuple[Any, ...]) -> socket.socket:
         family, type_, proto, _canonical, sockaddr = addr_info
         address = ipaddress.ip_address(sockaddr[0])
-        check_addresses(str(address), [address], allowed)
+        check_addresses(str(address), [address], allowed, int(sockaddr[1]), loopback_refused)
         return socket.socket(family, type_, proto)
 
     return make
@@ -106,12 +108,12 @@ class GuardedConnector(aiohttp.TCPConnector):
     its signals on every request and every body chunk, a measurable share of the guard's CPU).
     """
 
-    def __init__(self, allowed: tuple[IPNetwork, ...]) -> None:
-        self.resolver = GuardedResolver(allowed)
+    def __init__(self, allowed: tuple[IPNetwork, ...], loopback_refused: Mapping[int, str]) -> None:
+        self.resolver = GuardedResolver(allowed, loopback_refused)
         self.connected = False
         super().__init__(
             resolver=self.resolver,
-            socket_factory=_socket_factory(allowed),
+            socket_factory=_socket_factory(allowed, loopback_refused),
             use_dns_cache=False,
             force_close=True,
             happy_eyeballs_delay=None,
@@ -124,7 +126,11 @@ class GuardedConnector(aiohttp.TCPConnector):
 
 
 def guarded_session(
-    allowed: tuple[IPNetwork, ...], *, connect_timeout_s: float | None, read_timeout_s: float | None
+    allowed: tuple[IPNetwork, ...],
+    loopback_refused: Mapping[int, str],
+    *,
+    connect_timeout_s: float | None,
+    read_timeout_s: float | None,
 ) -> aiohttp.ClientSession:
     """A session for one guarded request on a :class:`GuardedConnector`: no cookies, no proxies or
     ``.netrc`` from the environment, bodies left encoded (the guard decodes them under its cap).
@@ -135,7 +141,7 @@ def guarded_session(
     # ceil_threshold: aiohttp rounds longer timeouts up to whole seconds; these are exact.
     timeout = aiohttp.ClientTimeout(sock_connect=connect_timeout_s, sock_read=read_timeout_s, ceil_threshold=1e9)
     return aiohttp.ClientSession(
-        connector=GuardedConnector(allowed),
+        connector=GuardedConnector(allowed, loopback_refused),
         timeout=timeout,
         cookie_jar=aiohttp.DummyCookieJar(),
         auto_decompress=False,

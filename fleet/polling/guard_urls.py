@@ -10,12 +10,19 @@ import ipaddress
 import re
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 
 from yarl import URL
 
-from .guard_networks import IPAddress, IPNetwork, address_refusal, parse_networks
+from .guard_networks import (
+    IPAddress,
+    IPNetwork,
+    address_refusal,
+    loopback_port_refusal,
+    parse_networks,
+    parse_refused_ports,
+)
 
 
 class UrlRefused(ValueError):
@@ -121,10 +128,17 @@ def resolve(host: str, port: int, timeout_s: float | None = None) -> list[IPAddr
         raise TimeoutError(f"resolving {host!r} took longer than {timeout_s:.2f} s") from None
 
 
-def check_addresses(host: str, addresses: list[IPAddress], allowed: tuple[IPNetwork, ...]) -> None:
-    """Raise :class:`UrlRefused` when any of ``host``'s resolved addresses is refused."""
+def check_addresses(
+    host: str,
+    addresses: list[IPAddress],
+    allowed: tuple[IPNetwork, ...],
+    port: int | None = None,
+    loopback_refused: Mapping[int, str] | None = None,
+) -> None:
+    """Raise :class:`UrlRefused` when any of ``host``'s resolved addresses is refused, or is a
+    loopback address and ``port`` one of ``loopback_refused`` (port -> what it is; None: none)."""
     for ip in addresses:
-        why = address_refusal(ip, allowed)
+        why = address_refusal(ip, allowed) or loopback_port_refusal(ip, port, loopback_refused or {})
         if why:
             shown = "" if ip_literal(host) is not None else f"{host!r} resolves to {ip}; "
             raise UrlRefused(f"{shown}{why}")
@@ -135,6 +149,7 @@ def check_url(
     allowed_networks: Iterable[str | IPNetwork] | None = None,
     *,
     allowed_ports: Iterable[int | str] | None = None,
+    loopback_refused_ports: Mapping[int, str] | Iterable[int | str] | None = None,
     resolve_host: bool = True,
     timeout_s: float = 5.0,
 ) -> None:
@@ -142,26 +157,29 @@ def check_url(
 
     Applies the scheme, host, credential, query and port rules (``allowed_ports``: None or empty, any
     port), then (``resolve_host``) resolves the host and
-    checks every address it resolves to; an unresolvable host is refused too. Polling repeats the
-    address check at every connect, so passing here is necessary, not sufficient.
+    checks every address it resolves to; an unresolvable host is refused too, and so is a loopback
+    address on one of ``loopback_refused_ports`` (None: ``DEFAULT_LOOPBACK_REFUSED_PORTS``). Polling
+    repeats the address checks at every connect, so passing here is necessary, not sufficient.
     ``timeout_s`` bounds the name resolution, in seconds.
     """
     allowed = parse_networks(allowed_networks)
     ports = parse_ports(allowed_ports)
+    refused = parse_refused_ports(loopback_refused_ports)
     parsed = parse_url(url)
     check_port(parsed, ports)
+    port = parsed.port  # yarl gives http's and https's default ports
     literal = ip_literal(parsed.host or "")
     if literal is not None:
-        check_addresses(str(literal), [literal], allowed)
+        check_addresses(str(literal), [literal], allowed, port, refused)
         return
     if not resolve_host:
         return
-    host, port = parsed.raw_host or "", parsed.port or 0  # yarl gives http's and https's default ports
+    host = parsed.raw_host or ""
     try:
-        addresses = resolve(host, port, timeout_s)
+        addresses = resolve(host, port or 0, timeout_s)
     except OSError as exc:
         raise UrlRefused(f"the host {host!r} does not resolve ({os_error_text(exc)})") from None
-    check_addresses(host, addresses, allowed)
+    check_addresses(host, addresses, allowed, port, refused)
 
 
 def os_error_text(exc: BaseException) -> str:

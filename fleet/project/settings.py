@@ -20,7 +20,8 @@ Every setting a deployment may change is read from the environment:
   ``FLEETCAP_HTTPS`` (HSTS, secure cookies, SSL redirect, the proxy's ``X-Forwarded-Proto``),
   ``FLEETCAP_HSTS_SECONDS``, ``FLEETCAP_CACHE_URL`` (Redis, shared by every web worker: throttle
   counters), ``FLEETCAP_API_THROTTLE_USER`` / ``_ANON``, ``FLEETCAP_LOGIN_FAILURE_LIMIT``,
-  ``FLEETCAP_LOGIN_COOLOFF_MINUTES``; ``FLEETCAP_POLL_ALLOWED_NETWORKS`` / ``_PORTS`` (poller egress).
+  ``FLEETCAP_LOGIN_COOLOFF_MINUTES``; ``FLEETCAP_POLL_ALLOWED_NETWORKS`` / ``_PORTS`` /
+  ``FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS`` (poller egress), ``FLEETCAP_BIND`` (the web server's port).
 """
 
 from __future__ import annotations
@@ -65,6 +66,15 @@ def envint(name: str, default: int) -> int:
 
 def envlist(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def envports(name: str, default: str = "") -> list[int]:
+    """TCP port numbers from a comma-separated variable; a malformed entry stops start-up."""
+    raw = envlist(name, default)
+    ports = [int(port) for port in raw if port.isdigit()]
+    if len(ports) != len(raw) or not all(0 < port < 65536 for port in ports):
+        raise ImproperlyConfigured(f"{name}: comma-separated TCP port numbers (1-65535)")
+    return ports
 
 
 def envsecret(name: str) -> str | None:
@@ -365,11 +375,18 @@ PLAN_HEARTBEAT_S = float(os.environ.get("FLEETCAP_PLAN_HEARTBEAT_S", "1"))
 POLL_ALLOWED_NETWORKS = envlist("FLEETCAP_POLL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 #: TCP ports the poller may connect to (comma separated); empty (the default): any port in the
 #: allowed networks. Production lists its engines' ports (e.g. ``8000,30000,443``).
-POLL_ALLOWED_PORTS = [int(port) for port in envlist("FLEETCAP_POLL_ALLOWED_PORTS", "") if port.isdigit()]
-if len(POLL_ALLOWED_PORTS) != len(envlist("FLEETCAP_POLL_ALLOWED_PORTS", "")) or not all(
-    0 < port < 65536 for port in POLL_ALLOWED_PORTS
-):
-    raise ImproperlyConfigured("FLEETCAP_POLL_ALLOWED_PORTS: comma-separated TCP port numbers (1-65535)")
+POLL_ALLOWED_PORTS = envports("FLEETCAP_POLL_ALLOWED_PORTS")
+#: Ports refused on loopback (this machine), whatever POLL_ALLOWED_PORTS says. None (unset): this
+#: installation's own services, as ``fleet.egress.loopback_refused_ports`` reads them (the database's,
+#: the broker's and the cache's ports, the web server's, and PostgreSQL's and Redis's defaults); a list
+#: replaces that; ``none``: no port refused (docs/polling.md, "Guard rules").
+_refused = os.environ.get("FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS", "").strip()
+POLL_LOOPBACK_REFUSED_PORTS: list[int] | None = (
+    None if not _refused else [] if _refused.lower() == "none" else envports("FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS")
+)
+#: Where this installation's web server listens (gunicorn.conf.py reads the same variable, with the same
+#: default; ``manage.py runstack`` sets it for the processes it starts): its port is refused on loopback.
+WEB_BIND = os.environ.get("FLEETCAP_BIND", "0.0.0.0:8000")
 POLL_TIMEOUT_S = float(os.environ.get("FLEETCAP_POLL_TIMEOUT_S", "5"))
 POLL_MAX_BYTES = envint("FLEETCAP_POLL_MAX_BYTES", 8 * 1024 * 1024)
 POLL_VERIFY_TLS = env_tls_verify("FLEETCAP_POLL_VERIFY_TLS")

@@ -16,12 +16,15 @@ import pytest
 from fleet.polling.fakeserver import FakeEngineServer
 from fleet.polling.guard import (
     DEFAULT_ALLOWED_NETWORKS,
+    DEFAULT_LOOPBACK_REFUSED_PORTS,
     UrlRefused,
     address_refusal,
     check_url,
     fetch,
     fetch_async,
+    is_loopback,
     parse_networks,
+    parse_refused_ports,
     redact,
 )
 
@@ -491,3 +494,70 @@ def test_only_the_allowed_ports_are_reached(server):
     assert fetch(f"{server.url}/v1/models", allowed_ports=[server.port], timeout_s=1).ok
     with pytest.raises(ValueError, match="port"):
         fetch(f"{server.url}/v1/models", allowed_ports=[70000])
+
+
+# -- Loopback ports of fleetcap's own services (issue 29) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:5432/", "http://127.0.0.1:6379", "http://127.8.9.10:6379/", "http://[::1]:5432",
+     "http://[::ffff:127.0.0.1]:6379", "http://localhost:5432"],
+)  # fmt: skip
+def test_the_guard_refuses_the_postgresql_and_redis_ports_on_loopback_by_default(url):
+    """Before: with no ports configured, every loopback port was reachable, Redis and PostgreSQL included."""
+    assert set(DEFAULT_LOOPBACK_REFUSED_PORTS) == {5432, 6379}
+    port = url.rsplit(":", 1)[1].strip("/")
+    refusal = f"port {port} of this machine .* is refused: (PostgreSQL|Redis)'s default port"
+    with pytest.raises(UrlRefused, match=refusal):
+        check_url(url)
+    result = fetch(f"{url.rstrip('/')}/v1/models", timeout_s=1)
+    assert result.error == "refused" and f"port {port} of this machine" in result.message
+
+
+def test_the_refused_ports_are_only_refused_on_loopback():
+    """Another host's 6379 is judged by the allowed networks and ports alone (production lists its ports)."""
+    check_url("http://10.0.0.5:6379/", ["10.0.0.0/8"])
+    check_url("http://127.0.0.1:8100/")  # make run's demo endpoint
+    check_url("http://127.0.0.1:6379/", loopback_refused_ports=[])  # the caller may refuse none
+
+
+def test_refused_ports_are_checked_at_every_connect(server, monkeypatch):
+    """The socket factory checks the port of each connect attempt: a name that resolves to loopback, an
+    IP literal, and a resolver bypassed all get no socket on a refused port."""
+    from fleet.polling import guard_transport
+
+    refused = {server.port: "the test's own service"}
+    for url in (f"http://127.0.0.1:{server.port}/v1/models", f"http://localhost:{server.port}/v1/models"):
+        result = fetch(url, loopback_refused_ports=refused, timeout_s=1)
+        assert result.error == "refused" and f"port {server.port} of this machine" in result.message, result
+        assert "the test's own service" in result.message
+    with pytest.raises(UrlRefused, match="the test's own service"):
+        check_url(f"http://localhost:{server.port}/", loopback_refused_ports=refused)
+
+    async def unchecked(self, host, port=0, family=0):
+        return [{"hostname": host, "host": "127.0.0.1", "port": port, "family": socket.AF_INET, "proto": 0,
+                 "flags": socket.AI_NUMERICHOST}]  # fmt: skip
+
+    monkeypatch.setattr(guard_transport.GuardedResolver, "resolve", unchecked)
+    result = fetch(f"http://bypass.test:{server.port}/v1/models", loopback_refused_ports=refused, timeout_s=1)
+    assert result.error == "refused" and f"port {server.port} of this machine (127.0.0.1)" in result.message
+    assert server.request_count == 0
+    assert fetch(f"http://127.0.0.1:{server.port}/v1/models", timeout_s=2).ok  # not refused by default
+
+
+def test_refused_ports_parse_and_loopback_is_unwrapped():
+    assert parse_refused_ports(None) == dict(DEFAULT_LOOPBACK_REFUSED_PORTS)
+    assert parse_refused_ports("8000, 9000") == {8000: "", 9000: ""}
+    assert parse_refused_ports({8000: "the web server"}) == {8000: "the web server"}
+    assert parse_refused_ports([]) == {}
+    with pytest.raises(ValueError, match="port"):
+        parse_refused_ports([0])
+    with pytest.raises(ValueError):
+        fetch("http://127.0.0.1:8100/", loopback_refused_ports=["x"])
+    import ipaddress
+
+    for address in ("127.0.0.1", "127.255.0.9", "::1", "::ffff:127.0.0.1"):
+        assert is_loopback(ipaddress.ip_address(address)), address
+    for address in ("10.0.0.1", "::ffff:10.0.0.1", "fd00::1"):
+        assert not is_loopback(ipaddress.ip_address(address)), address

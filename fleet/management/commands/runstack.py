@@ -5,6 +5,7 @@ Used by ``make run``. Prints the URL; Ctrl-C (or any process exiting) stops all 
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -92,7 +93,10 @@ class Command(BaseCommand):
                 DEMO_MODEL_ID,
                 *self.demo_cache_args(),
             ]
-        procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}  # noqa: S603
+        # Every process knows where the web server listens: the poller refuses that port on loopback
+        # (fleet.egress), whatever --port says.
+        env = {**os.environ, "FLEETCAP_BIND": bind}
+        procs = {name: subprocess.Popen(cmd, env=env) for name, cmd in commands.items()}  # noqa: S603
         self.stdout.write(self.style.SUCCESS(f"fleetcap is starting at http://{bind}/  (Ctrl-C stops everything)"))
         stopping = False
 
