@@ -38,6 +38,7 @@ MODELS: tuple[str, ...] = (
     "outboxmessage",
     "capacitysnapshot",
     "provider",
+    "scheduledrun",
 )
 #: Records the platform team writes (a cluster names its provider: platform may add one).
 INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload", "provider")
@@ -69,14 +70,21 @@ def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
 
 
 VIEW_ALL = codenames(["view"], MODELS)
-#: The table as migration 0002 applied it, before the outbox existed (0007 applies ``GRANTS``).
-GRANTS_0002: dict[str, frozenset[str]] = _table(
-    tuple(m for m in MODELS if m not in ("outboxmessage", "capacitysnapshot", "provider"))
-)
-#: The table as migration 0007 applied it, before capacity snapshots existed (0014 applies ``GRANTS``).
-GRANTS_0007: dict[str, frozenset[str]] = _table(tuple(m for m in MODELS if m not in ("capacitysnapshot", "provider")))
-#: The table as migration 0014 applied it, before providers were records (0018 applies ``GRANTS``).
-GRANTS_0014: dict[str, frozenset[str]] = _table(tuple(m for m in MODELS if m != "provider"))
+
+
+def _without(*later: str) -> dict[str, frozenset[str]]:
+    """The table before the models ``later`` existed."""
+    return _table(tuple(m for m in MODELS if m not in later))
+
+
+#: The table as migration 0002 applied it, before the outbox existed (0007 applies ``GRANTS_0007``).
+GRANTS_0002: dict[str, frozenset[str]] = _without("outboxmessage", "capacitysnapshot", "provider", "scheduledrun")
+#: The table as migration 0007 applied it, before capacity snapshots existed (0014 applies ``GRANTS_0014``).
+GRANTS_0007: dict[str, frozenset[str]] = _without("capacitysnapshot", "provider", "scheduledrun")
+#: The table as migration 0014 applied it, before providers were records (0018 applies ``GRANTS_0018``).
+GRANTS_0014: dict[str, frozenset[str]] = _without("provider", "scheduledrun")
+#: The table as migration 0018 applied it, before scheduled runs were recorded (0020 applies ``GRANTS``).
+GRANTS_0018: dict[str, frozenset[str]] = _without("scheduledrun")
 #: role -> fleet permission codenames.
 GRANTS: dict[str, frozenset[str]] = _table(MODELS)
 

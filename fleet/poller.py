@@ -26,7 +26,8 @@ from django.utils import timezone
 
 from fleet.crypto import UndecryptableSecret
 from fleet.egress import guard_kwargs
-from fleet.models import Deployment, EndpointPoll
+from fleet.models import Deployment, EndpointPoll, ScheduledRun
+from fleet.models.ops import POLL_CYCLE_JOB
 from fleet.poll_store import (
     Polled,
     lease_is_free,
@@ -241,11 +242,14 @@ def run_poll_cycle(deployments: Iterable[Deployment] | None = None, concurrency:
 
 
 def start_poll_cycle(dispatch: Callable[[list[int]], object]) -> CycleReport:
-    """The beat's cycle for a fleet of any size: poll the first ``POLL_CONCURRENCY`` due
-    deployments here, and hand each further ``POLL_CONCURRENCY`` of them to ``dispatch`` (ids; a
+    """The beat's cycle for a fleet of any size: recorded as started (``ScheduledRun``: how the fleet
+    page and ``/healthz`` see that beat stopped), it polls the first ``POLL_CONCURRENCY`` due
+    deployments here and hands each further ``POLL_CONCURRENCY`` of them to ``dispatch`` (ids; a
     Celery task per batch, so that other worker processes and machines poll them at the same time).
     """
-    due = due_deployments(timezone.now())
+    now = timezone.now()
+    ScheduledRun.mark(POLL_CYCLE_JOB, now)  # what the fleet page and /healthz tell a stopped beat by
+    due = due_deployments(now)
     size = max(1, settings.POLL_CONCURRENCY)
     for start in range(size, len(due), size):
         dispatch([d.pk for d in due[start : start + size]])

@@ -132,7 +132,7 @@ def deployment_figures(deployments: list[Deployment], now: datetime) -> list[Dep
             gpus=d.gpus,
             requests_running=row.observed,
             last_poll_seconds=d.last_polled.timestamp() if d.last_polled else None,
-            up=None if d.last_polled is None else d.last_status == "up",
+            up=None if d.last_polled is None else d.shown_status(now) == "up",  # a stale poll is not up
             snapshot_current=int(row.state == "current"),
             snapshot_seconds=row.computed_at.timestamp() if row.computed_at else None,
         )
@@ -244,7 +244,7 @@ DEPLOYMENT_GAUGES: tuple[tuple[str, str, Callable[[DeploymentFigures], list], tu
      _one("headroom_sequences"), ()),
     ("headroom_used_ratio", "Requests running at the last poll over predicted capacity, 0..1.",
      _one("headroom_used_ratio"), ()),
-    ("up", "1 when the last poll found the endpoint up, else 0.", _flag("up"), ()),
+    ("up", "1 when the last poll found the endpoint up and is not stale, else 0.", _flag("up"), ()),
     ("last_poll_timestamp_seconds", "When the deployment was last polled (Unix time).", _one("last_poll_seconds"), ()),
     ("kv_cache_calibration_ratio", "KV cache tokens the engine publishes over the sizing engine's prediction, "
      "at the last poll (1 = exact; pages flag it outside 0.9-1.1).", _one("cache_calibration_ratio"), ()),

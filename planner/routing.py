@@ -45,7 +45,6 @@ from planner.engine import (
     RequestClass,
     RouteResult,
     rank,
-    stale_limit_s,
 )
 from planner.models import SpeedCorrection
 
@@ -146,8 +145,6 @@ def deployment_candidates(deployments: list[Deployment], now: datetime) -> list[
     prices = _prices(deployments, now)
     models: dict[int, ModelArch | None] = {}
     skus: dict[int, Accelerator] = {}
-    intervals = float(settings.ROUTE_STALE_POLL_INTERVALS)
-    floor_s = float(settings.ROUTE_STALE_MIN_S)
     out = []
     for d in deployments:
         if d.model_id not in models:
@@ -179,7 +176,7 @@ def deployment_candidates(deployments: list[Deployment], now: datetime) -> list[
                 modalities=d.model.modality_list,
                 status=d.last_status,
                 last_poll_age_s=_age_s(d, now),
-                stale_after_s=stale_limit_s(d.poll_interval_s, intervals, floor_s),
+                stale_after_s=d.stale_after_s,  # the one rule of a stale poll (fleet's Deployment)
                 requests_running=_metric(metrics, "requests_running"),
                 requests_waiting=_metric(metrics, "requests_waiting"),
                 kv_cache_usage=_metric(metrics, "kv_cache_usage"),

@@ -17,6 +17,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet, TextField, Value
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import NullIf
+from django.utils import timezone
 
 from fleet.models import Cluster, Deployment, ModelSpec
 from fleet.prices import PriceBook
@@ -202,6 +203,7 @@ def fleet_csv_rows(clusters: QuerySet[Cluster], on: date) -> list[list[Any]]:
     for row in rows:
         by_cluster.setdefault(row.deployment.cluster_id, []).append(row)
     out = []
+    now = timezone.now()  # one clock for every row's staleness
     for c in shown:
         head = [c.slug, c.name, c.team, c.provider.name, c.region, c.sku.name, c.total_gpus, c.status]
         price = prices[c.pk]
@@ -213,7 +215,7 @@ def fleet_csv_rows(clusters: QuerySet[Cluster], on: date) -> list[list[Any]]:
             d = h.deployment
             ratio = None if d.calibration_ratio is None else round(d.calibration_ratio, 3)
             out.append(
-                [*head, d.slug, d.model.name, d.engine, d.last_status, h.observed, h.capacity, h.free, h.fits, ratio,
-                 *tail, d.snapshot_usd_per_hour]
+                [*head, d.slug, d.model.name, d.engine, d.shown_status(now), h.observed, h.capacity, h.free, h.fits,
+                 ratio, *tail, d.snapshot_usd_per_hour]
             )  # fmt: skip
     return out

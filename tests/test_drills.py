@@ -1,7 +1,8 @@
 """Reliability drills with real processes (docs/reliability.md): the broker goes down while a plan is
-posted, a worker's pool child is killed mid-search, a whole worker is killed mid-search, and the
-database drops every connection during a plan and during poll cycles. Each drill asserts that nothing is lost and
-that the outcome is written once, and prints its timings (``pytest -s tests/test_drills.py``).
+posted, a worker's pool child is killed mid-search, a whole worker is killed mid-search, beat stops
+while a worker polls, and the database drops every connection during a plan and during poll cycles.
+Each drill asserts that nothing is lost and that the outcome is written once (or, for beat, that its
+stop is seen), and prints its timings (``pytest -s tests/test_drills.py``).
 
 The plan drills run their own Redis (``redis-server`` on a free loopback port) so that it can be
 stopped and started again, whatever the suite's broker is; their workers run the drill app
@@ -331,4 +332,64 @@ def test_drill_database_connections_dropped_during_poll_cycles(tmp_path, cluster
         print(
             f"\ndrill db-connections-dropped: {dropped} connections dropped; every deployment polled twice more "
             f"{recovered_s:.1f} s later"
+        )
+
+
+def test_drill_beat_stopped(tmp_path, cluster, llama70b, client, make_user, settings, capsys):
+    """Beat stopped while a worker runs: ``/healthz`` and the fleet page say polls stopped within two
+    poll intervals of the last cycle, the deployment reads stale past its limit (never up), and all is
+    well again once beat is back. The staleness floor is lowered in this (the web's) process, so the
+    drill waits max(3 x 5 s, 10 s) = 15 s for it instead of the default 120 s."""
+    from celery_workers import isolated_broker
+
+    from fleet.models import Deployment
+    from fleet.polling.fakeserver import FakeEngineServer
+
+    settings.ROUTE_STALE_MIN_S = 10
+    client.force_login(make_user("v", "viewer"))
+
+    def health() -> dict:
+        return client.get("/healthz").json()
+
+    def fleet_status() -> str:
+        """The deployment's status badge as the fleet table's refresh shows it."""
+        row = client.get("/", HTTP_HX_REQUEST="true").content.decode()
+        return row.split('<tr data-deployment="beat-drill">', 1)[1].split('<span class="badge ', 1)[1].split('"', 1)[0]
+
+    with FakeEngineServer("vllm") as server:
+        Deployment.objects.create(slug="beat-drill", cluster=cluster, model=llama70b, tp=4, engine="vllm",
+                                  base_url=server.url, served_model_id=server.model_id, poll_interval_s=5)  # fmt: skip
+        env = worker_env(**isolated_broker(tmp_path))
+        cmd = [sys.executable, "-m", "celery", "-A", "fleet.project", "worker", "--pool", "threads"]
+        cmd += ["--concurrency", "2", "--hostname", f"beatdrill-{uuid.uuid4().hex[:6]}@test", "--loglevel", "INFO"]
+        worker = spawn([*cmd, "--without-gossip", "--without-mingle"], env)
+        beat_cmd = [sys.executable, "-m", "celery", "-A", "fleet.project", "beat", "--loglevel", "INFO"]
+        beat_cmd += ["--schedule", str(tmp_path / "beat-schedule"), "--pidfile", ""]
+        beat: subprocess.Popen | None = spawn(beat_cmd, env)
+        beat_log = ""
+        try:
+            polling = "polls with beat running"
+            wait_until(lambda: health()["polling"] == "ok" and fleet_status() == "up", 90, polling, every_s=0.5)
+            beat_log, beat = stop_worker(beat), None
+            stopped = time.monotonic()
+            wait_until(lambda: health()["polling"] == "stopped", 30, "/healthz to say polls stopped", every_s=0.2)
+            said_s = time.monotonic() - stopped
+            page = client.get("/", HTTP_HX_REQUEST="true").content.decode()
+            assert 'id="polls-stopped"' in page and "Polls stopped at" in page
+            assert client.get("/healthz").status_code == 200 and health()["status"] == "degraded"
+            wait_until(lambda: fleet_status() == "stale", 40, "the deployment to read stale", every_s=0.5)
+            stale_s = time.monotonic() - stopped
+            beat = spawn(beat_cmd, env)
+            restarted = time.monotonic()
+            wait_until(lambda: health()["polling"] == "ok" and fleet_status() == "up", 60, "polls again", every_s=0.2)
+            back_s = time.monotonic() - restarted
+        finally:
+            if beat is not None:
+                beat_log += stop_worker(beat)
+            worker_log = stop_worker(worker)
+    assert said_s <= 2 * settings.POLL_CYCLE_S + 2, (said_s, beat_log, worker_log[-3000:])
+    with capsys.disabled():
+        print(
+            f"\ndrill beat-stopped: /healthz and the fleet page said polls stopped {said_s:.1f} s after beat stopped; "
+            f"the deployment read stale {stale_s:.1f} s after; polls again {back_s:.1f} s after beat restarted"
         )

@@ -218,6 +218,20 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
         help_text="Write-only. Omit to keep the stored key, send an empty string to clear it.",
     )
     has_api_key = serializers.BooleanField(read_only=True)
+    last_status = serializers.CharField(
+        source="shown_status",
+        read_only=True,
+        help_text="The last poll's status (up, loading, down, unauthorized, misconfigured, error; unknown: never "
+        "polled), or stale when that poll is older than stale_after_s: never up on an old poll.",
+    )
+    last_poll_status = serializers.CharField(
+        source="last_status", read_only=True, help_text="What the last poll said, however old it is."
+    )
+    stale_after_s = serializers.FloatField(
+        read_only=True,
+        help_text="Seconds after which the last poll is stale: max(FLEETCAP_ROUTE_STALE_POLL_INTERVALS x "
+        "poll_interval_s, FLEETCAP_ROUTE_STALE_MIN_S).",
+    )
     capacity = serializers.SerializerMethodField(
         help_text="The stored capacity snapshot: read, never recomputed by this request."
     )
@@ -232,13 +246,15 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "poll_interval_s",
             "enabled",
             "last_status",
+            "last_poll_status",
+            "stale_after_s",
             "last_status_changed",
             "last_polled",
             "last_metrics",
             "capacity",
             *TIMESTAMPS,
         )
-        read_only_fields = ("last_status", "last_status_changed", "last_polled", "last_metrics")
+        read_only_fields = ("last_status_changed", "last_polled", "last_metrics")
 
     @extend_schema_field(CapacitySerializer)
     def get_capacity(self, deployment: Deployment) -> dict[str, Any]:

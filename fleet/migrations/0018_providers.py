@@ -47,11 +47,12 @@ def to_records(apps, schema_editor):
 
 
 def grant_roles(apps, schema_editor):
-    """Finance and platform add and change providers; every role reads them (fleet.permissions.GRANTS)."""
-    from fleet.permissions import GRANTS, create_permissions_now, grant
+    """Finance and platform add and change providers; every role reads them (fleet.permissions.GRANTS_0018,
+    the table as this migration applied it)."""
+    from fleet.permissions import GRANTS_0018, create_permissions_now, grant
 
     create_permissions_now(apps, "fleet")
-    grant(apps, "fleet", GRANTS)
+    grant(apps, "fleet", GRANTS_0018)
 
 
 def drop_grants(apps, schema_editor):

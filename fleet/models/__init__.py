@@ -2,7 +2,7 @@
 
 from .history import ClusterState
 from .inventory import Cluster, Deployment, HardwareSku
-from .ops import OutboxMessage, WorkerHeartbeat
+from .ops import OutboxMessage, ScheduledRun, WorkerHeartbeat
 from .polls import DailyPollCount, EndpointPoll, EndpointPollHourly
 from .pricing import ApiPrice, GpuQuote
 from .providers import Provider
@@ -24,6 +24,7 @@ __all__ = [
     "ModelSpec",
     "OutboxMessage",
     "Provider",
+    "ScheduledRun",
     "WorkerHeartbeat",
     "Workload",
 ]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, URLValidator
 from django.db import models, transaction
@@ -32,6 +33,7 @@ from planner.engine import (
     gpu_memory_bytes,
     layout_errors,
     profile_of,
+    stale_limit_s,
     usable_bytes,
 )
 
@@ -244,6 +246,11 @@ class Cluster(TimeStamped):
         return changed
 
 
+#: What a deployment's status reads when its last poll is older than its staleness limit
+#: (``Deployment.shown_status``): never "up" on an old poll.
+STALE_STATUS = "stale"
+
+
 class Deployment(TimeStamped):
     """A model served on a cluster, with its parallel layout and serving endpoint."""
 
@@ -369,6 +376,36 @@ class Deployment(TimeStamped):
         """``base_url`` as safe to show: without user info, query string or fragment (a row stored
         before registration refused them may carry a key there)."""
         return display_url(self.base_url) if self.base_url else ""
+
+    @property
+    def stale_after_s(self) -> float:
+        """Seconds after which the last poll is stale: ``max(ROUTE_STALE_POLL_INTERVALS x poll_interval_s,
+        ROUTE_STALE_MIN_S)``, the router's rule (``planner.engine.stale_limit_s``), the one rule of a stale poll."""
+        return stale_limit_s(
+            self.poll_interval_s, float(settings.ROUTE_STALE_POLL_INTERVALS), float(settings.ROUTE_STALE_MIN_S)
+        )
+
+    def poll_is_stale(self, now: datetime | None = None) -> bool:
+        """Whether the last poll is older than :attr:`stale_after_s` (never polled: no)."""
+        if self.last_polled is None:
+            return False
+        return ((now or timezone.now()) - self.last_polled).total_seconds() > self.stale_after_s
+
+    def shown_status(self, now: datetime | None = None) -> str:
+        """The status pages, the API and ``/metrics`` show: the last poll's (``last_status``), or
+        :data:`STALE_STATUS` when that poll is older than :attr:`stale_after_s` (polls stopped: a
+        deployment never reads "up" on an old poll)."""
+        return STALE_STATUS if self.poll_is_stale(now) else self.last_status
+
+    def shown_status_title(self, now: datetime | None = None) -> str:
+        """Why a stale status reads stale (the badge's title): what the last poll said, and when (empty otherwise)."""
+        if not self.poll_is_stale(now):
+            return ""
+        at = timezone.localtime(self.last_polled)
+        return (
+            f"The last poll, at {at:%Y-%m-%d %H:%M:%S} {at.tzname()}, said {self.last_status}; it is older than "
+            f"this deployment's staleness limit ({self.stale_after_s:,.0f} s)."
+        )
 
     @property
     def layout(self) -> Layout:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
@@ -47,6 +48,94 @@ class WorkerHeartbeat(models.Model):
         now = timezone.now()
         if not cls.objects.filter(worker=worker).update(last_seen=now, beats=F("beats") + 1):
             cls.objects.get_or_create(worker=worker, defaults={"last_seen": now, "beats": 1})
+
+
+#: The job :class:`ScheduledRun` records for each poll cycle beat sends (``fleet.poller.start_poll_cycle``).
+POLL_CYCLE_JOB = "fleet.poll_cycle"
+
+
+class ScheduledRun(models.Model):
+    """When a job beat schedules last started on a worker, one row per job (``fleet.poll_cycle``).
+
+    Written by the worker at the start of the job (one UPDATE), so it says that beat sent it and a
+    worker took it: the fleet page and ``/healthz`` read it to say when polls stopped (a stopped
+    beat, or no worker taking its tasks). Why not the latest poll's time: a cycle with nothing due
+    polls nothing, a fleet may have no endpoint, and a poll-now (sent without beat) would hide a
+    stopped beat (docs/operations.md, "Health").
+    """
+
+    job = models.CharField(max_length=100, unique=True)
+    last_started = models.DateTimeField()
+    runs = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["job"]
+
+    def __str__(self) -> str:
+        return f"{self.job} @ {self.last_started:%Y-%m-%d %H:%M:%S}"
+
+    @classmethod
+    def mark(cls, job: str, now: datetime | None = None) -> None:
+        """Record that ``job`` started now (an upsert: one UPDATE, an INSERT the first time)."""
+        now = now or timezone.now()
+        if not cls.objects.filter(job=job).update(last_started=now, runs=F("runs") + 1):
+            cls.objects.get_or_create(job=job, defaults={"last_started": now, "runs": 1})
+
+
+@dataclass(frozen=True)
+class PollingState:
+    """Whether beat's poll cycles run: ``state`` is ``ok``, ``stopped`` (the last cycle started more
+    than ``limit_s`` seconds ago) or ``never`` (no cycle recorded); ``last_cycle`` its start."""
+
+    state: str
+    last_cycle: datetime | None
+    interval_s: float
+    now: datetime
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "ok"
+
+    @property
+    def limit_s(self) -> float:
+        """Seconds without a cycle after which polls are stopped: twice beat's interval."""
+        return 2 * self.interval_s
+
+    @property
+    def age_s(self) -> float | None:
+        """Seconds since the last cycle started (None: never)."""
+        return None if self.last_cycle is None else max(0.0, (self.now - self.last_cycle).total_seconds())
+
+    @property
+    def stopped_at(self) -> str:
+        """When polls stopped as a person reads it: ``21:04 UTC`` today, with the date before (empty: never)."""
+        if self.last_cycle is None:
+            return ""
+        at, today = timezone.localtime(self.last_cycle), timezone.localtime(self.now)
+        shown = at.strftime("%H:%M") if at.date() == today.date() else at.strftime("%Y-%m-%d %H:%M")
+        return f"{shown} {at.tzname()}"
+
+    def sentence(self) -> str:
+        """What the fleet page and ``/healthz`` say (empty when polls run)."""
+        every = f"beat sends one every {self.interval_s:g} s"
+        if self.state == "never":
+            return f"No poll cycle has run yet ({every}): is Celery beat running, and a worker?"
+        if self.state == "stopped":
+            return (
+                f"Polls stopped at {self.stopped_at}: no poll cycle started for {self.age_s:,.0f} s ({every}). "
+                "Is Celery beat running, and a worker taking its tasks?"
+            )
+        return ""
+
+
+def polling_state(now: datetime | None = None) -> PollingState:
+    """Whether poll cycles run (one query): ``stopped`` when the last one started more than twice beat's
+    interval ago (``POLL_CYCLE_S``, 5 s: so 10 s), ``never`` when none was recorded."""
+    now = now or timezone.now()
+    interval_s = float(settings.POLL_CYCLE_S)
+    last = ScheduledRun.objects.filter(job=POLL_CYCLE_JOB).values_list("last_started", flat=True).first()
+    state = "never" if last is None else "stopped" if (now - last).total_seconds() > 2 * interval_s else "ok"
+    return PollingState(state, last, interval_s, now)
 
 
 class OutboxMessage(models.Model):

@@ -327,8 +327,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+#: Seconds between the poll cycles beat sends; polls are reported stopped (the fleet page, /healthz)
+#: when the last cycle started more than twice this long ago (fleet.models.ops.polling_state).
+POLL_CYCLE_S = 5.0
 CELERY_BEAT_SCHEDULE = {
-    "poll-cycle": {"task": "fleet.poll_cycle", "schedule": 5.0, "options": {"expires": 30}},
+    "poll-cycle": {"task": "fleet.poll_cycle", "schedule": POLL_CYCLE_S, "options": {"expires": 30}},
     "send-outbox": {"task": "fleet.send_outbox", "schedule": 10.0, "options": {"expires": 60}},
     # Every 5 s: a plan whose run died (silent for PLAN_SILENT_AFTER_S) is sent again within seconds.
     "recover-plans": {"task": "planner.recover_plans", "schedule": 5.0, "options": {"expires": 30}},

@@ -9,10 +9,12 @@ of CPU, more than everything else on the page; built as strings they cost a few
 
 from __future__ import annotations
 
+from datetime import datetime
 from html import escape
 
 from django import template
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from fleet.models.polls import CALIBRATION_RANGE
@@ -67,12 +69,15 @@ def headroom_bar(h: Headroom) -> SafeString:
 def fleet_rows(rows: list[Headroom]) -> SafeString:
     """The ``<tr>`` of each deployment of a cluster on the fleet page."""
     prefix = reverse("deployment", kwargs={"slug": "-"})[:-2]  # "/deployments/": one reverse per table
-    return mark_safe("".join(_row(h, prefix) for h in rows))  # noqa: S308 (every value escaped by _e)
+    now = timezone.now()  # one clock for the table: every row's staleness against the same time
+    return mark_safe("".join(_row(h, prefix, now) for h in rows))  # noqa: S308 (every value escaped by _e)
 
 
-def _row(h: Headroom, prefix: str) -> str:
+def _row(h: Headroom, prefix: str, now: datetime) -> str:
     d = h.deployment
-    slug, status = _e(d.slug), _e(d.last_status)
+    slug, status = _e(d.slug), _e(d.shown_status(now))
+    title = d.shown_status_title(now)
+    status_title = f' title="{_e(title)}"' if title else ""
     flag = ""
     if d.calibration_flagged:
         flag = (
@@ -85,7 +90,8 @@ def _row(h: Headroom, prefix: str) -> str:
     free = "\u2013" if h.free is None else _e(_number(h.free))  # an en dash, as the table shows for unknown
     return (
         f'<tr data-deployment="{slug}"><td><a href="{_e(prefix)}{slug}/">{slug}</a></td><td>{_e(d.model.name)}</td>'
-        f'<td><span class="badge {status}">{status}</span>{flag}</td><td>{_bar(h)}</td><td class="num">{free}</td>'
+        f'<td><span class="badge {status}"{status_title}>{status}</span>{flag}</td><td>{_bar(h)}</td>'
+        f'<td class="num">{free}</td>'
         f"{_cost(d)}</tr>"
     )
 

@@ -17,6 +17,7 @@ from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, WorkerHeartbeat
+from fleet.models.ops import polling_state
 from fleet.models.polls import left_out_text
 from fleet.models.snapshots import describe_capacity
 from fleet.poll_rollups import PollHistory, PollPoint, left_out_totals, poll_history
@@ -37,7 +38,8 @@ CLUSTERS_PER_PAGE = 25
 #: workload (the version its snapshot is checked against): 1,000 rows in well under 100 ms
 #: (docs/benchmarks.md, "Stored answers").
 FLEET_ROW_FIELDS = (
-    "slug", "cluster_id", "model_id", "workload_id", "last_status", "last_metrics", "updated", "enabled",
+    "slug", "cluster_id", "model_id", "workload_id", "last_status", "last_polled", "poll_interval_s", "last_metrics",
+    "updated", "enabled",
     *(f"capacity_snapshot__{name}" for name in (
         "computed_at", "capacity_sequences", "fits", "versions", "stale_since", "stale_reason", "error",
         "failed_at", "valid_until",
@@ -72,6 +74,8 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
         "filters": request.GET,
         "query": request.GET.copy(),
         "table": table,
+        # Whether beat's poll cycles run: in the table partial, so an open page says so at its next refresh.
+        "polling": polling_state(),
     }
     context["query"].pop("page", None)
     if is_partial(request):
