@@ -98,6 +98,9 @@ def test_ttft_and_tpot_have_their_own_axes_with_their_slo_lines(open_page, live_
 
 
 def test_capacity_curve_on_log_axes_with_max_model_len_marked(open_page, live_server, world):
+    from planner.snapshots import refresh_snapshots
+
+    refresh_snapshots()  # the worker's part: the curve is the stored snapshot's admitted sequences
     page = open_page("viewer")
     page.goto(f"{live_server.url}/deployments/llama/")
     chart = _chart(page, "canvas[data-chart='capacity']")
