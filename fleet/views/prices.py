@@ -24,7 +24,8 @@ def quote_list(request: HttpRequest) -> HttpResponse:
     today = timezone.now().date()
     skus = list(HardwareSku.objects.all())
     chosen = next((s for s in skus if s.slug == request.GET.get("sku")), None)
-    quotes = GpuQuoteFilter(request.GET, queryset=GpuQuote.objects.all()).qs
+    found = GpuQuoteFilter(request.GET, queryset=GpuQuote.objects.all())
+    quotes = found.qs
     rows = prices.quote_rows(
         quotes.order_by("sku__vendor", "sku__hbm_gb", "sku__name", "-quoted_on", "provider__name"), today
     )
@@ -45,7 +46,7 @@ def quote_list(request: HttpRequest) -> HttpResponse:
         if chosen is None or s == chosen
     ]
     context = {"rows": rows, "summary": summary, "skus": skus, "chosen": chosen, "today": today}
-    return render(request, "fleet/quotes.html", context)
+    return render(request, "fleet/quotes.html", context | {"filter_errors": found.errors})
 
 
 @add_or_change_required("fleet", "gpuquote")
@@ -77,9 +78,9 @@ def quote_delete(request: HttpRequest, pk: int) -> HttpResponse:
 
 @perms_required("fleet.view_apiprice")
 def api_price_list(request: HttpRequest) -> HttpResponse:
-    listed = ApiPriceFilter(request.GET, queryset=ApiPrice.objects.all()).qs
-    rows = prices.api_price_rows(listed.order_by("provider", "model_name", "-quoted_on"), timezone.now().date())
-    return render(request, "fleet/api_prices.html", {"rows": rows})
+    found = ApiPriceFilter(request.GET, queryset=ApiPrice.objects.all())
+    rows = prices.api_price_rows(found.qs.order_by("provider", "model_name", "-quoted_on"), timezone.now().date())
+    return render(request, "fleet/api_prices.html", {"rows": rows, "filter_errors": found.errors})
 
 
 @add_or_change_required("fleet", "apiprice")
