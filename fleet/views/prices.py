@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 
-from fleet import prices
+from fleet import inputs, prices
 from fleet.filters import ApiPriceFilter, GpuQuoteFilter
 from fleet.forms import ApiPriceForm, ApiPriceNoteForm, GpuQuoteEndForm, GpuQuoteForm
 from fleet.models import ApiPrice, GpuQuote, HardwareSku
@@ -54,8 +54,8 @@ def quote_form(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     """A new quote (``?from=<id>``: superseding that one, prefilled), or ending/annotating one."""
     quote = get_object_or_404(GpuQuote, pk=pk) if pk else None
     initial = None
-    if quote is None and (previous := request.GET.get("from", "")).isdigit():
-        old = GpuQuote.objects.filter(pk=int(previous)).first()
+    if quote is None and (previous := inputs.whole_number(request.GET.get("from"))) is not None:
+        old = GpuQuote.objects.filter(pk=previous).first()
         initial = prices.superseding_quote(old, timezone.now().date()) if old else None
     elif quote is None and request.GET.get("sku"):
         initial = {"sku": HardwareSku.objects.filter(slug=request.GET["sku"]).values_list("pk", flat=True).first()}
