@@ -1,12 +1,39 @@
-"""One FilterSet per record, shared by the API viewsets and the HTML list pages."""
+"""One FilterSet per record, shared by the API viewsets and the HTML list pages; every one a
+``BoundedFilterSet``, so no filter value is unbounded."""
+
+from typing import Any
 
 import django_filters as filters
 
+from fleet.forms import BoundedDecimalField
+from fleet.limits import record_bound
 from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.models.specs import WEIGHT_FORMAT_CHOICES
 
+#: The longest value a text filter takes (a slug, a name, a team): no name here has more than 200
+#: characters, and SQLite refuses a LIKE pattern of more than 50,000 (``iexact``: an OperationalError).
+MAX_FILTER_CHARS = 200
 
-class HardwareSkuFilter(filters.FilterSet):
+
+class BoundedFilterSet(filters.FilterSet):
+    """A FilterSet whose text filters take at most ``MAX_FILTER_CHARS`` characters and whose number
+    filters read their value as a ``fleet.forms.BoundedDecimalField`` within the filtered record field's
+    bound (``fleet.limits.record_bound``): a 5,000-digit or 1e999 ``min_total_params`` is a refused
+    filter (a 400 on the API, a message on a page), never a query."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for found in self.filters.values():  # copies of the class's filters, made before any form
+            if isinstance(found, filters.NumberFilter):
+                found.field_class = BoundedDecimalField
+                high = record_bound(found.field_name)
+                found.extra.setdefault("max_value", high)
+                found.extra.setdefault("min_value", -high)
+            elif isinstance(found, filters.CharFilter):
+                found.extra.setdefault("max_length", MAX_FILTER_CHARS)
+
+
+class HardwareSkuFilter(BoundedFilterSet):
     vendor = filters.CharFilter(lookup_expr="iexact")
     min_hbm_gb = filters.NumberFilter(field_name="hbm_gb", lookup_expr="gte")
     max_hbm_gb = filters.NumberFilter(field_name="hbm_gb", lookup_expr="lte")
@@ -16,7 +43,7 @@ class HardwareSkuFilter(filters.FilterSet):
         fields = ["vendor", "gpus_per_node"]
 
 
-class ClusterFilter(filters.FilterSet):
+class ClusterFilter(BoundedFilterSet):
     sku = filters.CharFilter(field_name="sku__slug")
     team = filters.CharFilter(lookup_expr="iexact")
     provider = filters.CharFilter(field_name="provider__name", lookup_expr="iexact", help_text="The provider's name.")
@@ -27,7 +54,7 @@ class ClusterFilter(filters.FilterSet):
         fields = ["sku", "team", "provider", "region", "status"]
 
 
-class DeploymentFilter(filters.FilterSet):
+class DeploymentFilter(BoundedFilterSet):
     cluster = filters.CharFilter(field_name="cluster__slug")
     model = filters.CharFilter(field_name="model__slug")
     team = filters.CharFilter(field_name="cluster__team", lookup_expr="iexact")
@@ -39,7 +66,7 @@ class DeploymentFilter(filters.FilterSet):
         fields = ["cluster", "model", "engine", "enabled", "team", "provider", "sku"]
 
 
-class GpuQuoteFilter(filters.FilterSet):
+class GpuQuoteFilter(BoundedFilterSet):
     sku = filters.CharFilter(field_name="sku__slug")
     provider = filters.CharFilter(field_name="provider__name", lookup_expr="iexact", help_text="The provider's name.")
     assumption = filters.BooleanFilter(
@@ -67,7 +94,7 @@ class GpuQuoteFilter(filters.FilterSet):
         return queryset.valid_on(value)
 
 
-class ApiPriceFilter(filters.FilterSet):
+class ApiPriceFilter(BoundedFilterSet):
     provider = filters.CharFilter(lookup_expr="iexact")
     model_name = filters.CharFilter(lookup_expr="iexact")
     model = filters.CharFilter(field_name="model__slug", help_text="Slug of the model spec priced.")
@@ -77,7 +104,7 @@ class ApiPriceFilter(filters.FilterSet):
         fields = ["provider", "model_name", "model"]
 
 
-class EndpointPollFilter(filters.FilterSet):
+class EndpointPollFilter(BoundedFilterSet):
     since = filters.IsoDateTimeFilter(field_name="polled_at", lookup_expr="gte")
     until = filters.IsoDateTimeFilter(field_name="polled_at", lookup_expr="lt")
 
@@ -86,7 +113,7 @@ class EndpointPollFilter(filters.FilterSet):
         fields = ["status", "since", "until"]
 
 
-class ModelSpecFilter(filters.FilterSet):
+class ModelSpecFilter(BoundedFilterSet):
     is_moe = filters.BooleanFilter(method="filter_is_moe", label="Mixture of experts")
     weight_format = filters.ChoiceFilter(choices=WEIGHT_FORMAT_CHOICES)
     min_total_params = filters.NumberFilter(field_name="total_params", lookup_expr="gte")
@@ -100,7 +127,7 @@ class ModelSpecFilter(filters.FilterSet):
         return queryset.filter(n_routed_experts__gt=0) if value else queryset.filter(n_routed_experts=0)
 
 
-class WorkloadFilter(filters.FilterSet):
+class WorkloadFilter(BoundedFilterSet):
     team = filters.CharFilter(lookup_expr="iexact")
 
     class Meta:

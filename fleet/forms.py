@@ -8,18 +8,132 @@ import json
 from typing import Any
 
 from django import forms
-from django.core.validators import MaxValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.forms.models import ModelFormMetaclass
 
 from fleet import inputs, registration
 from fleet.errors import ConflictError, InputError
-from fleet.limits import MAX_CONCURRENCY, MAX_FIGURE, MAX_PRICE_USD, MAX_REQUESTS_PER_DAY, MAX_TOKENS
+from fleet.limits import record_bound
 from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
 from fleet.polling import display_url
-from planner.engine import WEIGHT_FORMATS, EngineInputError
+from fleet.registration import MAX_API_KEY_CHARS, MAX_CONFIG_BYTES
+from planner.engine import MAX_PARAMS, WEIGHT_FORMATS, EngineInputError
 
-#: The largest config.json (or hf_quant_config.json) the import page takes: 2 MB (the biggest real
-#: one in tests/fixtures/hf-configs is under 0.9 MB).
-MAX_CONFIG_BYTES = 2 * 1000 * 1000
+
+class UploadField(forms.FileField):
+    """A file a page reads once (a config.json, a startup log, a trace): a plain file input. Django's
+    default widget, the clearable one, reads a ``<name>-clear`` checkbox meant for a stored file these
+    forms never have; ticked, it made the field ``False`` where the forms expect a file or None (a 500)."""
+
+    widget = forms.FileInput
+
+
+class BoundedNumberText:
+    """A number field that refuses text longer than ``fleet.inputs.MAX_NUMBER_DIGITS`` characters
+    before parsing it: ``int()`` spends quadratic time on a 4,000-digit integer and refuses one of
+    4,301 with a ValueError; no figure here has a hundred digits."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and (message := inputs.number_text_message(value)):
+            raise forms.ValidationError(message, code="too_long")
+        return super().to_python(value)  # type: ignore[misc]
+
+
+class BoundedIntegerField(BoundedNumberText, forms.IntegerField):
+    """``forms.IntegerField`` refusing over-long text unparsed (``BoundedNumberText``)."""
+
+
+class BoundedFloatField(BoundedNumberText, forms.FloatField):
+    """``forms.FloatField`` refusing over-long text unparsed (``BoundedNumberText``); NaN and the
+    infinities are refused by Django's own ``FloatField``."""
+
+
+class BoundedDecimalField(BoundedNumberText, forms.DecimalField):
+    """``forms.DecimalField`` refusing over-long text unparsed (``BoundedNumberText``)."""
+
+
+def bound_number(field: forms.IntegerField, high: int | float) -> None:
+    """Give a number field ``high`` as its maximum (and ``-high`` as its minimum) unless it has a tighter
+    one already: validators, and the widget's ``min`` and ``max`` for the browser."""
+    if isinstance(field, forms.IntegerField) and not isinstance(field, forms.FloatField):
+        high = int(high)
+    if field.max_value is None or field.max_value > high:
+        field.max_value = high
+        field.validators.append(MaxValueValidator(high))
+        field.widget.attrs["max"] = high
+    if field.min_value is None or field.min_value < -high:
+        field.min_value = -high
+        field.validators.append(MinValueValidator(-high))
+        field.widget.attrs["min"] = -high
+
+
+class BoundedJSONField(forms.JSONField):
+    """Django's JSONField, refusing as field errors, before parsing: JSON nested deeper than
+    ``fleet.inputs.MAX_JSON_DEPTH`` (Python's parser would recurse until a RecursionError), numbers
+    longer than ``fleet.inputs.MAX_NUMBER_DIGITS`` (Python refuses integers of more than 4,300 digits
+    with a ValueError Django does not catch: a 500), more than ``fleet.inputs.MAX_JSON_FIELD_CHARS``
+    of text, and control characters."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and not self.disabled:
+            if inputs.json_depth(value) > inputs.MAX_JSON_DEPTH:
+                raise forms.ValidationError(inputs.DEPTH_MESSAGE, code="too_deep")
+            if inputs.has_long_number(value):
+                raise forms.ValidationError(inputs.DIGITS_MESSAGE, code="too_many_digits")
+            if len(value) > inputs.MAX_JSON_FIELD_CHARS:
+                raise forms.ValidationError(inputs.JSON_SIZE_MESSAGE, code="too_large")
+            message = inputs.control_character_message(value)
+            if message:
+                raise forms.ValidationError(message, code="control_character")
+        return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if isinstance(data, str) and (
+            len(data) > inputs.MAX_JSON_FIELD_CHARS
+            or inputs.json_depth(data) > inputs.MAX_JSON_DEPTH
+            or inputs.has_long_number(data)
+        ):
+            return forms.fields.InvalidJSONInput(data)
+        return super().bound_data(data, initial)
+
+
+def bounded_formfield(db_field: models.Field, **kwargs: Any) -> forms.Field | None:
+    """A record field's form field, bounded as every door that writes records bounds it: numbers by
+    ``fleet.limits.record_bound`` and read by the ``Bounded*Field`` classes (text too long refused
+    unparsed), JSON by ``BoundedJSONField``, free text by ``fleet.inputs.MAX_TEXT_CHARS``."""
+    if not db_field.choices:
+        if isinstance(db_field, models.DecimalField):
+            kwargs.setdefault("form_class", BoundedDecimalField)
+        elif isinstance(db_field, models.FloatField):
+            kwargs.setdefault("form_class", BoundedFloatField)
+        elif isinstance(db_field, models.IntegerField):
+            kwargs.setdefault("form_class", BoundedIntegerField)
+        elif isinstance(db_field, models.JSONField):
+            kwargs.setdefault("form_class", BoundedJSONField)
+        elif isinstance(db_field, models.TextField):
+            kwargs.setdefault("max_length", inputs.MAX_TEXT_CHARS)
+    field = db_field.formfield(**kwargs)
+    if isinstance(field, BoundedNumberText):
+        bound_number(field, record_bound(db_field.name, money=isinstance(db_field, models.DecimalField)))
+    return field
+
+
+class BoundedModelFormMetaclass(ModelFormMetaclass):
+    """Builds every ``BoundedModelForm``'s fields with ``bounded_formfield`` (a form's own ``Meta``
+    need not say so)."""
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], attrs: dict[str, Any]) -> type:
+        meta = attrs.get("Meta")
+        if meta is not None and not hasattr(meta, "formfield_callback"):
+            meta.formfield_callback = staticmethod(bounded_formfield)
+        return super().__new__(mcs, name, bases, attrs)
+
+
+class BoundedModelForm(forms.ModelForm, metaclass=BoundedModelFormMetaclass):
+    """A ModelForm whose record fields have the bounds every door gives them (``bounded_formfield``:
+    ``fleet.limits.RECORD_BOUNDS``, as the API's serializers), so a 1e308 or a 5,000-digit integer
+    never reaches the engine and an oversized input is an error beside it."""
 
 
 class ProviderChoiceField(forms.ModelChoiceField):
@@ -33,7 +147,7 @@ class ProviderChoiceField(forms.ModelChoiceField):
         return f"{obj.name} ({obj.get_kind_display()})"
 
 
-class ClusterForm(forms.ModelForm):
+class ClusterForm(BoundedModelForm):
     provider = ProviderChoiceField(
         help_text="Who rents or runs it: its price in force is this provider's quote for the SKU (else its "
         "public list price). A provider not listed is added on the providers list first."
@@ -66,12 +180,13 @@ class ClusterForm(forms.ModelForm):
         return cluster
 
 
-class DeploymentForm(forms.ModelForm):
+class DeploymentForm(BoundedModelForm):
     """The API key is write-only: never rendered back; blank keeps the stored one."""
 
     api_key = forms.CharField(
         label="API key",
         required=False,
+        max_length=MAX_API_KEY_CHARS,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="Write-only: never shown again. Leave blank to keep the stored key.",
     )
@@ -119,30 +234,7 @@ class DeploymentForm(forms.ModelForm):
         return deployment
 
 
-class BoundedJSONField(forms.JSONField):
-    """Django's JSONField, refusing JSON nested deeper than ``fleet.inputs.MAX_JSON_DEPTH`` (Python's
-    parser would recurse until a RecursionError), numbers longer than ``fleet.inputs.MAX_NUMBER_DIGITS``
-    (Python refuses integers of more than 4,300 digits with a ValueError Django does not catch: a 500)
-    and control characters, as field errors, before parsing."""
-
-    def to_python(self, value):
-        if isinstance(value, str) and not self.disabled:
-            if inputs.json_depth(value) > inputs.MAX_JSON_DEPTH:
-                raise forms.ValidationError(inputs.DEPTH_MESSAGE, code="too_deep")
-            if inputs.has_long_number(value):
-                raise forms.ValidationError(inputs.DIGITS_MESSAGE, code="too_many_digits")
-            message = inputs.control_character_message(value)
-            if message:
-                raise forms.ValidationError(message, code="control_character")
-        return super().to_python(value)
-
-    def bound_data(self, data, initial):
-        if isinstance(data, str) and (inputs.json_depth(data) > inputs.MAX_JSON_DEPTH or inputs.has_long_number(data)):
-            return forms.fields.InvalidJSONInput(data)
-        return super().bound_data(data, initial)
-
-
-class ModelSpecForm(forms.ModelForm):
+class ModelSpecForm(BoundedModelForm):
     """Layer groups are edited as JSON; errors name the item and key (``layer_groups.1.kv_heads``)."""
 
     layer_groups = BoundedJSONField(
@@ -194,11 +286,12 @@ class ModelImportForm(forms.Form):
     config_text = forms.CharField(
         label="config.json",
         required=False,
+        max_length=MAX_CONFIG_BYTES,
         widget=forms.Textarea(attrs={"rows": 12, "class": "mono", "placeholder": '{"model_type": "qwen3", ...}'}),
         help_text="Paste the model's config.json, or upload it below (at most 2 MB).",
     )
-    config_file = forms.FileField(label="or upload config.json", required=False)
-    quant_config_file = forms.FileField(
+    config_file = UploadField(label="or upload config.json", required=False)
+    quant_config_file = UploadField(
         label="hf_quant_config.json (optional)",
         required=False,
         help_text="NVIDIA ModelOpt checkpoints ship their quantisation beside config.json.",
@@ -208,10 +301,12 @@ class ModelImportForm(forms.Form):
     hf_model_id = forms.CharField(
         label="Hugging Face model id", required=False, max_length=200, help_text="owner/name; default: from the config."
     )
-    total_params = forms.IntegerField(
-        required=False, min_value=1, max_value=10**15, help_text="Default: counted from the config's dimensions."
+    total_params = BoundedIntegerField(
+        required=False, min_value=1, max_value=MAX_PARAMS, help_text="Default: counted from the config's dimensions."
     )
-    active_params = forms.IntegerField(required=False, min_value=1, max_value=10**15, help_text="Default: counted.")
+    active_params = BoundedIntegerField(
+        required=False, min_value=1, max_value=MAX_PARAMS, help_text="Default: counted."
+    )
     weight_format = forms.ChoiceField(
         required=False,
         choices=[("", "as the config's quantisation says"), *((f, f) for f in WEIGHT_FORMATS)],
@@ -290,27 +385,6 @@ def add_service_errors(form: forms.Form, exc: InputError | EngineInputError, pre
             )
 
 
-class BoundedModelForm(forms.ModelForm):
-    """A ModelForm whose numbers have the upper bounds of ``fleet.limits`` (as the API's serializers):
-    ``MAX_BOUNDS`` by field name, else ``MAX_FIGURE`` for floats and ``MAX_PRICE_USD`` for money, so a
-    1e308 never reaches the engine and an oversized number is an error beside its input."""
-
-    MAX_BOUNDS: dict[str, float] = {}
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for name, field in self.fields.items():
-            bound = self.MAX_BOUNDS.get(name)
-            if bound is None and isinstance(field, forms.FloatField) and not isinstance(field, forms.DecimalField):
-                bound = MAX_FIGURE
-            if bound is None and isinstance(field, forms.DecimalField):
-                bound = MAX_PRICE_USD
-            if bound is not None and isinstance(field, forms.FloatField | forms.IntegerField | forms.DecimalField):
-                field.max_value = bound
-                field.validators.append(MaxValueValidator(bound))
-                field.widget.attrs.setdefault("max", bound)
-
-
 DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
 
 
@@ -365,8 +439,6 @@ class ApiPriceForm(BoundedModelForm):
         labels = {"model_name": "Model name (as the provider's API takes it)", "model": "Model spec priced"}
         widgets = {"quoted_on": DATE_INPUT, "source": forms.Textarea(attrs={"rows": 3})}
 
-    MAX_BOUNDS = {"context_window": MAX_TOKENS}
-
 
 class ApiPriceNoteForm(BoundedModelForm):
     """What may change on a stored API price: the model it prices, its context window, its source."""
@@ -377,8 +449,6 @@ class ApiPriceNoteForm(BoundedModelForm):
         labels = {"model": "Model spec priced"}
         widgets = {"source": forms.Textarea(attrs={"rows": 3})}
 
-    MAX_BOUNDS = {"context_window": MAX_TOKENS}
-
 
 class HardwareSkuForm(BoundedModelForm):
     class Meta:
@@ -386,19 +456,9 @@ class HardwareSkuForm(BoundedModelForm):
         fields = ["name", "slug", "vendor", *HardwareSku.FIGURES, "hbm_reported_source", "source"]
         widgets = {"source": forms.Textarea(attrs={"rows": 3})}
 
-    MAX_BOUNDS = {"hbm_bytes_reported": 10**15}
-
 
 class WorkloadForm(BoundedModelForm):
     class Meta:
         model = Workload
         fields = ["name", "slug", "team", *Workload.FIGURES]
         labels = {"p95_context_tokens": "p95 context (tokens)", "prefix_cache_hit_rate": "Prefix cache hit rate (0-1)"}
-
-    MAX_BOUNDS = {
-        "requests_per_day": MAX_REQUESTS_PER_DAY,
-        "mean_prompt_tokens": MAX_TOKENS,
-        "mean_output_tokens": MAX_TOKENS,
-        "p95_context_tokens": MAX_TOKENS,
-        "peak_concurrency": MAX_CONCURRENCY,
-    }

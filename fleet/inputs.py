@@ -35,6 +35,38 @@ def has_long_number(text: str) -> bool:
     return bool(_LONG_NUMBER.search(_STRING.sub('""', text)))
 
 
+#: The longest text a page's number field reads: more characters than any figure has digits, so a
+#: 5,000-digit integer (which ``int()`` spends quadratic time on up to Python's 4,300-digit limit,
+#: and then refuses with a ValueError) is refused before it is parsed.
+NUMBER_TEXT_MESSAGE = f"More than {MAX_NUMBER_DIGITS} characters: no figure here has that many digits."
+
+
+def number_text_message(text: str) -> str | None:
+    """The message for a number's text too long to be a figure (checked before parsing), or None."""
+    return NUMBER_TEXT_MESSAGE if len(text.strip()) > MAX_NUMBER_DIGITS else None
+
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
+def whole_number(text: str | None, max_digits: int = 18) -> int | None:
+    """The whole number ``text`` spells in ASCII digits (a record's id in a query or a path), or None:
+    not one, or longer than ``max_digits`` (never parsed). ``str.isdigit()`` is no such test: it is
+    true of "²" and of 5,000 digits, both a ValueError in ``int()``."""
+    if text is None or len(text) > max_digits or not _ASCII_DIGITS.fullmatch(text):
+        return None
+    return int(text)
+
+
+#: The longest free text a record keeps (a source note): the catalogue's longest is under 500.
+MAX_TEXT_CHARS = 10_000
+
+#: The largest JSON a record's field holds (layer groups, assumptions), as JSON text: the catalogue's
+#: largest is about 1 KB, and 64 KB holds thousands of layer groups.
+MAX_JSON_FIELD_CHARS = 64 * 1024
+JSON_SIZE_MESSAGE = f"More than {MAX_JSON_FIELD_CHARS:,} characters of JSON; no record here needs that much."
+
+
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _BRACKET = re.compile(r"[\[\]{}]")
 

@@ -6,12 +6,21 @@ naming the limit. Where the engine enforces a limit of its own (``planner/engine
 ``planner/engine/costs/money.py``) these are the same or tighter, so an input the API accepts is
 one the engine computes."""
 
-from planner.engine import MAX_PRICE_USD
+from planner.engine import (
+    GB,
+    MAX_CONTEXT_TOKENS,
+    MAX_DIMENSION,
+    MAX_EXPERTS,
+    MAX_GPUS,
+    MAX_HBM_GB,
+    MAX_PARAMS,
+    MAX_PRICE_USD,
+    MAX_RATE,
+)
 
-__all__ = ["MAX_PRICE_USD"]
+__all__ = ["MAX_GPUS", "MAX_PRICE_USD"]
 
-#: GPUs of one cluster or comparison.
-MAX_GPUS = 1 << 20
+# MAX_GPUS: GPUs of one cluster or comparison, the engine's (a million; this was 1 << 20, past it).
 #: One parallelism degree (tp, pp, dp, ep, etp).
 MAX_DEGREE = 4096
 #: Tokens of one context, prompt or output (16.7 M; the longest contexts served are 10 M).
@@ -29,3 +38,62 @@ MAX_REQUESTS_PER_DAY = 10**9
 MAX_CONCURRENCY = 1 << 30
 #: A latency SLO in milliseconds (a day; the engine's own limit, ``MAX_SLO_MS`` in its limits).
 MAX_SLO_MS = 86_400_000.0
+#: Tokens of one KV cache block (or SGLang page).
+MAX_BLOCK_TOKENS = 1 << 16
+#: Seconds between two polls of a deployment (a day).
+MAX_POLL_INTERVAL_S = 86_400
+#: Bytes of GPU memory as a driver reports it: the engine's 100,000 GB.
+MAX_HBM_BYTES = round(MAX_HBM_GB * GB)
+
+#: Upper bounds of the records' number fields, by field name, for every door that writes a record (the
+#: page forms' ``fleet.forms.BoundedModelForm``, the API's ``fleet.api.cleaning.ModelCleanMixin``) or
+#: filters by one (``fleet.filters``): the engine's own limits where a record goes to it as it is (a
+#: model's, a SKU's figures), else the bounds above. A number not named takes ``MAX_FIGURE`` (money
+#: ``MAX_PRICE_USD``); fractions, utilisations and hours a day keep this loose bound, as their models'
+#: validators already say the tighter rule in their own words.
+RECORD_BOUNDS: dict[str, int | float] = {
+    # HardwareSku: the engine's accelerator limits (a node or scale-up domain: one parallelism degree).
+    "hbm_gb": MAX_HBM_GB,
+    "hbm_bandwidth_tbps": MAX_RATE,
+    "bf16_tflops": MAX_RATE,
+    "fp8_tflops": MAX_RATE,
+    "fp4_tflops": MAX_RATE,
+    "interconnect_gbps": MAX_RATE,
+    "gpus_per_node": MAX_DEGREE,
+    "scaleup_domain_gpus": MAX_DEGREE,
+    "hbm_bytes_reported": MAX_HBM_BYTES,
+    # Cluster and Deployment.
+    "nodes": MAX_GPUS,
+    "replicas": MAX_GPUS,
+    "tp": MAX_DEGREE,
+    "pp": MAX_DEGREE,
+    "dp": MAX_DEGREE,
+    "ep": MAX_DEGREE,
+    "block_size_tokens": MAX_BLOCK_TOKENS,
+    "max_model_len": MAX_TOKENS,
+    "poll_interval_s": MAX_POLL_INTERVAL_S,
+    # ModelSpec: the engine's model limits.
+    "total_params": MAX_PARAMS,
+    "active_params": MAX_PARAMS,
+    "expert_params": MAX_PARAMS,
+    "n_routed_experts": MAX_EXPERTS,
+    "n_active_experts": MAX_EXPERTS,
+    "n_shared_experts": MAX_EXPERTS,
+    "hidden_size": MAX_DIMENSION,
+    "vocab_size": MAX_DIMENSION,
+    "attention_heads": MAX_DIMENSION,
+    "max_context_tokens": MAX_CONTEXT_TOKENS,
+    # Workload and ApiPrice.
+    "requests_per_day": MAX_REQUESTS_PER_DAY,
+    "mean_prompt_tokens": MAX_TOKENS,
+    "mean_output_tokens": MAX_TOKENS,
+    "p95_context_tokens": MAX_TOKENS,
+    "peak_concurrency": MAX_CONCURRENCY,
+    "context_window": MAX_TOKENS,
+}
+
+
+def record_bound(name: str, *, money: bool = False) -> int | float:
+    """The upper bound of a record's number field ``name`` (``RECORD_BOUNDS``, else ``MAX_PRICE_USD``
+    for money, else ``MAX_FIGURE``); a field without a lower bound of its own takes its negative."""
+    return RECORD_BOUNDS.get(name, MAX_PRICE_USD if money else MAX_FIGURE)

@@ -36,6 +36,12 @@ from fleet.models import Deployment, ModelSpec
 from fleet.polling import UrlRefused, check_url
 from planner.engine import GIB, EngineInputError, model_record_from_config
 
+#: The largest config.json (or hf_quant_config.json) an import takes, page or API: 2 MB (the biggest
+#: real one in tests/fixtures/hf-configs is under 0.9 MB).
+MAX_CONFIG_BYTES = 2 * 1000 * 1000
+#: The longest endpoint API key a deployment stores (page and API).
+MAX_API_KEY_CHARS = 500
+
 #: Deployment fields the engine's messages are shown beside; others go to the whole form.
 SIZING_FIELDS = {"tp", "pp", "dp", "ep", "replicas", "kv_cache_dtype", "gpu_memory_utilization"}
 

@@ -19,11 +19,15 @@ from django import forms
 from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet
 from django.http import HttpResponse
+from django_filters import FilterSet
 
 from fleet import inputs
+from fleet.forms import BoundedIntegerField
 
 #: Rows per page of a list page (the CSV has every row that matches).
 ROWS_PER_PAGE = 25
+#: The highest page number a list page reads (a higher one than it has shows its last page).
+MAX_PAGES = 1_000_000
 #: The longest search a list page accepts.
 MAX_SEARCH_CHARS = 100
 #: A cell a spreadsheet would read as a formula starts with one of these (OWASP: CSV injection).
@@ -54,7 +58,7 @@ class TableForm(forms.Form):
 
     q = forms.CharField(label="Search", required=False, max_length=MAX_SEARCH_CHARS, strip=True)
     sort = forms.CharField(required=False, max_length=40, widget=forms.HiddenInput)
-    page = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    page = BoundedIntegerField(required=False, min_value=1, max_value=MAX_PAGES, widget=forms.HiddenInput)
 
     def clean_q(self) -> str:
         value = self.cleaned_data.get("q") or ""
@@ -82,6 +86,16 @@ class TableForm(forms.Form):
     @property
     def current_sort(self) -> str:
         return self.value("sort") or self.default_sort
+
+    def filtered(self, filterset: FilterSet) -> QuerySet:
+        """``filterset``'s queryset (a list's filters, ``fleet.filters``), its refused values added to this
+        form's errors, so the page shows them above the table beside a refused search and its CSV
+        answers 400; a refused filter is left out, as django-filter does."""
+        queryset = filterset.qs
+        for name, messages in filterset.errors.items():
+            for message in messages:
+                self.add_error(None, f"{name}: {message}")
+        return queryset
 
     def apply(self, queryset: QuerySet) -> QuerySet:
         """``queryset`` searched and ordered as the form says (refused inputs are left out)."""

@@ -2,10 +2,11 @@
 
 import django_filters as filters
 
+from fleet.filters import BoundedFilterSet
 from planner.models import Calibration, Decision, Plan
 
 
-class DecisionFilter(filters.FilterSet):
+class DecisionFilter(BoundedFilterSet):
     workload = filters.CharFilter(field_name="workload__slug", help_text="Workload slug.")
 
     class Meta:
@@ -13,13 +14,13 @@ class DecisionFilter(filters.FilterSet):
         fields = ["workload", "tier"]
 
 
-class PlanFilter(filters.FilterSet):
+class PlanFilter(BoundedFilterSet):
     class Meta:
         model = Plan
         fields = ["status"]
 
 
-class CalibrationFilter(filters.FilterSet):
+class CalibrationFilter(BoundedFilterSet):
     deployment = filters.CharFilter(field_name="deployment__slug", help_text="Only this deployment's (slug).")
 
     class Meta:

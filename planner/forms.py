@@ -13,7 +13,8 @@ from typing import Any
 from django import forms
 
 from fleet.errors import InputError
-from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_SLO_MS, MAX_TOKENS
+from fleet.forms import BoundedDecimalField, BoundedFloatField, BoundedIntegerField, UploadField
+from fleet.limits import MAX_BLOCK_TOKENS, MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_SLO_MS, MAX_TOKENS
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.tables import Column, TableForm
 from planner.breakeven import BreakevenRequest
@@ -56,7 +57,7 @@ def _pairs(names: Callable[[], tuple[str, ...]]) -> Callable[[], list[tuple[str,
 def utilisation_field() -> forms.FloatField:
     """The GPU memory utilisation input of the sizing pages (a fraction above 0 and at most 1, blank: the
     engine's default), one definition for every form that takes it."""
-    return forms.FloatField(
+    return BoundedFloatField(
         label="GPU memory utilisation",
         min_value=0.01,
         max_value=1,
@@ -91,15 +92,15 @@ class WhatIfForm(forms.Form):
         required=False,
         help_text="Fields left blank take the deployment's; its live speed correction applies to its own layout.",
     )
-    gpus = forms.IntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())
-    tp = forms.IntegerField(label="tp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
-    pp = forms.IntegerField(label="pp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
-    dp = forms.IntegerField(label="dp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
-    ep = forms.IntegerField(label="ep", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    gpus = BoundedIntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())
+    tp = BoundedIntegerField(label="tp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    pp = BoundedIntegerField(label="pp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    dp = BoundedIntegerField(label="dp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    ep = BoundedIntegerField(label="ep", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     kv_cache_dtype = forms.ChoiceField(
         label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial=DEFAULT_KV_CACHE_DTYPE, required=False
     )
-    context_tokens = forms.IntegerField(
+    context_tokens = BoundedIntegerField(
         label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
     )
     pool = forms.ChoiceField(choices=[(p, p) for p in POOLS], initial="unified", required=False)
@@ -112,18 +113,18 @@ class WhatIfForm(forms.Form):
         required=False,
         widget=forms.TextInput(attrs={"placeholder": NEWEST_VLLM, "size": "7"}),
     )
-    max_model_len = forms.IntegerField(
+    max_model_len = BoundedIntegerField(
         label="Max model length (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
     )
-    block_size_tokens = forms.IntegerField(
-        label="Block size", min_value=1, max_value=65536, required=False, widget=_number()
+    block_size_tokens = BoundedIntegerField(
+        label="Block size", min_value=1, max_value=MAX_BLOCK_TOKENS, required=False, widget=_number()
     )
     prefix_caching = forms.NullBooleanField(
         label="Prefix caching (vLLM hybrids)",
         required=False,
         widget=forms.Select(choices=[("", "the release's default"), ("true", "on"), ("false", "off")]),
     )
-    available_kv_cache_gib = forms.FloatField(
+    available_kv_cache_gib = BoundedFloatField(
         label="KV memory as logged (GiB/GPU)",
         min_value=0,
         max_value=MAX_GIB_PER_GPU,
@@ -148,7 +149,7 @@ class PlanForm(forms.Form):
 
     model = forms.ChoiceField(initial="kimi-k3")
     workload = forms.ChoiceField()
-    max_nodes = forms.IntegerField(
+    max_nodes = BoundedIntegerField(
         label="Up to nodes per SKU",
         initial=PlanRequest.max_nodes,
         min_value=1,
@@ -206,7 +207,7 @@ class RentVsApiForm(forms.Form):
 
     workload = forms.ChoiceField(required=False)
     deployment = forms.ChoiceField(label="Deployment (capacity from the throughput model)", required=False)
-    gpus = forms.IntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())
+    gpus = BoundedIntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())
     sku = forms.ChoiceField(label="SKU (price in force)", required=False)
     gpu_quote = forms.TypedChoiceField(
         label="GPU price",
@@ -216,7 +217,7 @@ class RentVsApiForm(forms.Form):
         help_text="Blank: the price in force (the deployment's cluster's provider, else the SKU's cheapest). Pick a "
         "quote to compare on it instead, e.g. the seeds' assumption, which is never in force.",
     )
-    hours_per_day = forms.DecimalField(
+    hours_per_day = BoundedDecimalField(
         label="Hours a day",
         min_value=Decimal("0.5"),
         max_value=Decimal(24),
@@ -224,7 +225,7 @@ class RentVsApiForm(forms.Form):
         widget=forms.NumberInput(attrs={"step": "0.5", "min": "0.5", "max": "24", "placeholder": "24"}),
     )
     api_price = forms.ChoiceField(label="API price", required=False)
-    capacity_output_tokens_per_month = forms.IntegerField(
+    capacity_output_tokens_per_month = BoundedIntegerField(
         label="Capacity (output tokens/month)",
         min_value=0,
         max_value=MAX_MONTHLY,
@@ -328,11 +329,12 @@ class CalibrationForm(forms.Form):
     log = forms.CharField(
         label="Startup log",
         required=False,
+        max_length=MAX_LOG_BYTES,
         strip=False,
         widget=forms.Textarea(attrs={"rows": 8, "class": "mono", "spellcheck": "false"}),
         help_text="Paste the server's log from its first line to the KV cache lines (up to 5 MiB).",
     )
-    upload = forms.FileField(label="or upload a log file", required=False)
+    upload = UploadField(label="or upload a log file", required=False)
     engine_version = forms.CharField(
         label="Engine version", max_length=40, required=False, help_text="Only if the log does not print it (SGLang)."
     )
@@ -522,27 +524,27 @@ class PrefixCacheForm(forms.Form):
     retention = forms.ChoiceField(
         label="Retention (vLLM 0.29+)", required=False, choices=[("", "default"), *((r, r) for r in RETENTIONS)]
     )
-    checkpoint_interval_tokens = forms.IntegerField(
+    checkpoint_interval_tokens = BoundedIntegerField(
         label="Checkpoint interval", min_value=0, max_value=MAX_TOKENS, required=False, widget=_number(min=0)
     )
-    tp = forms.IntegerField(label="tp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
-    pp = forms.IntegerField(label="pp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
-    dp = forms.IntegerField(label="dp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
-    ep = forms.IntegerField(label="ep", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    tp = BoundedIntegerField(label="tp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    pp = BoundedIntegerField(label="pp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    dp = BoundedIntegerField(label="dp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
+    ep = BoundedIntegerField(label="ep", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     kv_cache_dtype = forms.ChoiceField(
         label="KV dtype", choices=[(d, d) for d in KV_CACHE_DTYPES], initial=DEFAULT_KV_CACHE_DTYPE, required=False
     )
-    context_tokens = forms.IntegerField(
+    context_tokens = BoundedIntegerField(
         label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, required=False, widget=_number()
     )
     gpu_memory_utilization = utilisation_field()
-    block_size_tokens = forms.IntegerField(
-        label="Block / page size (tokens)", min_value=1, max_value=1 << 16, required=False, widget=_number()
+    block_size_tokens = BoundedIntegerField(
+        label="Block / page size (tokens)", min_value=1, max_value=MAX_BLOCK_TOKENS, required=False, widget=_number()
     )
-    concurrency = forms.IntegerField(
+    concurrency = BoundedIntegerField(
         label="Concurrency (SGLang ratio)", min_value=1, max_value=1_000_000, required=False, widget=_number()
     )
-    available_kv_cache_gib = forms.FloatField(
+    available_kv_cache_gib = BoundedFloatField(
         label="KV memory as logged (GiB/GPU)",
         min_value=0,
         max_value=MAX_GIB_PER_GPU,
@@ -552,11 +554,12 @@ class PrefixCacheForm(forms.Form):
     trace_text = forms.CharField(
         label="Request trace (CSV)",
         required=False,
+        max_length=MAX_TRACE_BYTES,
         strip=False,
         widget=forms.Textarea(attrs={"rows": 6, "class": "mono", "spellcheck": "false"}),
         help_text="request_id,arrival_s,prompt_tokens,shared_prefix_id,shared_prefix_tokens; empty: the example.",
     )
-    trace_file = forms.FileField(label="or upload a CSV", required=False)
+    trace_file = UploadField(label="or upload a CSV", required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -611,26 +614,26 @@ class RouteForm(forms.Form):
         "tpot_slo_ms": "50",
     }
 
-    context_tokens = forms.IntegerField(
+    context_tokens = BoundedIntegerField(
         label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, widget=_number(), help_text=">= prompt + output."
     )
-    prompt_tokens = forms.IntegerField(label="Prompt (tokens)", min_value=1, max_value=MAX_TOKENS, widget=_number())
-    output_tokens = forms.IntegerField(label="Output (tokens)", min_value=1, max_value=MAX_TOKENS, widget=_number())
-    prefix_reuse_fraction = forms.FloatField(
+    prompt_tokens = BoundedIntegerField(label="Prompt (tokens)", min_value=1, max_value=MAX_TOKENS, widget=_number())
+    output_tokens = BoundedIntegerField(label="Output (tokens)", min_value=1, max_value=MAX_TOKENS, widget=_number())
+    prefix_reuse_fraction = BoundedFloatField(
         label="Prefix reuse (0-1)",
         min_value=0,
         max_value=1,
         required=False,
         widget=forms.NumberInput(attrs={"step": "0.05", "min": "0", "max": "1", "placeholder": "0"}),
     )
-    ttft_slo_ms = forms.FloatField(
+    ttft_slo_ms = BoundedFloatField(
         label="TTFT SLO (ms)",
         min_value=0.001,
         max_value=MAX_SLO_MS,
         required=False,
         widget=forms.NumberInput(attrs={"step": "any", "min": "0"}),
     )
-    tpot_slo_ms = forms.FloatField(
+    tpot_slo_ms = BoundedFloatField(
         label="TPOT SLO (ms)",
         min_value=0.001,
         max_value=MAX_SLO_MS,

@@ -327,3 +327,125 @@ def test_a_huge_integer_in_the_layer_groups_is_a_field_error_not_a_500(client, m
     assert "more than 100 digits" in r.content.decode()
     # A long string is not a number: only digits outside strings count.
     assert not __import__("fleet.inputs").inputs.has_long_number('[{"note": "' + "9" * 5000 + '"}]')
+
+
+# --- issue 29, round two: what tests/test_page_fuzz.py found -------------------------------------
+
+
+def test_a_ticked_clear_box_beside_an_upload_is_no_500(client, make_user, deployment):
+    """Django's default file input reads a ``<name>-clear`` checkbox; ticked, the field was ``False``
+    and the calibration and prefix-cache forms asked it for ``.size`` (an AttributeError, a 500)."""
+    client.force_login(make_user("p", "platform"))
+    r = client.post(f"/deployments/{deployment.slug}/calibrate/", {"upload-clear": "on"})
+    assert r.status_code == 400 and "Paste the log or upload its file." in r.content.decode()
+    body = {"model": "kimi-k3", "sku": "h100-sxm-80gb", "engine": "sglang", "tp": "8", "trace_file-clear": "on"}
+    assert client.post("/prefix-cache/", body).status_code == 200
+
+
+@pytest.mark.parametrize("key", ["9" * 5000, "²", "١٢"])
+def test_a_record_id_that_is_not_ascii_digits_is_no_500(client, make_user, key):
+    """``str.isdigit()`` holds for "²" and for 5,000 digits, and ``int()`` of either raised a ValueError:
+    the quote to supersede (``?from=``) and the history page's key are read by ``fleet.inputs.whole_number``."""
+    client.force_login(make_user("f", "finance"))
+    assert client.get(f"/quotes/new/?from={key}").status_code == 200
+    assert client.get(f"/history/gpu-quote/{key}/").status_code == 404
+
+
+def test_a_filter_too_long_for_sqlite_is_refused_on_the_page_and_the_api(client, make_user, admin_api, catalog):
+    """A text filter's value is at most ``fleet.filters.MAX_FILTER_CHARS``: SQLite refuses a LIKE pattern
+    of more than 50,000 characters (``iexact``) with an OperationalError once a row is compared, a 500 on
+    the page and, taken for an outage, a 503 "database unreachable" on the API."""
+    long = "[" * 60_000
+    client.force_login(make_user("v", "viewer"))
+    for path in ("/api-prices/", "/quotes/"):
+        r = client.get(path, {"provider": long})
+        assert r.status_code == 200, path
+        assert "provider: Ensure this value has at most 200 characters" in r.content.decode(), path
+    r = admin_api.get("/api/v1/api-prices/", {"provider": long})
+    assert r.status_code == 400 and "provider" in r.json()
+
+
+def test_refused_filters_are_said_on_list_pages_and_their_csv_is_a_400(client, make_user, catalog):
+    """A list page's refused filter was dropped silently (django-filter's way): it is said above the
+    table, beside a refused search, and the list's CSV answers 400."""
+    client.force_login(make_user("v", "viewer"))
+    page = client.get("/models/", {"min_total_params": "lots"}).content.decode()
+    assert "min_total_params: Enter a number." in page
+    r = client.get("/models/export.csv", {"min_total_params": "9" * 5000})
+    assert r.status_code == 400 and "min_total_params" in r.content.decode()
+    assert "status: Select a valid choice." in client.get("/", {"status": "gone"}).content.decode()
+    assert client.get("/fleet.csv", {"status": "gone"}).status_code == 400
+    assert "pricing_kind: Select a valid choice." in client.get("/quotes/", {"pricing_kind": "free"}).content.decode()
+
+
+def test_a_number_of_thousands_of_digits_is_refused_before_it_is_parsed(client, make_user, admin_api, catalog):
+    """Every page number field is a ``fleet.forms.Bounded*Field``: more than 100 characters is an error
+    beside the field, never given to ``int()``; a JSON body's number of more than 100 digits is a 400 too."""
+    from fleet.models import HardwareSku
+
+    client.force_login(make_user("p", "platform"))
+    sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
+    body = {"name": "c", "slug": "c1", "sku": sku.pk, "nodes": "9" * 5000, "provider": "acme", "team": "t"}
+    page = client.post("/clusters/new/", body).content.decode()
+    assert "More than 100 characters: no figure here has that many digits." in page
+    page = client.get("/what-if/", {"model": "kimi-k3", "sku": "h200-141gb", "gpus": "9" * 5000}).content.decode()
+    assert "More than 100 characters" in page
+    r = admin_api.generic(
+        "POST", "/api/v1/sizing/", '{"model": "kimi-k3", "gpus": ' + "9" * 150 + "}", content_type="application/json"
+    )
+    assert r.status_code == 400 and "more than 100 digits" in r.json()["detail"]
+
+
+def test_records_past_the_engines_limits_are_refused_by_the_pages_and_the_api(client, make_user, platform_api):
+    """A SKU's and a model's figures go to the engine as they are, so their forms and serializers take
+    the engine's limits (``fleet.limits.RECORD_BOUNDS``). A SKU saved with 1e9 GB (the old bound) made
+    every model page a 500 (each sizes every SKU); a model with a 2**40 hidden size, the model list."""
+    client.force_login(make_user("p", "platform"))
+    sku = {"name": "Big", "slug": "big", "vendor": "X", "hbm_gb": 1e9, "hbm_bandwidth_tbps": 3, "bf16_tflops": 9,
+           "interconnect_gbps": 9, "gpus_per_node": 8, "hbm_bytes_reported": 10**15}  # fmt: skip
+    page = client.post("/skus/new/", sku).content.decode()
+    assert "less than or equal to 100000" in page and "less than or equal to 100000000000000" in page
+    r = platform_api.post("/api/v1/skus/", sku, format="json")
+    assert r.status_code == 400 and {"hbm_gb", "hbm_bytes_reported"} <= r.json().keys()
+    model = {"name": "Big", "slug": "big", "total_params": 10, "active_params": 10, "hidden_size": 2**40,
+             "vocab_size": 10, "max_context_tokens": 2 * 10**8, "weight_format": "bf16",
+             "layer_groups": '[{"kind": "full", "count": 1, "kv_heads": 1, "head_dim": 8}]'}  # fmt: skip
+    page = client.post("/models/new/", model).content.decode()
+    assert "less than or equal to 2147483647" in page and "less than or equal to 100000000" in page
+    body = {**model, "layer_groups": json.loads(model["layer_groups"])}
+    r = platform_api.post("/api/v1/models/", body, format="json")
+    assert r.status_code == 400 and {"hidden_size", "max_context_tokens"} <= r.json().keys()
+    from fleet.models import HardwareSku, ModelSpec
+
+    assert not HardwareSku.objects.filter(slug="big").exists() and not ModelSpec.objects.filter(slug="big").exists()
+
+
+def test_json_and_text_fields_are_bounded_on_the_pages_and_the_api(client, make_user, platform_api):
+    """Layer groups take at most ``fleet.inputs.MAX_JSON_FIELD_CHARS`` of JSON (page and API); a JSON
+    field sent in a multipart API body is checked before DRF parses it (100,000 brackets were a
+    RecursionError there); a source note takes at most ``fleet.inputs.MAX_TEXT_CHARS``."""
+    client.force_login(make_user("p", "platform"))
+    groups = "[" + ", ".join(['{"kind": "full", "count": 1, "kv_heads": 1, "head_dim": 8}'] * 2000) + "]"
+    page = client.post("/models/new/", {"name": "x", "slug": "x", "layer_groups": groups}).content.decode()
+    assert "More than 65,536 characters of JSON" in page
+    r = platform_api.post("/api/v1/models/", {"slug": "x", "layer_groups": "[" * 100_000}, format="multipart")
+    assert r.status_code == 400 and "nested more than 64" in " ".join(r.json()["layer_groups"])
+    r = platform_api.post("/api/v1/models/", {"slug": "x", "layer_groups": json.loads(groups)}, format="json")
+    assert r.status_code == 400 and "65,536" in " ".join(r.json()["layer_groups"])
+    r = platform_api.post("/api/v1/skus/", {"slug": "s", "source": "x" * 10_001}, format="json")
+    assert r.status_code == 400 and "10000 characters" in " ".join(r.json()["source"])
+    r = platform_api.post("/api/v1/sizing/", {"model": "k" * 65, "sku": "h100-sxm-80gb"}, format="json")
+    assert r.status_code == 400 and "64 characters" in " ".join(r.json()["model"])
+
+
+def test_a_refused_recompute_or_supersede_says_why_on_the_whole_page(client, make_user, catalog_and_agent):
+    """A refused "Recompute now" without HTMX showed the rent-vs-API page without the recompute's error;
+    a refused supersede asked by HTMX answered the table alone, its message lost."""
+    from planner.models import Decision
+
+    client.force_login(make_user("f", "finance"))
+    r = client.post("/rent-vs-api/recompute/", {"workload": "no-such-workload"})
+    assert r.status_code == 400 and "Pick a workload to recompute." in r.content.decode()
+    decision = Decision.record(workload=catalog_and_agent, tier=3, note="", figures={}, inputs={}, user=None)
+    r = client.post(f"/decisions/{decision.pk}/supersede/", {"favours": "neither"}, headers={"HX-Request": "true"})
+    assert r.status_code == 400 and "Supersede from the decision log" in r.content.decode()

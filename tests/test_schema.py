@@ -45,9 +45,15 @@ def test_every_operation_documents_its_error_answers_with_the_error_body():
 def test_numeric_inputs_and_page_size_show_their_limits():
     schema = _schema()
     sizing = schema["components"]["schemas"]["SizingRequestRequest"]["properties"]
-    assert sizing["gpus"]["maximum"] == 1 << 20
+    assert sizing["gpus"]["maximum"] == 1_000_000  # the engine's MAX_GPUS
     assert sizing["runtime_reserve_gib"]["maximum"] == 4096
     sku = schema["components"]["schemas"]["HardwareSkuRequest"]["properties"]
-    assert sku["hbm_gb"]["maximum"] == 1e9
+    assert sku["hbm_gb"]["maximum"] == 100_000  # the engine's MAX_HBM_GB: a SKU's figures go to it as they are
+    assert sku["source"]["maxLength"] == 10_000  # free text, fleet.inputs.MAX_TEXT_CHARS
+    cluster = schema["components"]["schemas"]["ClusterRequest"]["properties"]
+    assert (cluster["nodes"]["minimum"], cluster["nodes"]["maximum"]) == (1, 1_000_000)
+    model = schema["components"]["schemas"]["ModelSpecRequest"]["properties"]
+    assert model["max_context_tokens"]["maximum"] == 100_000_000  # the engine's MAX_CONTEXT_TOKENS
+    assert model["hidden_size"]["maximum"] == 2**31 - 1
     params = {p["name"]: p for p in schema["paths"]["/api/v1/skus/"]["get"]["parameters"]}
     assert params["page_size"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 500}

@@ -1,5 +1,6 @@
 """Request parsers: DRF's, with the checks of ``fleet.inputs`` applied to every string a body
-carries (keys included) and, for JSON, a depth cap checked before parsing. Django's
+carries (keys included) and, for JSON, a depth cap and a cap on a number's digits checked before
+parsing (Python spends quadratic time on a long integer and refuses one of 4,301 digits). Django's
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` caps the body's size (DRF reads JSON and form bodies through
 ``request.body``); a larger one is a 413 (``fleet.api.errors``)."""
 
@@ -28,7 +29,8 @@ def _form_values(data: Any) -> dict[str, list[str]]:
 
 
 class JSONParser(parsers.JSONParser):
-    """JSON with at most ``fleet.inputs.MAX_JSON_DEPTH`` levels and no control characters."""
+    """JSON with at most ``fleet.inputs.MAX_JSON_DEPTH`` levels, no number of more than
+    ``fleet.inputs.MAX_NUMBER_DIGITS`` digits and no control characters."""
 
     def parse(self, stream, media_type=None, parser_context=None) -> Any:
         encoding = parsers.get_encoding(parser_context or {})
@@ -38,6 +40,8 @@ class JSONParser(parsers.JSONParser):
             raise ParseError(f"JSON parse error - the body is not {encoding} text ({exc.reason}).") from None
         if inputs.json_depth(text) > inputs.MAX_JSON_DEPTH:
             raise ParseError(inputs.DEPTH_MESSAGE)
+        if inputs.has_long_number(text):
+            raise ParseError(inputs.DIGITS_MESSAGE)
         try:
             data = json.loads(text, parse_constant=strict_constant if self.strict else None)
         except ValueError as exc:

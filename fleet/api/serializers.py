@@ -10,7 +10,6 @@ from rest_framework import serializers
 
 from fleet import inputs, registration
 from fleet.errors import InputError
-from fleet.limits import MAX_CONCURRENCY, MAX_REQUESTS_PER_DAY, MAX_TOKENS
 from fleet.models import (
     ApiPrice,
     Cluster,
@@ -22,15 +21,18 @@ from fleet.models import (
     Provider,
     Workload,
 )
+from fleet.models.base import SLUG_MAX_CHARS
 from fleet.models.snapshots import SNAPSHOT_STATES, describe_capacity
 from fleet.prices import PriceBook
-from planner.engine import PRICE_BASES, WEIGHT_FORMATS, superseded
+from planner.engine import MAX_PARAMS, PRICE_BASES, WEIGHT_FORMATS, superseded
 
 from .cleaning import ModelCleanMixin
+from .fields import BoundedJSONField, SlugRelation
 
 TIMESTAMPS = ("created", "updated")
 
 
+@extend_schema_field({"type": "string", "maxLength": 100})
 class ProviderField(serializers.SlugRelatedField):
     """A provider given by its name, matched whatever the case ("coreweave" is CoreWeave)."""
 
@@ -123,7 +125,7 @@ class HardwareSkuSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSeria
 
 class ClusterSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:cluster-detail", lookup_field="slug")
-    sku = serializers.SlugRelatedField(slug_field="slug", queryset=HardwareSku.objects.all())
+    sku = SlugRelation(queryset=HardwareSku.objects.all())
     provider = ProviderField(help_text="The provider's name (any case), one of /api/v1/providers/.")
     price_in_force = serializers.SerializerMethodField(
         help_text="The cluster's on-demand price in force today: its provider's own quote for the SKU, else that "
@@ -204,16 +206,14 @@ class CapacitySerializer(serializers.Serializer):
 
 class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:deployment-detail", lookup_field="slug")
-    cluster = serializers.SlugRelatedField(slug_field="slug", queryset=Cluster.objects.select_related("sku"))
-    model = serializers.SlugRelatedField(slug_field="slug", queryset=ModelSpec.objects.all())
-    workload = serializers.SlugRelatedField(
-        slug_field="slug", queryset=Workload.objects.all(), required=False, allow_null=True
-    )
+    cluster = SlugRelation(queryset=Cluster.objects.select_related("sku"))
+    model = SlugRelation(queryset=ModelSpec.objects.all())
+    workload = SlugRelation(queryset=Workload.objects.all(), required=False, allow_null=True)
     api_key = serializers.CharField(
         write_only=True,
         required=False,
         allow_blank=True,
-        max_length=500,
+        max_length=registration.MAX_API_KEY_CHARS,
         style={"input_type": "password"},
         help_text="Write-only. Omit to keep the stored key, send an empty string to clear it.",
     )
@@ -309,7 +309,7 @@ class DeploymentSerializer(ModelCleanMixin, serializers.ModelSerializer):
 
 class GpuQuoteSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:gpuquote-detail")
-    sku = serializers.SlugRelatedField(slug_field="slug", queryset=HardwareSku.objects.all())
+    sku = SlugRelation(queryset=HardwareSku.objects.all())
     provider = ProviderField(
         required=False,
         allow_null=True,
@@ -353,8 +353,7 @@ class GpuQuoteSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerializ
 
 class ApiPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:apiprice-detail", lookup_field="slug")
-    model = serializers.SlugRelatedField(
-        slug_field="slug",
+    model = SlugRelation(
         queryset=ModelSpec.objects.all(),
         required=False,
         allow_null=True,
@@ -440,17 +439,15 @@ class ModelSpecSerializer(ModelCleanMixin, serializers.ModelSerializer):
         )
 
 
-#: The most parameters a count may give (the engine's limit for an imported model).
-MAX_PARAMS = 10**15
-
-
 class ModelImportSerializer(serializers.Serializer):
     """``POST /api/v1/models/import/``: a config.json and what it does not say. Only types the body;
     ``fleet.registration.import_model`` converts and validates it."""
 
-    slug = serializers.CharField(max_length=64)
+    slug = serializers.CharField(max_length=SLUG_MAX_CHARS)
     name = serializers.CharField(max_length=100)
-    config = serializers.JSONField(help_text="The model's config.json, as a JSON object.")
+    config = BoundedJSONField(
+        max_chars=registration.MAX_CONFIG_BYTES, help_text="The model's config.json, as a JSON object (at most 2 MB)."
+    )
     total_params = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=MAX_PARAMS, help_text="Default: computed."
     )
@@ -464,13 +461,16 @@ class ModelImportSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="Every weight in this format; default: read from the config's quantization_config.",
     )
-    quant_config = serializers.JSONField(
-        required=False, allow_null=True, help_text="A ModelOpt hf_quant_config.json shipped beside the config."
+    quant_config = BoundedJSONField(
+        max_chars=registration.MAX_CONFIG_BYTES,
+        required=False,
+        allow_null=True,
+        help_text="A ModelOpt hf_quant_config.json shipped beside the config.",
     )
     hf_model_id = serializers.CharField(
         required=False, allow_blank=True, max_length=200, help_text="owner/name; default: the config's _name_or_path."
     )
-    source = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    source = serializers.CharField(required=False, allow_blank=True, max_length=inputs.MAX_TEXT_CHARS)
 
     def to_request(self) -> registration.ImportModelRequest:
         return registration.ImportModelRequest.from_fields(self.validated_data)
@@ -489,13 +489,6 @@ class WorkloadSerializer(ModelCleanMixin, serializers.ModelSerializer):
             *Workload.FIGURES,
             *TIMESTAMPS,
         )
-        extra_kwargs = {
-            "requests_per_day": {"max_value": MAX_REQUESTS_PER_DAY},
-            "mean_prompt_tokens": {"max_value": MAX_TOKENS},
-            "mean_output_tokens": {"max_value": MAX_TOKENS},
-            "p95_context_tokens": {"max_value": MAX_TOKENS},
-            "peak_concurrency": {"max_value": MAX_CONCURRENCY},
-        }
 
 
 class ProviderSerializer(ModelCleanMixin, serializers.ModelSerializer):

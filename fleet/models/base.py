@@ -13,13 +13,17 @@ validate_slug = RegexValidator(
 )
 
 
+#: The longest slug a record has (the API's and the pages' references to a record are as long at most).
+SLUG_MAX_CHARS = 64
+
+
 class SlugField(models.CharField):
     """A URL-safe identifier that, unlike Django's SlugField, allows dots."""
 
     default_validators = [validate_slug]
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("max_length", 64)
+        kwargs.setdefault("max_length", SLUG_MAX_CHARS)
         kwargs.setdefault("unique", True)
         super().__init__(*args, **kwargs)
 

@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from fleet import audit
+from fleet import audit, inputs
 from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 
 #: Entries on a record's page (its history section); the history page shows them all, paginated.
@@ -60,9 +60,10 @@ def record_history(request: HttpRequest, kind: str, key: str) -> HttpResponse:
     model, field = KINDS[kind]
     if not may_view(request.user, model):
         raise PermissionDenied
-    if field == "pk" and not key.isdigit():
+    lookup = inputs.whole_number(key) if field == "pk" else key
+    if lookup is None:
         raise Http404("No such record.")
-    record = get_object_or_404(model, **{field: key})
+    record = get_object_or_404(model, **{field: lookup})
     return history_page(request, record, back=_page_of(kind, record))
 
 

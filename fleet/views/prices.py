@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 
-from fleet import prices
+from fleet import inputs, prices
 from fleet.filters import ApiPriceFilter, GpuQuoteFilter
 from fleet.forms import ApiPriceForm, ApiPriceNoteForm, GpuQuoteEndForm, GpuQuoteForm
 from fleet.models import ApiPrice, GpuQuote, HardwareSku
@@ -24,7 +24,8 @@ def quote_list(request: HttpRequest) -> HttpResponse:
     today = timezone.now().date()
     skus = list(HardwareSku.objects.all())
     chosen = next((s for s in skus if s.slug == request.GET.get("sku")), None)
-    quotes = GpuQuoteFilter(request.GET, queryset=GpuQuote.objects.all()).qs
+    found = GpuQuoteFilter(request.GET, queryset=GpuQuote.objects.all())
+    quotes = found.qs
     rows = prices.quote_rows(
         quotes.order_by("sku__vendor", "sku__hbm_gb", "sku__name", "-quoted_on", "provider__name"), today
     )
@@ -45,7 +46,7 @@ def quote_list(request: HttpRequest) -> HttpResponse:
         if chosen is None or s == chosen
     ]
     context = {"rows": rows, "summary": summary, "skus": skus, "chosen": chosen, "today": today}
-    return render(request, "fleet/quotes.html", context)
+    return render(request, "fleet/quotes.html", context | {"filter_errors": found.errors})
 
 
 @add_or_change_required("fleet", "gpuquote")
@@ -53,8 +54,8 @@ def quote_form(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     """A new quote (``?from=<id>``: superseding that one, prefilled), or ending/annotating one."""
     quote = get_object_or_404(GpuQuote, pk=pk) if pk else None
     initial = None
-    if quote is None and (previous := request.GET.get("from", "")).isdigit():
-        old = GpuQuote.objects.filter(pk=int(previous)).first()
+    if quote is None and (previous := inputs.whole_number(request.GET.get("from"))) is not None:
+        old = GpuQuote.objects.filter(pk=previous).first()
         initial = prices.superseding_quote(old, timezone.now().date()) if old else None
     elif quote is None and request.GET.get("sku"):
         initial = {"sku": HardwareSku.objects.filter(slug=request.GET["sku"]).values_list("pk", flat=True).first()}
@@ -77,9 +78,9 @@ def quote_delete(request: HttpRequest, pk: int) -> HttpResponse:
 
 @perms_required("fleet.view_apiprice")
 def api_price_list(request: HttpRequest) -> HttpResponse:
-    listed = ApiPriceFilter(request.GET, queryset=ApiPrice.objects.all()).qs
-    rows = prices.api_price_rows(listed.order_by("provider", "model_name", "-quoted_on"), timezone.now().date())
-    return render(request, "fleet/api_prices.html", {"rows": rows})
+    found = ApiPriceFilter(request.GET, queryset=ApiPrice.objects.all())
+    rows = prices.api_price_rows(found.qs.order_by("provider", "model_name", "-quoted_on"), timezone.now().date())
+    return render(request, "fleet/api_prices.html", {"rows": rows, "filter_errors": found.errors})
 
 
 @add_or_change_required("fleet", "apiprice")

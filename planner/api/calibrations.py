@@ -16,6 +16,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from fleet.api.fields import SlugReference
 from fleet.api.history import HistoryMixin
 from fleet.api.permissions import ModelPermissions, require
 from planner.calibrations import CalibrationRequest, calibrate
@@ -30,13 +31,11 @@ class CalibrationRequestSerializer(serializers.Serializer):
     log = serializers.CharField(
         max_length=MAX_LOG_BYTES, trim_whitespace=False, help_text="The server's startup log as text (up to 5 MiB)."
     )
-    deployment = serializers.CharField(
-        required=False, max_length=64, help_text="Deployment slug: gives the model, the SKU and missing settings."
+    deployment = SlugReference(
+        required=False, help_text="Deployment slug: gives the model, the SKU and missing settings."
     )
-    model = serializers.CharField(
-        required=False, max_length=64, help_text="Model slug (default: the deployment's, else the logged model's)."
-    )
-    sku = serializers.CharField(required=False, max_length=64, help_text="SKU slug; required without a deployment.")
+    model = SlugReference(required=False, help_text="Model slug (default: the deployment's, else the logged model's).")
+    sku = SlugReference(required=False, help_text="SKU slug; required without a deployment.")
     engine_version = serializers.CharField(
         required=False, max_length=40, help_text="The engine's release when the log does not print it (SGLang)."
     )

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fleet.api.fields import SlugReference
 from fleet.api.history import HistoryMixin
 from fleet.api.permissions import require
 from fleet.limits import MAX_DEGREE, MAX_GPUS, MAX_MONTHLY, MAX_PRICE_USD
@@ -49,7 +50,7 @@ class BreakevenRequestSerializer(serializers.Serializer):
         required=False, min_value=1, max_value=MAX_GPUS, help_text="Default: the deployment's GPUs."
     )
     usd_per_gpu_hour = _money(help_text="Inline rate; or give `deployment` or `sku` to use the price in force.")
-    sku = serializers.CharField(
+    sku = SlugReference(
         required=False,
         help_text="SKU slug: its price in force is the rate (the cheapest provider's quote, else the cheapest public "
         "list price). With a deployment, its cluster's provider's price is used instead.",
@@ -78,20 +79,20 @@ class BreakevenRequestSerializer(serializers.Serializer):
         help_text=f"Default {DEFAULT_DAYS_PER_MONTH}: every monthly figure is for a {MONTH_LABEL} (the response's "
         "`month` says which), not a calendar month (spend's).",
     )
-    api_price = serializers.CharField(required=False, help_text="API price slug (or the three inline prices).")
+    api_price = SlugReference(required=False, help_text="API price slug (or the three inline prices).")
     input_cache_hit_usd_per_mtok = _money()
     input_cache_miss_usd_per_mtok = _money()
     output_usd_per_mtok = _money()
-    workload = serializers.CharField(
+    workload = SlugReference(
         required=False,
         help_text="Workload slug: fills the monthly tokens (requests/day x mean tokens x days_per_month) and the "
         "cache hit rate.",
     )
-    deployment = serializers.CharField(
+    deployment = SlugReference(
         required=False,
         help_text="Deployment slug: fills gpus, sku, the model (weights) and, from the throughput model, the capacity.",
     )
-    model = serializers.CharField(
+    model = SlugReference(
         required=False, help_text="Model slug: fills weights_bytes (one copy, with block scales) for the download."
     )
     monthly_input_tokens = _count(help_text=f"Prompt tokens a month (a {MONTH_LABEL} by default).")
@@ -105,6 +106,7 @@ class BreakevenRequestSerializer(serializers.Serializer):
         max_digits=10,
         decimal_places=4,
         min_value=Decimal(0),
+        max_value=Decimal(MAX_PRICE_USD),
         required=False,
         help_text="Keep the weights on a persistent volume at this price (decimal GB).",
     )
@@ -211,7 +213,7 @@ class DecisionSerializer(serializers.ModelSerializer):
 
 
 class DecisionCreateSerializer(serializers.Serializer):
-    workload = serializers.CharField(help_text="Workload slug.")
+    workload = SlugReference(help_text="Workload slug.")
     tier = serializers.ChoiceField(choices=Decision.Tier.choices)
     note = serializers.CharField(required=False, allow_blank=True, max_length=NOTE_MAX_CHARS)
     breakeven = BreakevenRequestSerializer(

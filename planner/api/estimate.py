@@ -13,8 +13,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fleet.api.fields import SlugReference
 from fleet.api.permissions import require
-from fleet.limits import MAX_DEGREE, MAX_TOKENS
+from fleet.limits import MAX_DEGREE, MAX_PRICE_USD, MAX_TOKENS
 from planner.engine import KV_CACHE_DTYPES, WEIGHT_FORMATS
 from planner.estimates import EstimateRequest, estimate_layout
 
@@ -25,9 +26,9 @@ MAX_BATCH = 1 << 20
 class EstimateRequestSerializer(serializers.Serializer):
     """``POST /api/v1/estimate/`` request body (defaults are ``EstimateRequest``'s)."""
 
-    model = serializers.CharField(required=False, help_text="Model slug, e.g. kimi-k3 (default: the deployment's).")
-    sku = serializers.CharField(required=False, help_text="SKU slug, e.g. h200-141gb (default: the deployment's).")
-    deployment = serializers.CharField(
+    model = SlugReference(required=False, help_text="Model slug, e.g. kimi-k3 (default: the deployment's).")
+    sku = SlugReference(required=False, help_text="SKU slug, e.g. h200-141gb (default: the deployment's).")
+    deployment = SlugReference(
         required=False,
         help_text="Deployment slug: its model, SKU, layout, KV dtype, memory utilisation and its workload's mean "
         "prompt and output tokens are the defaults of every field left out.",
@@ -80,6 +81,7 @@ class EstimateRequestSerializer(serializers.Serializer):
         max_digits=12,
         decimal_places=4,
         min_value=0,
+        max_value=MAX_PRICE_USD,
         help_text="Adds usd_per_mtok and its band (default: no money).",
     )
 

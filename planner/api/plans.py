@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from fleet import outbox
+from fleet.api.fields import SlugReference
 from fleet.api.permissions import require
 from fleet.errors import ConflictError
 from planner.engine import MODES
@@ -28,22 +29,31 @@ from planner.plans import (
     submit_plan,
 )
 
+#: The most candidate SKUs one plan may name (the catalogue has a dozen).
+MAX_PLAN_SKUS = 100
+
 
 class PlanRequestSerializer(serializers.Serializer):
     """``POST /api/v1/plans/`` request body (defaults are ``PlanRequest``'s)."""
 
-    model = serializers.CharField(help_text="Model slug.")
-    workload = serializers.CharField(help_text="Workload slug.")
+    model = SlugReference(help_text="Model slug.")
+    workload = SlugReference(help_text="Workload slug.")
     skus = serializers.ListField(
-        child=serializers.CharField(),
+        child=SlugReference(),
+        max_length=MAX_PLAN_SKUS,
         required=False,
         help_text="Candidate SKU slugs (default: every SKU with an on-demand quote in force).",
     )
     max_nodes = serializers.IntegerField(required=False, min_value=1, max_value=MAX_NODES_LIMIT, help_text="Default 8.")
     kv_cache_dtypes = serializers.ListField(
-        child=serializers.ChoiceField(choices=PLAN_KV_CACHE_DTYPES), required=False, allow_empty=False
+        child=serializers.ChoiceField(choices=PLAN_KV_CACHE_DTYPES),
+        max_length=len(PLAN_KV_CACHE_DTYPES),
+        required=False,
+        allow_empty=False,
     )
-    modes = serializers.ListField(child=serializers.ChoiceField(choices=MODES), required=False, allow_empty=False)
+    modes = serializers.ListField(
+        child=serializers.ChoiceField(choices=MODES), max_length=len(MODES), required=False, allow_empty=False
+    )
     on = serializers.DateField(required=False, help_text="Date of the GPU quotes used (default: today).")
     price_basis = serializers.ChoiceField(
         choices=list(PRICE_BASES),

@@ -15,8 +15,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fleet.api import parsers
+from fleet.api.fields import SlugReference
 from fleet.api.permissions import require
-from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_TOKENS
+from fleet.limits import MAX_BLOCK_TOKENS, MAX_DEGREE, MAX_GIB_PER_GPU, MAX_TOKENS
 from planner.engine import (
     CACHE_MODES,
     DEFAULT_ENGINE,
@@ -44,8 +45,8 @@ MAX_CONCURRENCY = 1_000_000
 class PrefixCacheRequestSerializer(serializers.Serializer):
     """``POST /api/v1/prefix-cache/`` body (defaults are ``PrefixCacheRequest``'s)."""
 
-    model = serializers.CharField(help_text="Model slug, e.g. qwen3-next-80b-a3b.")
-    sku = serializers.CharField(help_text="SKU slug, e.g. h200-141gb.")
+    model = SlugReference(help_text="Model slug, e.g. qwen3-next-80b-a3b.")
+    sku = SlugReference(help_text="SKU slug, e.g. h200-141gb.")
     engine = serializers.ChoiceField(
         choices=Names(prefix_cache_engines), required=False, help_text=f"Default {DEFAULT_ENGINE}."
     )
@@ -99,7 +100,10 @@ class PrefixCacheRequestSerializer(serializers.Serializer):
         help_text="KV cache memory per GPU as the engine logs it (GiB); replaces the computed budget.",
     )
     block_size_tokens = serializers.IntegerField(
-        required=False, min_value=1, max_value=65536, help_text="--block-size / --page-size (default: the engine's)."
+        required=False,
+        min_value=1,
+        max_value=MAX_BLOCK_TOKENS,
+        help_text="--block-size / --page-size (default: the engine's).",
     )
     concurrency = serializers.IntegerField(
         required=False,
@@ -116,7 +120,7 @@ class PrefixCacheRequestSerializer(serializers.Serializer):
     mamba_chunk_size_tokens = serializers.IntegerField(
         required=False,
         min_value=1,
-        max_value=65536,
+        max_value=MAX_BLOCK_TOKENS,
         help_text="The model's SSD/FLA chunk (default: vLLM 256 for 'all', SGLang 64).",
     )
     granularities = serializers.ListField(

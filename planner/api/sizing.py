@@ -12,8 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fleet.api.fields import SlugReference
 from fleet.api.permissions import require
-from fleet.limits import MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_TOKENS
+from fleet.limits import MAX_BLOCK_TOKENS, MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_TOKENS
 from planner.engine import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     DEFAULT_KV_CACHE_DTYPE,
@@ -35,9 +36,9 @@ PROFILES = Names(profile_names)
 class SizingRequestSerializer(serializers.Serializer):
     """``POST /api/v1/sizing/`` request body (defaults are ``SizingRequest``'s)."""
 
-    model = serializers.CharField(required=False, help_text="Model slug, e.g. kimi-k3 (default: the deployment's).")
-    sku = serializers.CharField(required=False, help_text="SKU slug, e.g. h200-141gb (default: the deployment's).")
-    deployment = serializers.CharField(
+    model = SlugReference(required=False, help_text="Model slug, e.g. kimi-k3 (default: the deployment's).")
+    sku = SlugReference(required=False, help_text="SKU slug, e.g. h200-141gb (default: the deployment's).")
+    deployment = SlugReference(
         required=False,
         help_text="Deployment slug: its model, SKU, layout, KV dtype, max_model_len, utilisation, engine, "
         "release and block size are the defaults of every field left out.",
@@ -100,7 +101,10 @@ class SizingRequestSerializer(serializers.Serializer):
         help_text="Tokens the engine's concurrency is quoted at (default: the model's maximum).",
     )
     block_size_tokens = serializers.IntegerField(
-        required=False, min_value=1, max_value=65536, help_text="--block-size / --page-size (default: the engine's)."
+        required=False,
+        min_value=1,
+        max_value=MAX_BLOCK_TOKENS,
+        help_text="--block-size / --page-size (default: the engine's).",
     )
     available_kv_cache_gib = serializers.FloatField(
         required=False,

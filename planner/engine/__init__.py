@@ -92,7 +92,17 @@ from planner.engine.formats import (
 )
 from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
-from planner.engine.limits import MAX_TRACE_BYTES, MAX_TRACE_ROWS
+from planner.engine.limits import (
+    MAX_CONTEXT_TOKENS,
+    MAX_DIMENSION,
+    MAX_EXPERTS,
+    MAX_GPUS,
+    MAX_HBM_GB,
+    MAX_PARAMS,
+    MAX_RATE,
+    MAX_TRACE_BYTES,
+    MAX_TRACE_ROWS,
+)
 from planner.engine.prefix_cache import (
     CACHE_MODES,
     DEFAULT_GRANULARITIES,
@@ -198,8 +208,15 @@ __all__ = [
     "KIB",
     "KINDS",
     "KV_CACHE_DTYPES",
+    "MAX_CONTEXT_TOKENS",
+    "MAX_DIMENSION",
+    "MAX_EXPERTS",
+    "MAX_GPUS",
+    "MAX_HBM_GB",
     "MAX_LOG_BYTES",
+    "MAX_PARAMS",
     "MAX_PRICE_USD",
+    "MAX_RATE",
     "MAX_TRACE_BYTES",
     "MAX_TRACE_ROWS",
     "MIB",

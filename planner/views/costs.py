@@ -51,11 +51,17 @@ def _stored(workload_slug: str | None) -> dict:
     return {"stored_workload": workload, "stored": stored, "stored_state": stored.state() if stored else "pending"}
 
 
-def _rent_page(request: HttpRequest, source, decision_form: DecisionForm | None = None, status: int = 200):
+def _rent_page(
+    request: HttpRequest,
+    source,
+    decision_form: DecisionForm | None = None,
+    status: int = 200,
+    recompute_errors: dict | None = None,
+):
     inputs = RentVsApiForm.starting_inputs(source)
     form = RentVsApiForm(inputs)
     context = {"form": form, "inputs": inputs, "decision_form": decision_form or DecisionForm(), **_compare(form)}
-    context.update(_stored(inputs.get("workload")))
+    context.update(_stored(inputs.get("workload")), recompute_errors=recompute_errors)
     return render(request, "planner/rent_vs_api.html", context, status=status)
 
 
@@ -105,7 +111,7 @@ def recompute_breakeven(request: HtmxHttpRequest) -> HttpResponse:
     if not form.is_valid():
         if is_partial(request):
             return render(request, "planner/_stored_breakeven.html", {"recompute_errors": form.errors}, status=400)
-        return _rent_page(request, request.POST, status=400)
+        return _rent_page(request, request.POST, status=400, recompute_errors=form.errors)
     workload = form.cleaned_data["workload"]
     with transaction.atomic():
         request_refresh(workloads=[workload.pk], reason=RECOMPUTE_REASON)
@@ -153,11 +159,13 @@ def decisions(request: HtmxHttpRequest) -> HttpResponse:
     return _decisions_page(request)
 
 
-def _decisions_page(request: HtmxHttpRequest, status: int = 200) -> HttpResponse:
+def _decisions_page(request: HtmxHttpRequest, status: int = 200, whole: bool = False) -> HttpResponse:
+    """The decision log; the table alone for an HTMX fragment request unless ``whole`` (a refusal: its
+    message is above the table)."""
     form = DecisionTableForm(request.GET)
     page = form.paginate(form.apply(tables.decisions()))
     context = table_context(form, page, tables.decision_items(page.object_list)) | {"zero": Decimal(0)}
-    if is_partial(request):
+    if is_partial(request) and not whole:
         return render(request, "planner/_decisions_table.html", context, status=status)
     return render(request, "planner/decisions.html", context, status=status)
 
@@ -173,12 +181,12 @@ def supersede_decision(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     form = SupersedeForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Supersede from the decision log's button.")
-        return _decisions_page(request, status=400)
+        return _decisions_page(request, status=400, whole=True)
     try:
         new = supersede_after_review(decision.pk, user=request.user, favours=form.cleaned_data["favours"])
     except FIELD_ERRORS as exc:
         messages.error(request, f"Decision {decision.pk} not superseded: {describe(exc)}")
-        return _decisions_page(request, status=400)
+        return _decisions_page(request, status=400, whole=True)
     messages.success(request, f"Decision {decision.pk} superseded: {new.get_tier_display()} for {new.workload.name}.")
     return redirect("decisions")
 

@@ -60,7 +60,9 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
     deployments = Deployment.objects.only(*FLEET_ROW_FIELDS).select_related("capacity_snapshot", "workload")
     deployments = tables.with_snapshot_cost(deployments.prefetch_related(models))
     table = FleetTableForm(request.GET)
-    clusters = table.apply(ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku", "provider")).qs)
+    clusters = table.apply(
+        table.filtered(ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku", "provider")))
+    )
     page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
     shown = list(page.object_list.prefetch_related(Prefetch("deployments", deployments.order_by("slug"))))
     rows = stored_headroom([d for c in shown for d in c.deployments.all()])
@@ -97,9 +99,9 @@ def fleet_csv(request: HtmxHttpRequest) -> HttpResponse:
     """Every deployment of the clusters the fleet page's filters, search and order select (every
     page), with its headroom, as CSV (a refused input: 400)."""
     table = FleetTableForm(request.GET)
+    clusters = table.apply(table.filtered(ClusterFilter(request.GET, queryset=tables.clusters())))
     if not table.is_valid():
         return HttpResponseBadRequest(table.errors.as_text(), content_type="text/plain")
-    clusters = table.apply(ClusterFilter(request.GET, queryset=tables.clusters()).qs)
     today = timezone.now().date()
     return csv_response("fleet", tables.FLEET_CSV, tables.fleet_csv_rows(clusters, today), today)
 

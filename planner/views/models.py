@@ -35,7 +35,7 @@ from planner.forms import ModelTableForm
 
 def _models(request: HttpRequest, form: ModelTableForm):
     """The models the list's filters (``ModelSpecFilter``), search and sort select."""
-    return form.apply(ModelSpecFilter(request.GET, queryset=tables.models()).qs)
+    return form.apply(form.filtered(ModelSpecFilter(request.GET, queryset=tables.models())))
 
 
 @perms_required("fleet.view_modelspec")
@@ -54,9 +54,10 @@ def model_list(request: HtmxHttpRequest) -> HttpResponse:
 def model_list_csv(request: HttpRequest) -> HttpResponse:
     """Every model the list selects, in its order, as CSV (a refused input: 400)."""
     form = ModelTableForm(request.GET)
+    models = _models(request, form)
     if not form.is_valid():
         return HttpResponseBadRequest(form.errors.as_text(), content_type="text/plain")
-    rows = tables.model_csv_rows(tables.model_rows(_models(request, form)))
+    rows = tables.model_csv_rows(tables.model_rows(models))
     return csv_response("models", tables.MODEL_CSV, rows, timezone.now().date())
 
 

@@ -57,9 +57,9 @@ def prefix_cache_page(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = PrefixCacheForm(request.POST, request.FILES)
     else:
-        asked = {k: v for k, v in request.GET.items() if v != ""}
+        asked = {k: v for k, v in request.GET.items() if v != "" and k != "deployment"}
         # ?deployment=<slug>: start from what that deployment serves (for users who may read deployments).
-        slug = asked.pop("deployment", "") if request.user.has_perm("fleet.view_deployment") else ""
+        slug = request.GET.get("deployment", "") if request.user.has_perm("fleet.view_deployment") else ""
         served = Deployment.objects.select_related("cluster__sku", "model").filter(slug=slug).first() if slug else None
         start = PrefixCacheForm.of_deployment(served) if served is not None else PrefixCacheForm.EXAMPLE
         form = PrefixCacheForm({**start, **asked})
