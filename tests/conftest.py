@@ -18,6 +18,8 @@ from rest_framework.test import APIClient
 # Every response and log record of the session is searched for the tests' API keys (secret_scan.py).
 from secret_scan import _no_secret_leaked, _secret_scan_session  # noqa: F401
 
+from tests.roles import ensure_role_groups
+
 KIMI_K3_GROUPS = [
     {
         "kind": "linear",
@@ -101,21 +103,6 @@ def fresh_cache():
 def fast_password_hashing(settings):
     """Tests create many users; full-strength PBKDF2 would cost ~0.3 s each. Tests only."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def ensure_role_groups() -> None:
-    """The migrations create the role groups with their permissions, but a transactional test's
-    flush deletes them (post_migrate recreates only the permissions): grant them again if so."""
-    from django.apps import apps
-    from django.contrib.auth.models import Group
-
-    from fleet import permissions as fleet_permissions
-    from planner import permissions as planner_permissions
-
-    granted = Group.objects.filter(name__in=fleet_permissions.ROLES, permissions__isnull=False).distinct()
-    if granted.count() < len(fleet_permissions.ROLES):
-        fleet_permissions.grant(apps, "fleet", fleet_permissions.GRANTS)
-        fleet_permissions.grant(apps, "planner", planner_permissions.GRANTS)
 
 
 @pytest.fixture

@@ -186,9 +186,8 @@ def quiet_refusals() -> Iterator[None]:
 def world(django_db_setup: None, django_db_blocker: Any, quiet_refusals: None) -> Iterator[World]:
     """The records and a logged-in client per role, once for the module, in a transaction rolled back
     at its end; each test's own transaction (and each request's savepoint) nests inside it."""
-    from conftest import ensure_role_groups
-
     from planner.answers import coalesced
+    from tests.roles import ensure_role_groups
 
     with django_db_blocker.unblock(), transaction.atomic():
         ensure_role_groups()
