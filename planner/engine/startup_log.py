@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from itertools import compress, count
 from typing import Any
 
@@ -154,11 +155,12 @@ class StartupLog:
 #
 # Every rule names its *trigger*: literal text that every match of its pattern contains. A rule's
 # pattern only runs on a line holding its trigger, and the lines read at all are the lines holding
-# some line-level trigger (``_LINE_TRIGGERS``), found by scanning the whole text once per trigger
-# (``str.find``, in C). Each pattern is linear in its line: it starts with literal text and runs no
-# ``.*?`` that a repeated prefix could restart (the two SGLang rules that need "A ... then B" find the
-# first A and search for B after it: ``_Rule.after``). So a log costs one pass per trigger plus the
-# lines that name something, whatever its lines hold (docs/benchmarks.md, "Calibration").
+# some line-level trigger (``_LINE_TRIGGERS``), found by scanning the whole text once for each of a
+# few literals the triggers hold (``_SCAN_LITERALS``; ``str.find``, in C). Each pattern is linear in
+# its line: it starts with literal text and runs no ``.*?`` that a repeated prefix could restart (the
+# SGLang rules that need "A ... then B" find the first A and search for B after it: ``_Rule.after``).
+# So a log costs a few passes plus the lines that name something, whatever its lines hold
+# (docs/benchmarks.md, "Calibration").
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,11 +383,9 @@ _UNSUPPORTED: tuple[tuple[str, Callable[[str], str | None]], ...] = (
 )
 _SGLANG_HINTS = ("sglang", "server_args=ServerArgs", "max_total_num_tokens=", _SGL_KV_TRIGGER)
 _VLLM_HINTS = ("vLLM", "vllm", "LLM engine (v", "GPU KV cache size", _AVAILABLE_TRIGGER)
-_SGLANG_HINT = re.compile("|".join(map(re.escape, _SGLANG_HINTS)))
-_VLLM_HINT = re.compile("|".join(map(re.escape, _VLLM_HINTS)))
 
 #: Every line-level trigger: a line holding none of them is counted and not read.
-_ALL_LINE_TRIGGERS: tuple[str, ...] = tuple(
+_LINE_TRIGGERS: tuple[str, ...] = tuple(
     dict.fromkeys(
         (
             *_COMMAND_TRIGGERS,
@@ -402,10 +402,26 @@ _ALL_LINE_TRIGGERS: tuple[str, ...] = tuple(
         )
     )
 )
-#: What the text is scanned for: a trigger holding another one finds no line that one does not.
-_LINE_TRIGGERS: tuple[str, ...] = tuple(
-    t for t in _ALL_LINE_TRIGGERS if not any(u != t and u in t for u in _ALL_LINE_TRIGGERS)
-)
+#: What the text is scanned for (each once, ``str.find``): every line-level trigger holds one of these
+#: (tests/engine/test_startup_log_bounded.py), so a line holding none of them holds no trigger. Fewer
+#: and shorter than the triggers: a line naming many figures costs one step per literal it holds.
+_SCAN_LITERALS: tuple[str, ...] = (
+    "vllm", "vLLM", "sglang", "LLM engine (", "args", "memory", "Cache is allocated", "max_total_num_tokens=",
+    "GPU KV cache size", "Maximum concurrency for ", *_BANNER_TRIGGERS, "rchitecture", "took ", "Using max model len ",
+    "block", "Padding mamba page size by ", "Load weight end",
+)  # fmt: skip
+
+
+def _command_in(line: str) -> bool:
+    """Whether the line shows the command that started the server (matched at each ``vllm`` and
+    ``sglang`` only: the pattern has no literal start for the regex engine to skip to)."""
+    for start in ("vllm", "sglang"):
+        at = line.find(start)
+        while at >= 0:
+            if _COMMAND.match(line, at):
+                return True
+            at = line.find(start, at + 1)
+    return False
 
 
 def _rank_of(line: str) -> int | None:
@@ -451,26 +467,33 @@ def _unsupported(line: str) -> str | None:
     return None
 
 
-def _lines_to_read(joined: str, limit: int) -> tuple[list[int], bool]:
-    """The indices (ascending) of the first ``limit`` lines holding a line-level trigger, and whether
-    more such lines were left unread; ``joined`` is the lines joined by newlines. One ``str.find``
-    scan of the text per trigger (in C), one step per line found."""
-    found: set[int] = set()
+def _lines_to_read(joined: str, limit: int) -> tuple[list[tuple[int, tuple[str, ...]]], bool]:
+    """The first ``limit`` lines holding a scan literal (so every line holding a line-level trigger
+    among them), ascending, each with the literals it holds; and whether more such lines were left
+    unread. ``joined`` is the lines joined by newlines. One ``str.find`` scan of the text per literal
+    (in C), one step per line it finds."""
+    found: dict[int, list[str]] = {}
     more = False
-    for trigger in _LINE_TRIGGERS:
+    for trigger in _SCAN_LITERALS:
         pos, line, counted, taken = joined.find(trigger), 0, 0, 0
         while pos >= 0:
             if taken == limit:
                 more = True
                 break
             line += joined.count("\n", counted, pos)
-            found.add(line)
+            found.setdefault(line, []).append(trigger)
             taken += 1
             counted = pos
             end = joined.find("\n", pos)
             pos = joined.find(trigger, end + 1) if end >= 0 else -1
     ordered = sorted(found)
-    return ordered[:limit], more or len(ordered) > limit
+    return [(line, tuple(found[line])) for line in ordered[:limit]], more or len(ordered) > limit
+
+
+@lru_cache(maxsize=256)
+def _rules_for(literals: tuple[str, ...]) -> tuple[_Rule, ...]:
+    """The line rules (in their order) whose trigger holds one of the scan literals a line holds."""
+    return tuple(rule for rule in _LINE_RULES if any(lit in rule.trigger for lit in literals))
 
 
 def parse_startup_log(text: str) -> StartupLog:
@@ -488,7 +511,9 @@ def parse_startup_log(text: str) -> StartupLog:
             "log", f"The log is over {MAX_LOG_BYTES // (1024 * 1024)} MiB; paste only the startup (the first few MB)."
         )
     all_lines = text.splitlines()
-    long_lines = list(compress(count(), map(MAX_LINE_CHARS.__lt__, map(len, all_lines))))
+    long_lines = []
+    if max(map(len, all_lines), default=0) > MAX_LINE_CHARS:
+        long_lines = list(compress(count(), map(MAX_LINE_CHARS.__lt__, map(len, all_lines))))
     for index in long_lines:
         all_lines[index] = all_lines[index][:MAX_LINE_CHARS]
     joined = "\n".join(all_lines)
@@ -503,22 +528,18 @@ def parse_startup_log(text: str) -> StartupLog:
     unsupported: str | None = None
     cli = _Collector()
     consumed = 0  # lines before this one were read as a command's continuation
-    for index in to_read:
+    for index, literals in to_read:
         if index < consumed:
             continue
         line = all_lines[index]
-        if (
-            ("vllm" in line or "sglang" in line)
-            and _COMMAND.search(line)
-            and not (_CONFIG_TRIGGER in line and _CONFIG_LINE.search(line))
-        ):
+        if _command_in(line) and not (_CONFIG_TRIGGER in line and _CONFIG_LINE.search(line)):
             if line.rstrip().endswith("\\"):
                 consumed = _read_continued(all_lines, index, cli)
             else:
                 _read_command(line, cli)
-        if _SGLANG_HINT.search(line):
+        if any(map(line.__contains__, _SGLANG_HINTS)):
             sglang_hits += 1
-        if _VLLM_HINT.search(line):
+        if any(map(line.__contains__, _VLLM_HINTS)):
             vllm_hits += 1
         rank = _rank_of(line)
         if _CONFIG_TRIGGER in line and (m := _CONFIG_LINE.search(line)):
@@ -546,7 +567,7 @@ def parse_startup_log(text: str) -> StartupLog:
                 continue
         if unsupported is None and (name := _unsupported(line)):
             unsupported = name
-        c.put_all(_LINE_RULES, line, rank)
+        c.put_all(_rules_for(literals), line, rank)
     v = c.values
     for name, value in cli.values.items():
         if not name.startswith("_"):

@@ -206,3 +206,9 @@ def test_a_secret_open_at_the_cut_is_masked_to_the_end():
     # A token crossing the cut is read whole (the head runs to a line end past it): masked.
     token = "x" * (chars - 5) + " sk-0123456789abcdefghijklmnop\n" + "y\n" * module.MAX_LINE_CHARS
     assert "sk-0" not in redacted_head(token, chars)[0]
+
+
+def test_every_trigger_is_found_by_the_scan():
+    # A line is read only if it holds a scan literal: every rule's trigger must hold one.
+    missing = [t for t in module._LINE_TRIGGERS if not any(lit in t for lit in module._SCAN_LITERALS)]
+    assert missing == []
