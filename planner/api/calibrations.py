@@ -135,6 +135,11 @@ class CalibrationViewSet(
     serializer_class = CalibrationSerializer
     filterset_class = CalibrationFilter
     ordering_fields = ["created", "measured_on"]
+    #: Creating counts against the user's calibration limit (fleet.rate_limits; with the page form's).
+    throttle_scope = "calibration"
+
+    def limited(self, request: Request) -> bool:
+        return self.action == "create"
 
     def get_permissions(self):
         if self.action == "create":
