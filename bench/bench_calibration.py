@@ -150,6 +150,7 @@ def load_parser(path: str | None):
         return parse_startup_log, lambda text: redacted_head(text, 256 * 1024)
     spec = importlib.util.spec_from_file_location("planner.engine._bench_startup_log", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     # The former service redacted the whole log, then kept its first 256 KiB.
     return module.parse_startup_log, lambda text: module.redact_startup_log(text)[: 256 * 1024]
