@@ -239,8 +239,9 @@ def main() -> int:
             statuses.setdefault(f"{name} page", set()).add(r.status_code)
 
         service(QWEN3_NEXT.read_text(encoding="utf-8"))  # warm: imports, the engine's memo
+        print(f"\nCPU ms of one call, best / median of {args.runs}:\n")
         print(
-            "\nCPU ms, best / median: | case | MiB | lines | parse | stored head redacted | `calibrate()` | "
+            "| case | MiB | lines | parse | stored head redacted | `calibrate()` | "
             "`POST /api/v1/calibrations/` | page form (HTMX) | answers (API, page) |"
         )
         print("|---|---|---|---|---|---|---|---|---|")
