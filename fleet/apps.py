@@ -6,7 +6,7 @@ class FleetConfig(AppConfig):
     verbose_name = "Fleet inventory and live state"
 
     def ready(self) -> None:
-        from fleet import audit
+        from fleet import audit, rate_limits  # noqa: F401 (rate_limits: its system check)
         from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
 
         # The audit trail (fleet/audit.py): every create, update and delete of these records.

@@ -32,7 +32,18 @@ _LONG_NUMBER = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1},}}")
 def has_long_number(text: str) -> bool:
     """Whether ``text`` (raw JSON) holds a run of more than ``MAX_NUMBER_DIGITS`` digits outside its
     strings: a number too long to be a figure (checked before parsing, so it costs no parse)."""
-    return bool(_LONG_NUMBER.search(_STRING.sub('""', text)))
+    return bool(_LONG_NUMBER.search(without_strings(text, '""')))
+
+
+def without_strings(text: str, instead: str = "") -> str:
+    """``text`` (raw JSON) with each string replaced by ``instead``: its escaped backslashes and quotes
+    dropped, then every other stretch between two quotes. Four passes in C (a regex over the strings
+    stepped through every escape: 0.3 s for a 5 MiB log of short lines). On valid JSON it is the JSON
+    lexer's view; on invalid text it agrees with the lexer up to the first error, past which the
+    parser reads nothing (a string left open swallows the rest, as the parser would stop there)."""
+    if '"' not in text:
+        return text
+    return instead.join(text.replace("\\\\", "").replace('\\"', "").split('"')[::2])
 
 
 #: The longest text a page's number field reads: more characters than any figure has digits, so a
@@ -67,7 +78,6 @@ MAX_JSON_FIELD_CHARS = 64 * 1024
 JSON_SIZE_MESSAGE = f"More than {MAX_JSON_FIELD_CHARS:,} characters of JSON; no record here needs that much."
 
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
@@ -81,7 +91,7 @@ ANSI_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
 def control_character_message(value: str, *, log: bool = False) -> str | None:
     """The message for the first refused control character (or lone surrogate) in ``value``, or
     None when clean; ``log``: ANSI escape sequences are not refused (``LOG_FIELDS``)."""
-    if log:
+    if log and "\x1b" in value:
         value = ANSI_SEQUENCE.sub("", value)
     found = CONTROL_CHARACTERS.search(value)
     if found is None:
@@ -117,7 +127,7 @@ def json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> int:
     """How deep ``text`` nests arrays and objects, counting up to ``limit + 1`` (then it stops).
     Brackets inside strings do not count; the text need not be valid JSON."""
     depth = deepest = 0
-    for bracket in _BRACKET.findall(_STRING.sub("", text)):
+    for bracket in _BRACKET.findall(without_strings(text)):
         if bracket in "[{":
             depth += 1
             if depth > deepest:

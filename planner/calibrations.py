@@ -39,7 +39,7 @@ from planner.engine import (
     SizingResult,
     StartupLog,
     parse_startup_log,
-    redact_startup_log,
+    redacted_head,
     size,
     startup_log_engines,
 )
@@ -337,7 +337,8 @@ def calibrate(request: CalibrationRequest, user: Any = None) -> Calibration:
             given = _size(model, sku, {**kwargs, "available_kv_cache_gib": logged_memory}, notes)
         figures = compare(log, given, hardware)
         prediction = _prediction(kwargs, logged_memory, given, hardware, list(dict.fromkeys(notes)))
-    text = redact_startup_log(request.log)
+    # Only what is stored is redacted (its first LOG_TEXT_MAX_CHARS): bounded work for any log.
+    log_text, log_truncated = redacted_head(request.log, LOG_TEXT_MAX_CHARS)
     with transaction.atomic():
         return Calibration.objects.create(
             deployment=deployment,
@@ -351,7 +352,7 @@ def calibrate(request: CalibrationRequest, user: Any = None) -> Calibration:
             prediction=prediction,
             figures=figures,
             unsupported_architecture=(log.unsupported_architecture or "")[:200],
-            log_text=text[:LOG_TEXT_MAX_CHARS],
-            log_truncated=len(text) > LOG_TEXT_MAX_CHARS,
+            log_text=log_text,
+            log_truncated=log_truncated,
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )

@@ -127,6 +127,17 @@ def test_nul_and_lone_surrogates_are_refused_by_the_parser(platform_api, next_de
         assert response.json()["log"] == [message]
 
 
+def test_the_serializer_still_refuses_lone_surrogates_itself():
+    """Its log field checks them with one regex search instead of DRF's loop over every character
+    (issue 29: 0.2 s of a 5 MiB log); same refusal, same message, for a caller past the parsers."""
+    from planner.api.calibrations import CalibrationRequestSerializer
+
+    incoming = CalibrationRequestSerializer(data={"log": "GPU KV cache size: 16 tokens \udfff"})
+    assert not incoming.is_valid()
+    assert incoming.errors["log"] == ["Surrogate characters are not allowed: U+DFFF."]
+    assert CalibrationRequestSerializer(data={"log": "GPU KV cache size: 16 tokens"}).is_valid()
+
+
 def test_a_log_over_the_cap_is_refused_with_the_cap_named(platform_api, next_deployment, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 16 * 1024 * 1024
     response = platform_api.post(URL, {"log": "x" * (5 * 1024 * 1024 + 1), "deployment": "next"}, format="json")

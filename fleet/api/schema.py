@@ -25,7 +25,8 @@ DESCRIPTIONS = {
     "409": "Conflict: the record is still used by others, already exists, or is finished.",
     "413": "The request body is larger than the server accepts.",
     "415": "The body's content type is not JSON or a form.",
-    "429": "Too many requests; retry after the Retry-After header's seconds.",
+    "429": "Too many requests (the per-user API rate, or an expensive request's own per-user limit: calibrations, "
+    "model imports, plans, prefix-cache traces); retry after the Retry-After header's seconds.",
     "503": "A service the request needs (the database, the task queue) is unreachable; retry later.",
 }
 

@@ -177,6 +177,9 @@ class ModelSpecViewSet(HistoryMixin, viewsets.ModelViewSet):
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
     ordering_fields = ["name", "total_params", "active_params"]
+    #: Set for ``import`` only (its ``@action``): imports count against the user's import limit
+    #: (fleet.rate_limits; with the page form's).
+    throttle_scope: str | None = None
 
     @extend_schema(
         request=serializers.ModelImportSerializer,
@@ -194,6 +197,7 @@ class ModelSpecViewSet(HistoryMixin, viewsets.ModelViewSet):
         methods=["post"],
         url_path="import",
         permission_classes=[IsAuthenticated, require("fleet.add_modelspec")],
+        throttle_scope="model_import",
         filter_backends=[],
         pagination_class=None,
     )

@@ -19,7 +19,9 @@ Every setting a deployment may change is read from the environment:
 * Production security (the block "Production security" below; docs/operations.md, "Security"):
   ``FLEETCAP_HTTPS`` (HSTS, secure cookies, SSL redirect, the proxy's ``X-Forwarded-Proto``),
   ``FLEETCAP_HSTS_SECONDS``, ``FLEETCAP_CACHE_URL`` (Redis, shared by every web worker: throttle
-  counters), ``FLEETCAP_API_THROTTLE_USER`` / ``_ANON``, ``FLEETCAP_LOGIN_FAILURE_LIMIT``,
+  counters), ``FLEETCAP_API_THROTTLE_USER`` / ``_ANON``, ``FLEETCAP_THROTTLE_CALIBRATION`` /
+  ``_MODEL_IMPORT`` / ``_PLAN`` / ``_PREFIX_CACHE`` (expensive requests per user, API and pages
+  together), ``FLEETCAP_LOGIN_FAILURE_LIMIT``,
   ``FLEETCAP_LOGIN_COOLOFF_MINUTES``; ``FLEETCAP_POLL_ALLOWED_NETWORKS`` / ``_PORTS`` /
   ``FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS`` (poller egress), ``FLEETCAP_BIND`` (the web server's port).
 """
@@ -490,7 +492,11 @@ else:
 
 #: API throttles: per user (token or session), and per IP address for anonymous requests; the
 #: answer past the rate is 429 with Retry-After (seconds). Rates are "N/s", "N/min", "N/hour", "N/day".
-REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["fleet.api.throttling.UserThrottle", "fleet.api.throttling.AnonThrottle"]
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = [
+    "fleet.api.throttling.UserThrottle",
+    "fleet.api.throttling.AnonThrottle",
+    "fleet.api.throttling.ExpensiveThrottle",
+]
 #: Client addresses for anonymous throttling: REMOTE_ADDR, or behind the HTTPS proxy the address it
 #: appended to X-Forwarded-For (DRF would otherwise trust the whole header, which clients can forge).
 #: How many proxies in front of the app append to X-Forwarded-For (default: 1 behind the HTTPS proxy,
@@ -501,4 +507,14 @@ REST_FRAMEWORK["NUM_PROXIES"] = TRUSTED_PROXIES
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
     "user": os.environ.get("FLEETCAP_API_THROTTLE_USER") or "600/min",
     "anon": os.environ.get("FLEETCAP_API_THROTTLE_ANON") or "60/min",
+}
+#: Per-user limits on the expensive requests, the API and the page forms counted together
+#: (fleet/rate_limits.py; issue 29): a calibration parses up to 5 MiB of log, a model import maps a
+#: config.json, a plan runs a layout search on a worker, a prefix-cache analysis replays a trace of up
+#: to 10,000 requests. "N/s", "N/min", "N/hour", "N/day", or "off"; past it 429 with Retry-After.
+EXPENSIVE_REQUEST_RATES = {
+    "calibration": os.environ.get("FLEETCAP_THROTTLE_CALIBRATION") or "10/min",
+    "model_import": os.environ.get("FLEETCAP_THROTTLE_MODEL_IMPORT") or "10/min",
+    "plan": os.environ.get("FLEETCAP_THROTTLE_PLAN") or "10/min",
+    "prefix_cache": os.environ.get("FLEETCAP_THROTTLE_PREFIX_CACHE") or "30/min",
 }

@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.middleware import HtmxDetails
 
+from fleet import rate_limits
 from fleet.errors import InputError
 from fleet.prices import delete_record
 
@@ -54,6 +55,26 @@ def add_or_change_required(app_label: str, model_name: str) -> Callable[[View], 
         return wrapped
 
     return decorator
+
+
+def over_limit(request: HttpRequest, scope: str, form: Any = None) -> rate_limits.Refusal | None:
+    """One request of ``scope`` counted against the user's limit (``fleet.rate_limits``, the API's
+    too); past it the refusal, and the bound ``form`` is checked and given the refusal as a form
+    error, so the page shows it above what the user typed (a chosen file must be chosen again)."""
+    refusal = rate_limits.take(scope, request.user)
+    if refusal is not None and form is not None:
+        form.is_valid()
+        again = " Files must be chosen again." if request.FILES else ""
+        form.add_error(None, refusal.message + again)
+    return refusal
+
+
+def refused(response: HttpResponse, refusal: rate_limits.Refusal | None) -> HttpResponse:
+    """``response`` as the 429 of ``refusal`` (its ``Retry-After`` in seconds), or as it is."""
+    if refusal is not None:
+        response.status_code = 429
+        response["Retry-After"] = str(refusal.retry_after_s)
+    return response
 
 
 def is_partial(request: HtmxHttpRequest) -> bool:

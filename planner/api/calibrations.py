@@ -8,6 +8,7 @@ change a deployment's settings may calibrate it); reading needs ``planner.view_c
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -15,6 +16,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from fleet.api.fields import SlugReference
 from fleet.api.history import HistoryMixin
@@ -24,11 +26,30 @@ from planner.engine import MAX_LOG_BYTES
 from planner.filters import CalibrationFilter
 from planner.models import Calibration
 
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _no_surrogates(value: str) -> None:
+    """DRF's check, as one regex search (the API's parsers refuse lone surrogates first anyway)."""
+    if found := _SURROGATE.search(value):
+        check = ProhibitSurrogateCharactersValidator
+        raise serializers.ValidationError(check.message.format(code_point=ord(found.group())), code=check.code)
+
+
+class LogField(serializers.CharField):
+    """A CharField for megabytes of text: DRF's own surrogate check walks the text a character at a
+    time in Python (0.2 s of CPU for a 5 MiB log); this field checks the same with one regex search."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        kept = [v for v in self.validators if not isinstance(v, ProhibitSurrogateCharactersValidator)]
+        self.validators = [*kept, _no_surrogates]
+
 
 class CalibrationRequestSerializer(serializers.Serializer):
     """``POST /api/v1/calibrations/`` request body."""
 
-    log = serializers.CharField(
+    log = LogField(
         max_length=MAX_LOG_BYTES, trim_whitespace=False, help_text="The server's startup log as text (up to 5 MiB)."
     )
     deployment = SlugReference(
@@ -113,6 +134,11 @@ class CalibrationViewSet(
     serializer_class = CalibrationSerializer
     filterset_class = CalibrationFilter
     ordering_fields = ["created", "measured_on"]
+    #: Creating counts against the user's calibration limit (fleet.rate_limits; with the page form's).
+    throttle_scope = "calibration"
+
+    def limited(self, request: Request) -> bool:
+        return self.action == "create"
 
     def get_permissions(self):
         if self.action == "create":

@@ -123,6 +123,11 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
     serializer_class = PlanSerializer
     filterset_class = PlanFilter
     ordering_fields = ["created"]
+    #: Starting a plan counts against the user's plan limit (fleet.rate_limits; with the page form's).
+    throttle_scope = "plan"
+
+    def limited(self, request: Request) -> bool:
+        return self.action == "create"
 
     @extend_schema(request=PlanRequestSerializer, responses={202: PlanSubmittedSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:

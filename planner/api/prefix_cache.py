@@ -241,6 +241,11 @@ class PrefixCacheView(APIView):
 
     permission_classes = [IsAuthenticated, require("fleet.view_modelspec", "fleet.view_hardwaresku")]
     parser_classes = [parsers.JSONParser, parsers.MultiPartParser]
+    #: A request with a trace counts against the user's prefix-cache limit (fleet.rate_limits; with the page's).
+    throttle_scope = "prefix_cache"
+
+    def limited(self, request: Request) -> bool:
+        return "trace" in request.FILES
 
     @extend_schema(
         request={

@@ -36,7 +36,7 @@ Layout, by concept (each package's ``__init__`` lists its modules):
   ``ImportedModel``;
 - ``startup_log`` (calibration input): ``parse_startup_log`` reads a vLLM or SGLang startup log into
   a ``StartupLog`` (the settings it ran with and the KV-cache figures it logged);
-  ``redact_startup_log`` masks the secrets a log can carry.
+  ``redact_startup_log`` masks the secrets a log can carry, ``redacted_head`` the head a calibration stores.
 """
 
 from planner.engine.costs import (
@@ -170,7 +170,13 @@ from planner.engine.spec import (
     layout_errors,
     parse_layer_groups,
 )
-from planner.engine.startup_log import MAX_LOG_BYTES, StartupLog, parse_startup_log, redact_startup_log
+from planner.engine.startup_log import (
+    MAX_LOG_BYTES,
+    StartupLog,
+    parse_startup_log,
+    redact_startup_log,
+    redacted_head,
+)
 from planner.engine.throughput import (
     SensitivityBand,
     SpeedCorrection,
@@ -319,6 +325,7 @@ __all__ = [
     "rank",
     "rate_from_quotes",
     "redact_startup_log",
+    "redacted_head",
     "registered_engines",
     "reusable_prefix_tokens",
     "search",

@@ -22,7 +22,7 @@ from fleet.models.polls import left_out_text
 from fleet.models.snapshots import describe_capacity
 from fleet.poll_rollups import PollHistory, PollPoint, left_out_totals, poll_history
 from fleet.tables import csv_response
-from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
+from fleet.views.access import HtmxHttpRequest, is_partial, over_limit, perms_required, refused
 from fleet.views.history import history_section
 from planner import tables
 from planner.calibrations import calibrate
@@ -200,7 +200,8 @@ def deployment_calibrate(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """Calibrate from a pasted or uploaded startup log.
 
     From HTMX: the calibration partial, the form's errors beside its inputs (200, so HTMX swaps it).
-    Without: a redirect to the page's calibration section, or the page with the errors (400).
+    Without: a redirect to the page's calibration section, or the page with the errors (400). Past
+    the user's calibration limit (``fleet.rate_limits``): 429 with the form as sent and the limit.
     """
     deployment = get_object_or_404(
         Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot"), slug=slug
@@ -209,8 +210,9 @@ def deployment_calibrate(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if request.method != "POST":
         return redirect(here)
     form = CalibrationForm(request.POST, request.FILES)
+    refusal = over_limit(request, "calibration", form)
     saved = False
-    if form.is_valid():
+    if refusal is None and form.is_valid():
         try:
             calibrate(form.to_request(deployment), request.user)
         except FIELD_ERRORS as exc:
@@ -219,11 +221,11 @@ def deployment_calibrate(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             saved = True
     if is_partial(request):
         context = {"d": deployment, **_calibrations(request, deployment, CalibrationForm() if saved else form)}
-        return render(request, "fleet/_calibration.html", context)
+        return refused(render(request, "fleet/_calibration.html", context), refusal)
     if saved:
         messages.success(request, "Calibrated from the startup log.")
         return redirect(here)
-    return _deployment_page(request, deployment, form, status=400)
+    return refused(_deployment_page(request, deployment, form, status=400), refusal)
 
 
 def _poll_range(request: HtmxHttpRequest, deployment: Deployment) -> dict:

@@ -19,7 +19,15 @@ from fleet.filters import ModelSpecFilter
 from fleet.forms import ModelImportForm, ModelSpecForm
 from fleet.models import HardwareSku, ModelSpec
 from fleet.tables import csv_response, table_context
-from fleet.views.access import HtmxHttpRequest, add_or_change_required, is_partial, perms_required, record_form_page
+from fleet.views.access import (
+    HtmxHttpRequest,
+    add_or_change_required,
+    is_partial,
+    over_limit,
+    perms_required,
+    record_form_page,
+    refused,
+)
 from fleet.views.history import history_section
 from planner import tables
 from planner.engine import (
@@ -133,9 +141,11 @@ def model_form(request: HttpRequest, slug: str | None = None) -> HttpResponse:
 
 @perms_required("fleet.add_modelspec")
 def model_import(request: HttpRequest) -> HttpResponse:
-    """Import a model from its config.json: errors beside each input (400), or the new model's page."""
+    """Import a model from its config.json: errors beside each input (400), or the new model's page;
+    past the user's import limit (``fleet.rate_limits``) 429 with the form as sent and the limit."""
     form = ModelImportForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
+    refusal = over_limit(request, "model_import", form) if request.method == "POST" else None
+    if request.method == "POST" and refusal is None and form.is_valid():
         try:
             model = registration.import_model(form.to_request())
         except (InputError, ConflictError) as exc:
@@ -144,4 +154,4 @@ def model_import(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Model {model.name} imported from its config.json.")
             return redirect(reverse("model", args=[model.slug]))
     status = 400 if request.method == "POST" else 200
-    return render(request, "planner/model_import.html", {"form": form}, status=status)
+    return refused(render(request, "planner/model_import.html", {"form": form}, status=status), refusal)

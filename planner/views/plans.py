@@ -16,7 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 from fleet.errors import InputError
 from fleet.forms import add_service_errors
 from fleet.tables import csv_response, table_context
-from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
+from fleet.views.access import HtmxHttpRequest, is_partial, over_limit, perms_required, refused
 from planner import tables
 from planner.forms import PlanCompareForm, PlanForm, PlanTableForm
 from planner.models import Plan
@@ -52,11 +52,13 @@ def plan_list_csv(request: HttpRequest) -> HttpResponse:
 
 @perms_required("planner.add_plan")
 def plan_start(request: HttpRequest) -> HttpResponse:
-    """Start a search; a problem comes back beside its input on the plans page (400)."""
+    """Start a search; a problem comes back beside its input on the plans page (400); past the user's
+    plan limit (``fleet.rate_limits``) 429, the form as sent and the limit above it."""
     if request.method != "POST":
         return redirect("plans")
     form = PlanForm(request.POST)
-    if form.is_valid():
+    refusal = over_limit(request, "plan", form)
+    if refusal is None and form.is_valid():
         try:
             submission = submit_plan(form.to_request(), request.user)
         except InputError as exc:
@@ -65,7 +67,7 @@ def plan_start(request: HttpRequest) -> HttpResponse:
             if not submission.sent:
                 messages.warning(request, submission.detail)
             return redirect("plan", pk=submission.plan.pk)
-    return plan_list(request, form=form, status=400)
+    return refused(plan_list(request, form=form, status=400), refusal)
 
 
 def _rows(plan: Plan) -> dict:

@@ -13,7 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 from fleet.errors import FIELD_ERRORS
 from fleet.forms import add_service_errors
 from fleet.models import Deployment
-from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
+from fleet.views.access import HtmxHttpRequest, is_partial, over_limit, perms_required, refused
 from planner.engine import GIB, PrefixCacheResult
 from planner.forms import PrefixCacheForm
 from planner.prefix_cache import EXAMPLE_TRACE, analyse
@@ -54,8 +54,14 @@ def compute(form: PrefixCacheForm) -> dict[str, Any]:
 @perms_required("fleet.view_modelspec", "fleet.view_hardwaresku")
 @vary_on_headers("HX-Request")
 def prefix_cache_page(request: HtmxHttpRequest) -> HttpResponse:
+    """The form and its analysis (GET: the example trace, or a deployment's settings; POST: the user's
+    inputs). A POST carrying the user's own trace counts against their prefix-cache limit
+    (``fleet.rate_limits``): past it 429, the form as sent and the limit in the result's place."""
+    refusal = None
     if request.method == "POST":
         form = PrefixCacheForm(request.POST, request.FILES)
+        if request.POST.get("trace_text", "").strip() or request.FILES.get("trace_file"):
+            refusal = over_limit(request, "prefix_cache", form)
     else:
         asked = {k: v for k, v in request.GET.items() if v != "" and k != "deployment"}
         # ?deployment=<slug>: start from what that deployment serves (for users who may read deployments).
@@ -68,5 +74,5 @@ def prefix_cache_page(request: HtmxHttpRequest) -> HttpResponse:
     context = {"form": form, "example_trace": EXAMPLE_TRACE, **compute(form)}
     status = 400 if form.is_bound and form.errors and not is_partial(request) and request.method == "POST" else 200
     if is_partial(request):
-        return render(request, "planner/_prefix_cache_result.html", context)
-    return render(request, "planner/prefix_cache.html", context, status=status)
+        return refused(render(request, "planner/_prefix_cache_result.html", context), refusal)
+    return refused(render(request, "planner/prefix_cache.html", context, status=status), refusal)
