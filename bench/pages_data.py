@@ -15,6 +15,7 @@ import secrets
 import sys
 import time
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,19 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
                 for i, c in enumerate(clusters)
             ]
         )
+        # Each cluster priced by its provider's own quote for its SKU (a fleet's contracts), dated before
+        # any state: since issue 24 nothing is priced at the seeds' 2.50 assumption, and a provider without
+        # a quote or list price leaves its clusters unpriced (the decisions below need a price).
+        pairs = sorted({(c.provider_id, c.sku_id) for c in clusters})
+        GpuQuote.objects.bulk_create(
+            [
+                GpuQuote(
+                    sku_id=sku_id, provider_id=provider_id, usd_per_gpu_hour=Decimal("2.40") + Decimal(n % 7) / 4,
+                    quoted_on=today - timedelta(days=400), source="bench fleet: the provider's own quote",
+                )
+                for n, (provider_id, sku_id) in enumerate(pairs)
+            ]
+        )  # fmt: skip
     timings["clusters"] = time.perf_counter() - t0
 
     # Deployments, round-robin over the clusters, recipe by rank on the cluster.
