@@ -159,22 +159,18 @@ def parse_layer_groups(raw: Any) -> tuple[LayerGroup, ...]:
                 )
             else:
                 values[key] = value
-        if kind == "linear" and item.get("variant") not in (None, ""):
-            variant = item["variant"]
-            if not isinstance(variant, str) or variant not in LINEAR_VARIANTS:
-                errors.setdefault(f"{path}.variant", []).append(
-                    f"Unknown linear-attention variant {variant!r}; use one of {', '.join(LINEAR_VARIANTS)}."
-                )
+        for key, known, what in (
+            ("variant", LINEAR_VARIANTS, "linear-attention variant"),
+            ("family", LINEAR_FAMILIES, "model family"),
+        ):
+            name = item.get(key) if kind == "linear" else None
+            if name in (None, ""):
+                continue
+            if not isinstance(name, str) or name not in known:
+                message = f"Unknown {what} {name!r}; use one of {', '.join(known)}."
+                errors.setdefault(f"{path}.{key}", []).append(message)
             else:
-                values["variant"] = variant
-        if kind == "linear" and item.get("family") not in (None, ""):
-            family = item["family"]
-            if not isinstance(family, str) or family not in LINEAR_FAMILIES:
-                errors.setdefault(f"{path}.family", []).append(
-                    f"Unknown model family {family!r}; use one of {', '.join(LINEAR_FAMILIES)}."
-                )
-            else:
-                values["family"] = family
+                values[key] = name
         if kind == "linear" and "conv_kernel" in values and values["conv_kernel"] < 1:
             errors.setdefault(f"{path}.conv_kernel", []).append("Must be at least 1.")
         if not any(k.startswith(path) for k in errors):
