@@ -73,6 +73,26 @@ def headroom(deployments: Iterable[Deployment]) -> list[Headroom]:
     return rows
 
 
+#: What ``stored_headroom`` reads of a deployment and of the records joined to it, for ``.only()``: the
+#: snapshot's columns (never its figures' JSON) and each record's version, nothing wide (no model layer
+#: groups, no SKU datasheet). ``stored_headroom_rows`` applies it.
+STORED_HEADROOM_FIELDS: tuple[str, ...] = (
+    "slug", "cluster_id", "model_id", "workload_id", "updated", "last_metrics",
+    "cluster__updated", "cluster__sku__updated", "model__updated", "workload__updated",
+    *(f"capacity_snapshot__{name}" for name in (
+        "computed_at", "capacity_sequences", "fits", "versions", "stale_since", "stale_reason", "error",
+        "failed_at", "valid_until",
+    )),
+)  # fmt: skip
+
+
+def stored_headroom_rows(queryset: Any, *fields: str) -> Any:
+    """``queryset`` of deployments joined to what ``stored_headroom`` reads, loading only
+    ``STORED_HEADROOM_FIELDS`` and ``fields`` (e.g. ``"cluster__slug"``): one narrow query."""
+    related = ("cluster__sku", "model", "workload", "capacity_snapshot")
+    return queryset.select_related(*related).only(*STORED_HEADROOM_FIELDS, *fields)
+
+
 def stored_headroom(deployments: Iterable[Deployment], now: Any = None) -> list[Headroom]:
     """Headroom of each deployment from its stored capacity snapshot (select_related or prefetch
     ``capacity_snapshot``, ``cluster__sku``, ``model`` and ``workload`` beforehand: no queries, no

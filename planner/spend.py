@@ -30,7 +30,7 @@ from planner.engine import (
     spend_month,
     utilisation_from_polls,
 )
-from planner.headroom import stored_headroom
+from planner.headroom import stored_headroom, stored_headroom_rows
 
 MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 
@@ -233,10 +233,12 @@ def spend_for_month(
     rate = rate_from_quotes(quotes, pricing_kind)
     first = date(year, month, 1)
     last_actual = min(today, last) if today >= first else None
-    # The snapshot's capacity columns, not its JSON (nor the model's long texts): 1,000 rows a view.
-    big = ("capacity_snapshot__figures", "capacity_snapshot__inputs", "model__source", "model__assumptions")
-    rows = Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
-    deployments = list(rows.defer("api_key_encrypted", *big)) if detail else []
+    # The snapshot's capacity columns and the records' versions, nothing wide (no figures' JSON, no model
+    # layer groups): what the lines and the utilisation read, in one narrow query.
+    rows = stored_headroom_rows(
+        Deployment.objects.all(), "replicas", "tp", "pp", "dp", "created", "cluster__slug", "model__slug"
+    )
+    deployments = list(rows) if detail else []
     utilisation, polls, notes, left_out = _utilisation(deployments, first, last_actual)
     shares = [DeploymentShare(d.slug, d.cluster.slug, d.model.slug, d.gpus, d.created.date()) for d in deployments]
     result = spend_month(segments, year, month, today, rate, deployments=shares, utilisation=utilisation, polls=polls)
@@ -264,6 +266,25 @@ def spend_for_month(
             y, m = month_after(y, m)
         months.append(result)
     return SpendReport(result, months, pricing_kind, left_out)
+
+
+#: Deployment lines the spend page shows (the costliest); the API and the CSV carry every line.
+PAGE_LINES = 20
+
+
+def costliest_lines(data: dict[str, Any], limit: int = PAGE_LINES) -> tuple[list[dict[str, Any]], int]:
+    """The ``limit`` deployment lines of a report's ``to_dict()`` that cost most (spent + projected;
+    unpriced last), each with its left-out polls (``left_out``, or None), and how many lines are not
+    among them: the page renders these, the CSV has the rest."""
+    lines = data["deployments"]
+
+    def cost(line: dict[str, Any]) -> Decimal:
+        return Decimal(line["cost_usd"]) if line.get("cost_usd") is not None else Decimal(-1)
+
+    top = sorted(lines, key=cost, reverse=True)[:limit]
+    left_out = data["left_out_polls"]
+    shown = [{**line, "left_out": left_out.get(line["name"]) if line["kind"] == "deployment" else None} for line in top]
+    return shown, len(lines) - len(shown)
 
 
 #: The trend's closed months computed in this process, newest use last (``_trend_month``).

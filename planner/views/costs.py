@@ -26,7 +26,7 @@ from planner.forms import DecisionForm, DecisionTableForm, RecomputeForm, RentVs
 from planner.models import Decision, WorkloadBreakeven
 from planner.reviews import supersede_after_review
 from planner.snapshots import request_refresh
-from planner.spend import spend_for
+from planner.spend import costliest_lines, spend_for
 
 
 def _compare(form: RentVsApiForm) -> dict:
@@ -148,7 +148,8 @@ def spend(request: HttpRequest) -> HttpResponse:
         except FIELD_ERRORS as exc:
             add_service_errors(form, exc)
         else:
-            context.update(spend=data, trend_chart=_trend_chart(data["trend"]))
+            lines, more = costliest_lines(data)
+            context.update(spend=data, trend_chart=_trend_chart(data["trend"]), lines=lines, more_lines=more)
     return render(request, "planner/spend.html", context, status=400 if form.errors else 200)
 
 
