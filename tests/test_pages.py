@@ -36,7 +36,8 @@ def test_overview_query_count_does_not_grow_with_rows(client, make_user, sku, dj
 
     client.force_login(make_user("v", "viewer"))
     Cluster.objects.create(slug="c0", name="C0", sku=sku, nodes=1, provider=Provider.objects.ensure("p"), team="t")
-    with django_assert_max_num_queries(15) as few:
+    # 16 when the table is rendered (not served from fleet.page_cache): its records' version is one more.
+    with django_assert_max_num_queries(16) as few:
         client.get("/")
     Cluster.objects.bulk_create(
         [

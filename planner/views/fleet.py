@@ -4,15 +4,18 @@ cluster and deployment detail), and calibrating a deployment from its engine's s
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from fleet import page_cache
 from fleet.errors import FIELD_ERRORS
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
@@ -51,7 +54,37 @@ FLEET_ROW_FIELDS = (
 @perms_required("fleet.view_cluster", "fleet.view_deployment")
 def fleet(request: HtmxHttpRequest) -> HttpResponse:
     """Full page, or only the table when HTMX refreshes it (every few seconds). The filters, the
-    search and the cluster order (``FleetTableForm``) travel in the URL, so the refresh keeps them."""
+    search and the cluster order (``FleetTableForm``) travel in the URL, so the refresh keeps them.
+    The table is rendered once per version of the records it shows and served to every open page
+    alike (``fleet.page_cache``)."""
+    table = FleetTableForm(request.GET)
+    polling = polling_state()
+    html = page_cache.fragment(
+        "fleet-table",
+        request,
+        lambda: render_to_string("fleet/_fleet_table.html", _fleet_table(request, table, polling), request),
+        page_cache.fleet_version,
+    )
+    if is_partial(request):
+        return HttpResponse(html)
+    context = {
+        "table_html": html,
+        "filters": request.GET,
+        "table": table,
+        "polling": polling,
+        "teams": Cluster.objects.order_by("team").values_list("team", flat=True).distinct(),
+        "providers": Provider.objects.filter(clusters__isnull=False).distinct().values_list("name", flat=True),
+        "skus": HardwareSku.objects.values_list("slug", "name"),
+        "statuses": Cluster.Status.choices,
+        "workers": WorkerHeartbeat.objects.all()[:10],
+        # Recorded decisions the workers' review found flipped (planner.reviews), for those who may read them.
+        "flipped": list(flipped_decisions()) if request.user.has_perm("planner.view_decision") else [],
+    }
+    return render(request, "fleet/fleet.html", context)
+
+
+def _fleet_table(request: HtmxHttpRequest, table: FleetTableForm, polling: Any) -> dict[str, Any]:
+    """The fleet table's context: a page of clusters with their deployments' stored headroom and prices."""
     # Each model once per page (a prefetch shares one instance among its deployments), not once per
     # deployment as a join would: a model row is wide (layer groups, formats) and a page shows ~125 rows.
     models = Prefetch("model", ModelSpec.objects.defer("source", "assumptions"))
@@ -59,7 +92,6 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
     # records' versions (``updated``) tell a snapshot computed before their last change.
     deployments = Deployment.objects.only(*FLEET_ROW_FIELDS).select_related("capacity_snapshot", "workload")
     deployments = tables.with_snapshot_cost(deployments.prefetch_related(models))
-    table = FleetTableForm(request.GET)
     clusters = table.apply(
         table.filtered(ClusterFilter(request.GET, queryset=Cluster.objects.select_related("sku", "provider")))
     )
@@ -70,28 +102,17 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
     for row in rows:
         by_cluster.setdefault(row.deployment.cluster_id, []).append(row)
     prices = tables.cluster_prices(shown, timezone.now().date())
-    context = {
+    query = request.GET.copy()
+    query.pop("page", None)
+    return {
         "rows": [{"cluster": c, "price": prices[c.pk], "deployments": by_cluster.get(c.pk, [])} for c in shown],
         "page": page,
         "filters": request.GET,
-        "query": request.GET.copy(),
+        "query": query,
         "table": table,
         # Whether beat's poll cycles run: in the table partial, so an open page says so at its next refresh.
-        "polling": polling_state(),
+        "polling": polling,
     }
-    context["query"].pop("page", None)
-    if is_partial(request):
-        return render(request, "fleet/_fleet_table.html", context)
-    context |= {
-        "teams": Cluster.objects.order_by("team").values_list("team", flat=True).distinct(),
-        "providers": Provider.objects.filter(clusters__isnull=False).distinct().values_list("name", flat=True),
-        "skus": HardwareSku.objects.values_list("slug", "name"),
-        "statuses": Cluster.Status.choices,
-        "workers": WorkerHeartbeat.objects.all()[:10],
-        # Recorded decisions the workers' review found flipped (planner.reviews), for those who may read them.
-        "flipped": list(flipped_decisions()) if request.user.has_perm("planner.view_decision") else [],
-    }
-    return render(request, "fleet/fleet.html", context)
 
 
 @perms_required("fleet.view_cluster", "fleet.view_deployment")

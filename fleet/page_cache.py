@@ -1,0 +1,80 @@
+"""Rendered fragments kept in the cache under the version of the records they show.
+
+Every open fleet page asks for its table every 5 s, and every viewer of one filter sees the same table:
+rendering it (25 clusters, ~125 deployments, their snapshots and prices) was the largest share of the
+web processes' CPU under load (docs/benchmarks.md, "Load"). ``fragment`` renders once and serves the
+same HTML to every request with the same URL, the same permissions and the same ``fleet_version``,
+within one ``BUCKET_S`` window.
+
+``fleet_version`` is one query: the row count and latest change of every record the fleet table reads
+(clusters, SKUs, providers, models, workloads, deployments and their last poll, GPU quotes, capacity
+snapshots, beat's poll cycles). A save, a poll, a recomputed or stale-marked snapshot, an added or
+deleted row changes it, so a page never shows a table older than the records it has just changed.
+What changes with time alone (a status that turns stale by age, the quote in force at midnight,
+"polls stopped") shows at the next window, at most ``BUCKET_S`` late: the table's own refresh period.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+
+from django.core.cache import cache
+from django.db import connection
+from django.http import HttpRequest
+from django.utils.safestring import SafeString, mark_safe
+
+#: Seconds one rendering may be served for, at most (the fleet table refreshes every 5 s).
+BUCKET_S = 5
+
+
+def _version_columns() -> list[tuple[str, tuple[str, ...]]]:
+    """(table, columns whose MAX counts) of what the fleet table shows; COUNT(*) of each as well."""
+    from fleet.models import (
+        CapacitySnapshot,
+        Cluster,
+        Deployment,
+        GpuQuote,
+        HardwareSku,
+        ModelSpec,
+        Provider,
+        ScheduledRun,
+        Workload,
+    )
+
+    stamped = (Cluster, HardwareSku, Provider, ModelSpec, Workload, GpuQuote)
+    return [
+        *((m._meta.db_table, ("updated",)) for m in stamped),
+        (Deployment._meta.db_table, ("updated", "last_polled")),
+        (CapacitySnapshot._meta.db_table, ("computed_at", "stale_since", "failed_at")),
+        (ScheduledRun._meta.db_table, ("last_started",)),
+    ]
+
+
+def fleet_version() -> str:
+    """The row counts and latest changes of every record the fleet table reads, as one string (one query)."""
+    quote = connection.ops.quote_name
+    parts = []
+    for table, columns in _version_columns():
+        # Names from the models' _meta, quoted; nothing from a request.
+        parts.append(f"(SELECT COUNT(*) FROM {quote(table)})")  # noqa: S608
+        parts.extend(f"(SELECT MAX({quote(c)}) FROM {quote(table)})" for c in columns)  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(parts))
+        return "|".join(str(v) for v in cursor.fetchone())
+
+
+def fragment(name: str, request: HttpRequest, render: Callable[[], str], version: Callable[[], str]) -> SafeString:
+    """``render()``'s HTML for this request, from the cache when a request with the same path and query,
+    the same permissions and the same ``version()`` rendered it in this ``BUCKET_S`` window. The fragment
+    must hold nothing of one user's but what their permissions decide (no CSRF token, no name)."""
+    perms = ",".join(sorted(request.user.get_all_permissions()))
+    window = int(time.time() // BUCKET_S)
+    raw = "\n".join((name, request.get_full_path(), perms, version(), str(window)))
+    key = f"fragment:{name}:{hashlib.sha256(raw.encode()).hexdigest()}"
+    html = cache.get(key)
+    if html is None:
+        html = render()
+        cache.set(key, str(html), timeout=2 * BUCKET_S)
+    return mark_safe(html)  # noqa: S308 (HTML the template engine rendered and escaped)

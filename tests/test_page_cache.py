@@ -1,0 +1,109 @@
+"""The fleet table rendered once per version of its records (fleet.page_cache): served again from the
+cache while nothing it shows changed, rendered anew as soon as a record, a poll or a snapshot changes,
+never shared between users whose permissions differ, and never older than its window."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from fleet import page_cache
+from fleet.models import CapacitySnapshot, Cluster, Deployment
+from fleet.models.snapshots import input_versions, versions_key
+
+HX = {"HX-Request": "true"}
+
+
+def table(client, url: str = "/") -> tuple[str, int]:
+    """The fleet table partial's HTML and the queries it took."""
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url, headers=HX)
+    assert response.status_code == 200
+    return response.content.decode(), len(ctx.captured_queries)
+
+
+def status_of(html: str, slug: str) -> str:
+    row = re.search(rf'<tr[^>]*>\s*<td><a href="/deployments/{slug}/">.*?</tr>', html, re.S)
+    assert row, html[:2000]
+    return re.search(r'<span class="badge (\w+)"', row[0].split("</td>", 2)[2])[1]
+
+
+@pytest.fixture
+def viewer(client, make_user):
+    client.force_login(make_user("v", "viewer"))
+    return client
+
+
+@pytest.mark.django_db
+def test_a_second_request_is_served_without_rendering_the_table_again(viewer, deployment):
+    first, rendered = table(viewer)
+    again, served = table(viewer)
+    assert again == first
+    # Rendering reads clusters, deployments, models, prices...; serving reads the records' version alone
+    # (with the session, user and permissions the login check reads).
+    assert served < rendered - 4, (served, rendered)
+
+
+@pytest.mark.django_db
+def test_a_poll_shows_at_the_next_request_not_after_the_window(viewer, deployment):
+    now = timezone.now()
+    Deployment.objects.filter(pk=deployment.pk).update(last_status="up", last_polled=now)
+    assert status_of(table(viewer)[0], "k3-prod") == "up"
+    # What the poll store does (one UPDATE, no save(): `updated` does not move, `last_polled` does).
+    Deployment.objects.filter(pk=deployment.pk).update(last_status="down", last_polled=now + timezone.timedelta(1e-3))
+    assert status_of(table(viewer)[0], "k3-prod") == "down"
+
+
+@pytest.mark.django_db
+def test_a_saved_cluster_and_a_stale_marked_snapshot_show_at_once(viewer, deployment):
+    html, _ = table(viewer)
+    assert "H100 pool" in html
+    cluster = Cluster.objects.get(pk=deployment.cluster_id)
+    cluster.name = "Renamed pool"
+    cluster.save()
+    assert "Renamed pool" in table(viewer)[0]
+
+    d = Deployment.objects.select_related("cluster__sku", "model", "workload").get(pk=deployment.pk)
+    versions = versions_key(input_versions(d))
+    now = timezone.now()
+    CapacitySnapshot.objects.create(deployment=d, computed_at=now, capacity_sequences=7, fits=True, versions=versions)
+    assert "snapshot-flag" not in table(viewer)[0].split("k3-prod", 1)[1].split("</tr>", 1)[0]
+    CapacitySnapshot.mark_stale(CapacitySnapshot.objects.filter(pk=d.pk), "the quote changed", timezone.now())
+    assert 'snapshot-flag" title="the quote changed' in table(viewer)[0]
+
+
+@pytest.mark.django_db
+def test_a_deleted_deployment_leaves_the_table_at_once(viewer, deployment):
+    assert "k3-prod" in table(viewer)[0]
+    Deployment.objects.filter(pk=deployment.pk).delete()
+    assert "k3-prod" not in table(viewer)[0]
+
+
+@pytest.mark.django_db
+def test_users_whose_permissions_differ_never_share_a_rendering(client, make_user, cluster):
+    nothing = "/?q=no-such-cluster"
+    client.force_login(make_user("p", "platform"))
+    assert "Register one" in table(client, nothing)[0]
+    client.force_login(make_user("v", "viewer"))
+    assert "Register one" not in table(client, nothing)[0]
+
+
+@pytest.mark.django_db
+def test_the_table_is_rendered_again_in_the_next_window(viewer, deployment, monkeypatch):
+    clock = [1_000_000.0]
+    monkeypatch.setattr(page_cache.time, "time", lambda: clock[0])
+    _, rendered = table(viewer)
+    assert table(viewer)[1] < rendered
+    clock[0] += page_cache.BUCKET_S
+    assert table(viewer)[1] == rendered
+
+
+@pytest.mark.django_db
+def test_the_full_page_holds_the_same_table_as_the_partial(viewer, deployment):
+    partial, _ = table(viewer)
+    page = viewer.get("/").content.decode()
+    assert partial in page
