@@ -1,15 +1,18 @@
-"""Rendered fragments kept in the cache under the version of the records they show.
+"""Rendered fragments and reports kept in the cache under the version of the records they show.
 
 Every open fleet page asks for its table every 5 s, and every viewer of one filter sees the same table:
 rendering it (25 clusters, ~125 deployments, their snapshots and prices) was the largest share of the
 web processes' CPU under load (docs/benchmarks.md, "Load"). ``fragment`` renders once and serves the
 same HTML to every request with the same URL, the same permissions and the same ``fleet_version``,
-within one ``BUCKET_S`` window.
+within one ``BUCKET_S`` window. ``shared`` does the same for any value everyone may read alike (the
+month's spend report, the same for every user allowed to see it).
 
-``fleet_version`` is one query: the row count and latest change of every record the fleet table reads
-(clusters, SKUs, providers, models, workloads, deployments and their last poll, GPU quotes, capacity
-snapshots, beat's poll cycles). A save, a poll, a recomputed or stale-marked snapshot, an added or
-deleted row changes it, so a page never shows a table older than the records it has just changed.
+``fleet_version`` is one query: the row count and latest change of every record the fleet table and
+the spend report read (clusters and their dated states, SKUs, providers, models, workloads, deployments
+and their last poll, GPU quotes, capacity snapshots, beat's poll cycles). A poll moves the deployment's
+``last_polled`` in the transaction that adds to its daily counts, so the counts spend reads are covered
+too. A save, a poll, a recomputed or stale-marked snapshot, an added or deleted row changes it, so a
+page never shows a table older than the records it has just changed.
 What changes with time alone (a status that turns stale by age, the quote in force at midnight,
 "polls stopped") shows at the next window, at most ``BUCKET_S`` late: the table's own refresh period.
 """
@@ -18,7 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
@@ -34,6 +38,7 @@ def _version_columns() -> list[tuple[str, tuple[str, ...]]]:
     from fleet.models import (
         CapacitySnapshot,
         Cluster,
+        ClusterState,
         Deployment,
         GpuQuote,
         HardwareSku,
@@ -49,6 +54,7 @@ def _version_columns() -> list[tuple[str, tuple[str, ...]]]:
         (Deployment._meta.db_table, ("updated", "last_polled")),
         (CapacitySnapshot._meta.db_table, ("computed_at", "stale_since", "failed_at")),
         (ScheduledRun._meta.db_table, ("last_started",)),
+        (ClusterState._meta.db_table, ("recorded", "effective_from")),
     ]
 
 
@@ -65,16 +71,28 @@ def fleet_version() -> str:
         return "|".join(str(v) for v in cursor.fetchone())
 
 
-def fragment(name: str, request: HttpRequest, render: Callable[[], str], version: Callable[[], str]) -> SafeString:
-    """``render()``'s HTML for this request, from the cache when a request with the same path and query,
-    the same permissions and the same ``version()`` rendered it in this ``BUCKET_S`` window. The fragment
-    must hold nothing of one user's but what their permissions decide (no CSRF token, no name)."""
-    perms = ",".join(sorted(request.user.get_all_permissions()))
+def shared(
+    name: str, parts: Iterable[str], compute: Callable[[], Any], version: Callable[[], str] | None = None
+) -> Any:
+    """``compute()``'s value (picklable, the same for everyone who asks with these ``parts``), from the
+    cache when it was computed for the same ``parts`` and the same ``version()`` (default
+    ``fleet_version``) in this ``BUCKET_S`` window. An exception in ``compute`` is raised, never kept."""
     window = int(time.time() // BUCKET_S)
-    raw = "\n".join((name, request.get_full_path(), perms, version(), str(window)))
-    key = f"fragment:{name}:{hashlib.sha256(raw.encode()).hexdigest()}"
-    html = cache.get(key)
-    if html is None:
-        html = render()
-        cache.set(key, str(html), timeout=2 * BUCKET_S)
+    raw = "\n".join((name, *parts, (version or fleet_version)(), str(window)))
+    key = f"shared:{name}:{hashlib.sha256(raw.encode()).hexdigest()}"
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, timeout=2 * BUCKET_S)
+    return value
+
+
+def fragment(
+    name: str, request: HttpRequest, render: Callable[[], str], version: Callable[[], str] | None = None
+) -> SafeString:
+    """``render()``'s HTML for this request, shared (``shared``) with every request of the same path and
+    query by a user with the same permissions. The fragment must hold nothing of one user's but what
+    their permissions decide (no CSRF token, no name)."""
+    perms = ",".join(sorted(request.user.get_all_permissions()))
+    html = shared(name, (request.get_full_path(), perms), lambda: str(render()), version)
     return mark_safe(html)  # noqa: S308 (HTML the template engine rendered and escaped)

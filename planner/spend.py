@@ -12,6 +12,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
+from fleet import page_cache
 from fleet.errors import InputError
 from fleet.models import ClusterState, Deployment
 from fleet.models.polls import left_out_text
@@ -164,6 +165,17 @@ def spend_for(raw_month: str | None, today: date, pricing_kind: str = "on-demand
     """Spend of every cluster in a month given as ``YYYY-MM`` (empty: ``today``'s), with its trend
     (InputError with field names: a bad month)."""
     return spend_for_month(*month_or_error(raw_month, today), today=today, pricing_kind=pricing_kind)
+
+
+def spend_report(raw_month: str | None, today: date, pricing_kind: str = "on-demand") -> dict[str, Any]:
+    """``spend_for(...).to_dict()``: computed once per version of the records it rests on and shared by
+    the page, the API and its CSV for ``fleet.page_cache.BUCKET_S`` (the report is the same for everyone
+    allowed to read it). InputError with field names: a bad month."""
+    year, month = month_or_error(raw_month, today)
+    parts = (month_text(year, month), pricing_kind, today.isoformat())
+    return page_cache.shared(
+        "spend", parts, lambda: spend_for_month(year, month, today=today, pricing_kind=pricing_kind).to_dict()
+    )
 
 
 def _utilisation(

@@ -107,3 +107,20 @@ def test_the_full_page_holds_the_same_table_as_the_partial(viewer, deployment):
     partial, _ = table(viewer)
     page = viewer.get("/").content.decode()
     assert partial in page
+
+
+@pytest.mark.django_db
+def test_the_spend_report_is_shared_and_shows_a_new_cluster_at_once(viewer_api, cluster, sku):
+    from fleet.models import Provider
+
+    first = viewer_api.get("/api/v1/spend/").json()
+    assert [c["cluster"] for c in first["clusters"]] == ["h100-pool"]
+    with CaptureQueriesContext(connection) as served:
+        assert viewer_api.get("/api/v1/spend/").json() == first
+    Cluster.objects.create(
+        slug="b-pool", name="B pool", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="research"
+    )
+    with CaptureQueriesContext(connection) as computed:
+        again = viewer_api.get("/api/v1/spend/").json()
+    assert sorted(c["cluster"] for c in again["clusters"]) == ["b-pool", "h100-pool"]
+    assert len(served.captured_queries) < len(computed.captured_queries)

@@ -24,7 +24,7 @@ from planner.decisions import NOTE_MAX_CHARS, record_decision
 from planner.engine import DEFAULT_DAYS_PER_MONTH, MONTH_LABEL, PRICING_KINDS
 from planner.filters import DecisionFilter
 from planner.models import Decision
-from planner.spend import spend_csv, spend_for
+from planner.spend import spend_csv, spend_report
 
 
 def _money(**kwargs: Any) -> serializers.DecimalField:
@@ -414,9 +414,9 @@ class SpendView(APIView):
         responses={200: SpendResponseSerializer},
     )
     def get(self, request: Request) -> Response:
-        report = spend_for(request.query_params.get("month"), timezone.now().date())
-        response = Response(report.to_dict())
+        report = spend_report(request.query_params.get("month"), timezone.now().date())
+        response = Response(report)
         if request.accepted_renderer.format == "csv":
-            month = f"{report.spend.year:04d}-{report.spend.month:02d}"
+            month = f"{report['year']:04d}-{report['month']:02d}"
             response["Content-Disposition"] = f'attachment; filename="gpu-spend-{month}.csv"'
         return response

@@ -26,7 +26,7 @@ from planner.forms import DecisionForm, DecisionTableForm, RecomputeForm, RentVs
 from planner.models import Decision, WorkloadBreakeven
 from planner.reviews import supersede_after_review
 from planner.snapshots import request_refresh
-from planner.spend import costliest_lines, spend_for
+from planner.spend import costliest_lines, spend_report
 
 
 def _compare(form: RentVsApiForm) -> dict:
@@ -144,7 +144,7 @@ def spend(request: HttpRequest) -> HttpResponse:
     context: dict = {"month": month, "form": form}
     if form.is_valid():
         try:
-            data = spend_for(month, timezone.now().date()).to_dict()
+            data = spend_report(month, timezone.now().date())
         except FIELD_ERRORS as exc:
             add_service_errors(form, exc)
         else:
