@@ -67,8 +67,8 @@ def decision_csv_rows(rows: Iterable[Decision]) -> list[list[Any]]:
 
 
 def plans() -> QuerySet[Plan]:
-    """Every plan with its model and workload (the result, large, left out of the list)."""
-    return Plan.objects.select_related("model", "workload").defer("result", "progress_log")
+    """Every plan with its model and workload, and its summary instead of its result (``Plan.objects.listed``)."""
+    return Plan.objects.listed().select_related("model", "workload")
 
 
 PLAN_CSV = ("id", "started", "model", "workload", "status", "progress_percent", "candidates_evaluated")

@@ -14,6 +14,7 @@ from django.utils import timezone
 from fleet.models import Cluster, HardwareSku, ModelSpec, Provider, Workload
 from fleet.tables import csv_text, safe_cell
 from planner.models import Decision, Plan
+from planner.plans import plan_summary
 
 NUL = "\x00"
 
@@ -152,13 +153,15 @@ def _done_plan(model_slug: str, workload: Workload, sku_slug: str, usd: float, t
         "decode": {"layout": {"tp": 8, "dp": gpus // 8 or 1}, "replicas": 1}, "prefill": None, "reason": None,
     }  # fmt: skip
     second = {**best, "usd_per_mtok": usd * 2, "reason": "costs_more", "mode": "=evil()"}
+    result = {"best": best, "top": [best, second], "frontier": [], "feasible": 2, "rejected": {}}
     plan = Plan.objects.create(
         model=ModelSpec.objects.get(slug=model_slug),
         workload=workload,
         status=Plan.Status.DONE,
         progress=100,
         options={"max_nodes": 4, "on": "2026-08-01"},
-        result={"best": best, "top": [best, second], "frontier": [], "feasible": 2, "rejected": {}},
+        result=result,
+        summary=plan_summary(result),
     )
     plan.skus.set([sku])
     return plan
