@@ -542,18 +542,15 @@ SUMMARY_FIGURES = (
 
 def plan_summary(result: dict[str, Any] | None) -> dict[str, Any] | None:
     """A result's headline, stored beside it (``Plan.summary``) so that lists never read the result
-    (tens of KB): the configurations evaluated and feasible, and the best one's figures (``best``:
-    None when none meets the SLOs). None without a result (a plan not done)."""
+    (tens of KB): the configurations found feasible, and the best one's figures (``best``: None
+    when none meets the SLOs). None without a result (a plan not done). The configurations evaluated
+    are the plan's own column (``candidates_evaluated``)."""
     if result is None:
         return None
     best = result.get("best")
     if best:
         best = {key: best.get(key) for key in SUMMARY_FIGURES} | {"layout": configuration_row(best, {})["layout"]}
-    return {
-        "candidates_evaluated": result.get("candidates_evaluated", 0),
-        "feasible": result.get("feasible", 0),
-        "best": best or None,
-    }
+    return {"feasible": result.get("feasible", 0), "best": best or None}
 
 
 def plan_ranking(plan: Plan) -> list[dict[str, Any]]:

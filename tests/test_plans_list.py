@@ -8,10 +8,20 @@ import importlib
 
 import pytest
 from django.apps import apps
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from planner import plans as plan_service
 from planner.models import Plan
 from planner.plans import PlanRequest, create_plan, execute_plan, plan_summary
+
+#: What a query that reads the result column says (SQLite and PostgreSQL quote alike).
+RESULT_COLUMN = '"planner_plan"."result"'
+#: The most the plans page may weigh with 50 plans (issue 30: 880 KB a page with each plan's result).
+PAGE_BYTES = 50 * 1024
+#: The most the API's list of 50 plans may weigh: about 1 KB a plan (what it searched, its SKUs, its
+#: best configuration's figures); 2.4 MB with each plan's result.
+API_LIST_BYTES = 64 * 1024
 
 
 @pytest.fixture
@@ -22,13 +32,39 @@ def done_plan(catalog_and_agent) -> Plan:
     return plan
 
 
+@pytest.fixture
+def fifty_plans(done_plan) -> list[Plan]:
+    """The real plan and 49 done copies of it (result, summary, SKUs), as bench/pages_data.py stores them."""
+    copies = Plan.objects.bulk_create(
+        Plan(
+            model=done_plan.model,
+            workload=done_plan.workload,
+            options=done_plan.options,
+            status=Plan.Status.DONE,
+            progress=100,
+            progress_log=done_plan.progress_log,
+            candidates_evaluated=done_plan.candidates_evaluated,
+            result=done_plan.result,
+            summary=done_plan.summary,
+            started=done_plan.started,
+            finished=done_plan.finished,
+        )
+        for _ in range(49)
+    )
+    skus = list(done_plan.skus.all())
+    Plan.skus.through.objects.bulk_create(
+        Plan.skus.through(plan_id=p.pk, hardwaresku_id=s.pk) for p in copies for s in skus
+    )
+    return [done_plan, *copies]
+
+
+def _reads_the_result(ctx: CaptureQueriesContext) -> bool:
+    return any(RESULT_COLUMN in q["sql"] for q in ctx.captured_queries)
+
+
 def test_no_result_no_summary():
     assert plan_summary(None) is None
-    assert plan_summary({"best": None, "feasible": 0, "candidates_evaluated": 12}) == {
-        "candidates_evaluated": 12,
-        "feasible": 0,
-        "best": None,
-    }
+    assert plan_summary({"best": None, "feasible": 0, "candidates_evaluated": 12}) == {"feasible": 0, "best": None}
 
 
 @pytest.mark.django_db
@@ -36,7 +72,6 @@ def test_a_finished_search_stores_its_summary_with_its_result(done_plan):
     best, summary = done_plan.result["best"], done_plan.summary
     assert summary == plan_summary(done_plan.result)
     assert summary["feasible"] == done_plan.result["feasible"] > 0
-    assert summary["candidates_evaluated"] == done_plan.candidates_evaluated > 0
     for key in ("sku", "mode", "kv_cache_dtype", "gpus", "nodes", "usd_per_gpu_hour", "usd_per_mtok", "tpot_ms"):
         assert summary["best"][key] == best[key]
     assert summary["best"]["layout"] == plan_service.configuration_row(best, {})["layout"]
@@ -63,3 +98,51 @@ def test_the_migration_backfills_the_summaries_of_stored_results(done_plan):
     migration.backfill_summaries(apps, None)
     assert Plan.objects.get(pk=done_plan.pk).summary == plan_summary(done_plan.result)
     assert Plan.objects.get(pk=queued.pk).summary is None
+
+
+@pytest.mark.django_db
+def test_the_api_list_of_fifty_plans_carries_their_summaries_not_their_results(viewer_api, fifty_plans):
+    with CaptureQueriesContext(connection) as ctx:
+        r = viewer_api.get("/api/v1/plans/?page_size=50")
+    assert r.status_code == 200
+    rows = r.json()["results"]
+    assert len(rows) == 50 and not _reads_the_result(ctx)
+    assert not {"result", "options", "progress_log"} & {key for row in rows for key in row}
+    plan = fifty_plans[0]
+    for row in rows:
+        assert row["status"] == "done" and row["summary"] == plan.summary
+        assert row["request"] == {
+            "max_nodes": 8,
+            "kv_cache_dtypes": ["bf16", "fp8"],
+            "modes": ["aggregated", "disaggregated"],
+            "on": plan.options["on"],
+            "price_basis": "fleet",
+        }
+        assert set(row["skus"]) == set(plan.options["prices"])
+    assert len(r.content) < API_LIST_BYTES, len(r.content)
+    with CaptureQueriesContext(connection) as few:
+        viewer_api.get("/api/v1/plans/?page_size=5")
+    assert len(few.captured_queries) == len(ctx.captured_queries)
+
+
+@pytest.mark.django_db
+def test_the_plan_itself_carries_its_result(viewer_api, done_plan):
+    with CaptureQueriesContext(connection) as ctx:
+        body = viewer_api.get(f"/api/v1/plans/{done_plan.pk}/").json()
+    assert _reads_the_result(ctx)  # the check above sees a query that reads it
+    assert body["result"] == done_plan.result and body["summary"] == done_plan.summary
+    assert body["options"] == done_plan.options and body["progress_log"] == done_plan.progress_log
+    assert body["request"]["price_basis"] == "fleet"
+
+
+@pytest.mark.django_db
+def test_queued_and_failed_plans_list_without_a_summary(viewer_api, catalog_and_agent, monkeypatch):
+    create_plan(PlanRequest(model="kimi-k3", workload="agent", max_nodes=2, price_basis="list"), None)
+    monkeypatch.setattr(plan_service, "search", lambda *a, **k: 1 / 0)
+    execute_plan(str(create_plan(PlanRequest(model="kimi-k3", workload="agent", max_nodes=2), None).pk))
+    rows = viewer_api.get("/api/v1/plans/").json()["results"]
+    assert [(r["status"], r["summary"], r["request"]["price_basis"]) for r in rows] == [
+        ("failed", None, "fleet"),
+        ("queued", None, "list"),
+    ]
+    assert "Unexpected error" in rows[0]["error"]
