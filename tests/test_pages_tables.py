@@ -180,7 +180,21 @@ def test_plans_list_sort_search_csv(viewer, catalog_and_agent):
     assert [p.pk for p in found.context["rows"]] == [b.pk]
     rows = _csv(viewer.get("/plans/export.csv?sort=-model"))
     assert [r[0] for r in rows[1:]] == [str(b.pk), str(a.pk)]  # Llama after Kimi, reversed
-    assert rows[0] == ["id", "started", "model", "workload", "status", "progress_percent", "candidates_evaluated"]
+    assert rows[0][:8] == [
+        "id", "started", "model", "workload", "price_basis", "status", "progress_percent", "candidates_evaluated"
+    ]  # fmt: skip
+    assert rows[0][8:] == [
+        "feasible", "best_sku", "best_mode", "best_kv_cache_dtype", "best_gpus", "best_layout", "best_usd_per_mtok",
+        "best_tpot_ms",
+    ]  # fmt: skip
+    kimi = dict(zip(rows[0], rows[2], strict=True))  # the best configuration from the plan's summary
+    assert (kimi["price_basis"], kimi["feasible"], kimi["best_sku"], kimi["best_gpus"]) == (
+        "fleet",
+        "2",
+        "h200-141gb",
+        "16",
+    )
+    assert (kimi["best_layout"], kimi["best_usd_per_mtok"], kimi["best_tpot_ms"]) == ("tp 8 · dp 2", "1.5", "30.0")
 
 
 @pytest.mark.django_db

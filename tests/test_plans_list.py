@@ -146,3 +146,68 @@ def test_queued_and_failed_plans_list_without_a_summary(viewer_api, catalog_and_
         ("queued", None, "list"),
     ]
     assert "Unexpected error" in rows[0]["error"]
+
+
+@pytest.fixture
+def viewer(client, make_user):
+    client.force_login(make_user("v", "viewer"))
+    return client
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "url, headers",
+    [
+        ("/plans/", {}),
+        ("/plans/?page=2", {}),
+        ("/plans/?sort=-usd", {"HTTP_HX_REQUEST": "true"}),
+        ("/plans/export.csv", {}),
+    ],
+)
+def test_the_plans_page_of_fifty_plans_shows_their_summaries_in_under_50_kb(viewer, fifty_plans, url, headers):
+    with CaptureQueriesContext(connection) as ctx:
+        r = viewer.get(url, **headers)
+    assert r.status_code == 200
+    assert len(r.content) < PAGE_BYTES, len(r.content)
+    assert not _reads_the_result(ctx)
+    best = fifty_plans[0].summary["best"]
+    text = r.content.decode()
+    if url.endswith(".csv"):
+        assert text.count(best["layout"]) == 50
+        return
+    assert len(r.context["rows"]) == 25 and text.count('name="plan"') == 25  # 25 rows a page, of 50
+    headline = f"{best['gpus']} \u00d7 {best['sku']} · {best['mode']} · {best['kv_cache_dtype']} KV · {best['layout']}"
+    assert text.count(headline) == 25 and text.count(f">{best['usd_per_mtok']:.2f}</td>") == 25
+    assert "fleet" in text and 'data-sort-key="usd"' in text
+
+
+@pytest.mark.django_db
+def test_the_plans_page_sorts_by_the_best_configurations_figures(viewer, done_plan):
+    """Cheapest first (USD/Mtok, TPOT and the best configuration: from the stored summary); a plan
+    whose search found nothing within the SLOs says so, an unfinished one shows nothing yet."""
+    best = done_plan.summary["best"]
+    cheaper = Plan.objects.create(
+        model=done_plan.model,
+        workload=done_plan.workload,
+        options={**done_plan.options, "price_basis": "list"},
+        status=Plan.Status.DONE,
+        summary={"feasible": 3, "best": {**best, "usd_per_mtok": best["usd_per_mtok"] / 2, "tpot_ms": 99.0}},
+    )
+    none_fit = Plan.objects.create(
+        model=done_plan.model,
+        workload=done_plan.workload,
+        options=done_plan.options,
+        status=Plan.Status.DONE,
+        summary={"feasible": 0, "best": None},
+    )
+    queued = create_plan(PlanRequest(model="kimi-k3", workload="agent", max_nodes=2), None)
+    done = [cheaper.pk, done_plan.pk]
+    by_cost = [p.pk for p in viewer.get("/plans/?sort=usd").context["rows"] if p.pk in done]
+    assert by_cost == done
+    by_tpot = [p.pk for p in viewer.get("/plans/?sort=-tpot").context["rows"] if p.pk in done]
+    assert by_tpot == done
+    by_prices = [p.pk for p in viewer.get("/plans/?sort=-prices").context["rows"]]
+    assert by_prices[0] == cheaper.pk
+    page = viewer.get("/plans/").content.decode()
+    assert "none meets the SLOs" in page.split(f'data-plan="{none_fit.pk}"')[1].split("</tr>")[0]
+    assert '<td colspan="3"></td>' in page.split(f'data-plan="{queued.pk}"')[1].split("</tr>")[0]
