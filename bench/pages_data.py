@@ -320,7 +320,7 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
         )
     timings["polls"] = time.perf_counter() - t2
 
-    # Plans: one real search, stored by execute_plan; the other done plans carry a copy of its result.
+    # Plans: one real search, stored by execute_plan; the other done plans carry a copy of its result and summary.
     t3 = time.perf_counter()
     kimi = models["kimi-k3"]
     request = PlanRequest(model=kimi.slug, workload=workloads[0].slug, max_nodes=8)
@@ -342,6 +342,7 @@ def build_data(n_clusters: int, n_deployments: int, n_polls: int, n_plans: int, 
                 progress_log=plan.progress_log if status == "done" else [],
                 candidates_evaluated=plan.candidates_evaluated if status == "done" else 0,
                 result=plan.result if status == "done" else None,
+                summary=plan.summary if status == "done" else None,
                 error={"failed": "The search could not run: no layout fits.", "cancelled": "Cancelled on request."}.get(
                     status, ""
                 ),

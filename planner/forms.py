@@ -378,14 +378,19 @@ class DecisionTableForm(TableForm):
 
 
 class PlanTableForm(TableForm):
-    """The plans list's search and sort (newest first by default)."""
+    """The plans list's search and sort (newest first by default); the best configuration's columns
+    sort by the plan's stored summary (``Plan.summary``), never its result."""
 
     columns = (
         Column("started", "Started", ("created",)),
         Column("model", "Model", ("model__name", "-created")),
         Column("workload", "Workload", ("workload__name", "-created")),
+        Column("prices", "Prices", ("options__price_basis", "-created")),
         Column("status", "Status", ("status", "-created")),
         Column("progress", "Progress", ("progress", "-created"), numeric=True),
+        Column("best", "Best configuration", ("summary__best__sku", "summary__best__gpus", "-created")),
+        Column("usd", "USD/Mtok", ("summary__best__usd_per_mtok", "-created"), numeric=True),
+        Column("tpot", "TPOT ms", ("summary__best__tpot_ms", "-created"), numeric=True),
     )
     default_sort = "-started"
     search_fields = ("model__name", "model__slug", "workload__name", "workload__slug", "status")

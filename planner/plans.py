@@ -382,12 +382,14 @@ def _run(plan_id: str, token: str, on_progress: Callable[[int, int], None] | Non
 
 
 def _finish(mine: QuerySet[Plan], status: str, progress_log: list, *, result=None, error: str = "", evaluated=None):
-    """Write the outcome if this run still holds the lease (one conditional UPDATE: exactly once)."""
+    """Write the outcome if this run still holds the lease (one conditional UPDATE: exactly once),
+    the result with its summary (``plan_summary``: what lists show)."""
     values: dict[str, Any] = {
         "status": status,
         "finished": timezone.now(),
         "error": error,
         "result": result,
+        "summary": plan_summary(result),
         "lease_expires": None,
         "lease_heartbeat": None,
     }
@@ -520,6 +522,35 @@ def configuration_row(candidate: dict, names: dict[str, str]) -> dict[str, Any]:
         "prefill_layout": prefill,
         "layout": f"decode {decode}; prefill {prefill}" if prefill else decode,
     }
+
+
+#: The best configuration's figures a plan's summary keeps, with its ``layout`` as text.
+SUMMARY_FIGURES = (
+    "sku",
+    "mode",
+    "kv_cache_dtype",
+    "gpus",
+    "nodes",
+    "usd_per_gpu_hour",
+    "usd_per_hour",
+    "usd_per_mtok",
+    "tpot_ms",
+    "ttft_ms",
+    "tokens_per_s_per_gpu",
+)
+
+
+def plan_summary(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A result's headline, stored beside it (``Plan.summary``) so that lists never read the result
+    (tens of KB): the configurations found feasible, and the best one's figures (``best``: None
+    when none meets the SLOs). None without a result (a plan not done). The configurations evaluated
+    are the plan's own column (``candidates_evaluated``)."""
+    if result is None:
+        return None
+    best = result.get("best")
+    if best:
+        best = {key: best.get(key) for key in SUMMARY_FIGURES} | {"layout": configuration_row(best, {})["layout"]}
+    return {"feasible": result.get("feasible", 0), "best": best or None}
 
 
 def plan_ranking(plan: Plan) -> list[dict[str, Any]]:

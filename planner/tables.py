@@ -67,27 +67,54 @@ def decision_csv_rows(rows: Iterable[Decision]) -> list[list[Any]]:
 
 
 def plans() -> QuerySet[Plan]:
-    """Every plan with its model and workload (the result, large, left out of the list)."""
-    return Plan.objects.select_related("model", "workload").defer("result", "progress_log")
+    """Every plan with its model and workload, and its summary instead of its result (``Plan.objects.listed``)."""
+    return Plan.objects.listed().select_related("model", "workload")
 
 
-PLAN_CSV = ("id", "started", "model", "workload", "status", "progress_percent", "candidates_evaluated")
+PLAN_CSV = (
+    "id",
+    "started",
+    "model",
+    "workload",
+    "price_basis",
+    "status",
+    "progress_percent",
+    "candidates_evaluated",
+    "feasible",
+    "best_sku",
+    "best_mode",
+    "best_kv_cache_dtype",
+    "best_gpus",
+    "best_layout",
+    "best_usd_per_mtok",
+    "best_tpot_ms",
+)
+#: The best configuration's figures in ``PLAN_CSV`` (``best_<key>``), from the plan's summary.
+PLAN_CSV_BEST = ("sku", "mode", "kv_cache_dtype", "gpus", "layout", "usd_per_mtok", "tpot_ms")
 
 
 def plan_csv_rows(rows: Iterable[Plan]) -> list[list[Any]]:
-    """One CSV row per plan (``PLAN_CSV``)."""
-    return [
-        [
-            str(p.pk),
-            p.created.strftime("%Y-%m-%d %H:%M:%S"),
-            p.model.name,
-            p.workload.name,
-            p.status,
-            p.progress,
-            p.candidates_evaluated,
-        ]
-        for p in rows
-    ]
+    """One CSV row per plan (``PLAN_CSV``): the best configuration from its summary (blank until done,
+    or when none meets the SLOs)."""
+    out = []
+    for p in rows:
+        summary = p.summary or {}
+        best = summary.get("best") or {}
+        out.append(
+            [
+                str(p.pk),
+                p.created.strftime("%Y-%m-%d %H:%M:%S"),
+                p.model.name,
+                p.workload.name,
+                p.price_basis,
+                p.status,
+                p.progress,
+                p.candidates_evaluated,
+                summary.get("feasible"),
+                *(best.get(key) for key in PLAN_CSV_BEST),
+            ]
+        )
+    return out
 
 
 def models() -> QuerySet[ModelSpec]:

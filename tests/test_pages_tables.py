@@ -14,6 +14,7 @@ from django.utils import timezone
 from fleet.models import Cluster, HardwareSku, ModelSpec, Provider, Workload
 from fleet.tables import csv_text, safe_cell
 from planner.models import Decision, Plan
+from planner.plans import plan_summary
 
 NUL = "\x00"
 
@@ -152,13 +153,15 @@ def _done_plan(model_slug: str, workload: Workload, sku_slug: str, usd: float, t
         "decode": {"layout": {"tp": 8, "dp": gpus // 8 or 1}, "replicas": 1}, "prefill": None, "reason": None,
     }  # fmt: skip
     second = {**best, "usd_per_mtok": usd * 2, "reason": "costs_more", "mode": "=evil()"}
+    result = {"best": best, "top": [best, second], "frontier": [], "feasible": 2, "rejected": {}}
     plan = Plan.objects.create(
         model=ModelSpec.objects.get(slug=model_slug),
         workload=workload,
         status=Plan.Status.DONE,
         progress=100,
         options={"max_nodes": 4, "on": "2026-08-01"},
-        result={"best": best, "top": [best, second], "frontier": [], "feasible": 2, "rejected": {}},
+        result=result,
+        summary=plan_summary(result),
     )
     plan.skus.set([sku])
     return plan
@@ -177,7 +180,21 @@ def test_plans_list_sort_search_csv(viewer, catalog_and_agent):
     assert [p.pk for p in found.context["rows"]] == [b.pk]
     rows = _csv(viewer.get("/plans/export.csv?sort=-model"))
     assert [r[0] for r in rows[1:]] == [str(b.pk), str(a.pk)]  # Llama after Kimi, reversed
-    assert rows[0] == ["id", "started", "model", "workload", "status", "progress_percent", "candidates_evaluated"]
+    assert rows[0][:8] == [
+        "id", "started", "model", "workload", "price_basis", "status", "progress_percent", "candidates_evaluated"
+    ]  # fmt: skip
+    assert rows[0][8:] == [
+        "feasible", "best_sku", "best_mode", "best_kv_cache_dtype", "best_gpus", "best_layout", "best_usd_per_mtok",
+        "best_tpot_ms",
+    ]  # fmt: skip
+    kimi = dict(zip(rows[0], rows[2], strict=True))  # the best configuration from the plan's summary
+    assert (kimi["price_basis"], kimi["feasible"], kimi["best_sku"], kimi["best_gpus"]) == (
+        "fleet",
+        "2",
+        "h200-141gb",
+        "16",
+    )
+    assert (kimi["best_layout"], kimi["best_usd_per_mtok"], kimi["best_tpot_ms"]) == ("tp 8 · dp 2", "1.5", "30.0")
 
 
 @pytest.mark.django_db

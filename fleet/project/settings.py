@@ -279,6 +279,11 @@ SPECTACULAR_SETTINGS = {
         "PlanStatusEnum": "planner.models.plans.Plan.Status",
         "ProviderKindEnum": "fleet.models.providers.Provider.Kind",
         "PriceBasisEnum": "planner.engine.PRICE_BASES",
+        # KV cache dtypes every computation takes, and the ones a plan searches (its request and its best
+        # configuration) and its serving modes.
+        "KvCacheDtypeEnum": "planner.engine.KV_CACHE_DTYPES",
+        "KvCacheDtypesEnum": "planner.plans.PLAN_KV_CACHE_DTYPES",
+        "ModesEnum": "planner.engine.MODES",
         "SpendLineKindEnum": "planner.api.costs.LINE_KINDS",
     },
 }

@@ -1,9 +1,11 @@
-"""``/api/v1/plans/``: start a layout search (202), follow its progress, read the result, cancel."""
+"""``/api/v1/plans/``: start a layout search (202), follow its progress, read the result, cancel; the
+list carries each plan's summary, the result only the plan itself."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -70,11 +72,56 @@ class PlanRequestSerializer(serializers.Serializer):
         return PlanRequest(**data)
 
 
-class PlanSerializer(serializers.ModelSerializer):
+class PlanSearchSerializer(serializers.Serializer):
+    """What a plan searched beyond its model, workload and SKUs (from its ``options``)."""
+
+    max_nodes = serializers.IntegerField(source="options.max_nodes", read_only=True)
+    kv_cache_dtypes = serializers.ListField(
+        child=serializers.ChoiceField(choices=PLAN_KV_CACHE_DTYPES), source="options.kv_cache_dtypes", read_only=True
+    )
+    modes = serializers.ListField(child=serializers.ChoiceField(choices=MODES), source="options.modes", read_only=True)
+    on = serializers.DateField(source="options.on", read_only=True, help_text="Date of the GPU prices used.")
+    price_basis = serializers.ChoiceField(choices=list(PRICE_BASES), read_only=True)
+
+
+class BestConfigurationSerializer(serializers.Serializer):
+    """The best configuration's headline figures (``result.best`` on the plan has them all)."""
+
+    sku = serializers.CharField(read_only=True, help_text="SKU slug.")
+    mode = serializers.ChoiceField(choices=MODES, read_only=True)
+    kv_cache_dtype = serializers.ChoiceField(choices=PLAN_KV_CACHE_DTYPES, read_only=True)
+    gpus = serializers.IntegerField(read_only=True)
+    nodes = serializers.IntegerField(read_only=True)
+    layout = serializers.CharField(
+        read_only=True, help_text="Replicas x parallel sizes, e.g. `2 x tp 4 · dp 2`; `decode ...; prefill ...`."
+    )
+    usd_per_gpu_hour = serializers.CharField(read_only=True, help_text="The SKU's price used (decimal string).")
+    usd_per_hour = serializers.FloatField(read_only=True)
+    usd_per_mtok = serializers.FloatField(read_only=True, help_text="USD per million output tokens.")
+    tpot_ms = serializers.FloatField(read_only=True)
+    ttft_ms = serializers.FloatField(read_only=True)
+    tokens_per_s_per_gpu = serializers.FloatField(read_only=True, help_text="Output tokens per second per GPU.")
+
+
+class PlanSummarySerializer(serializers.Serializer):
+    """A done plan's result in brief (``planner.plans.plan_summary``, stored with the result)."""
+
+    feasible = serializers.IntegerField(read_only=True, help_text="Configurations that fit and meet both SLOs.")
+    best = BestConfigurationSerializer(
+        read_only=True, allow_null=True, help_text="The cheapest that meets the SLOs; null when none does."
+    )
+
+
+class PlanBriefSerializer(serializers.ModelSerializer):
+    """A plan as ``GET /api/v1/plans/`` lists it: what it searched, how far it got and its summary;
+    the result (tens of KB) is on the plan itself (``url``)."""
+
     url = serializers.HyperlinkedIdentityField(view_name="api:plan-detail")
     model = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     workload = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     skus = serializers.SlugRelatedField(slug_field="slug", read_only=True, many=True)
+    request = PlanSearchSerializer(source="*", read_only=True)
+    summary = PlanSummarySerializer(read_only=True, allow_null=True, help_text="Null until the plan is done.")
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
@@ -85,19 +132,27 @@ class PlanSerializer(serializers.ModelSerializer):
             "model",
             "workload",
             "skus",
-            "options",
+            "request",
             "status",
             "progress",
-            "progress_log",
             "candidates_evaluated",
             "cancel_requested",
-            "result",
+            "summary",
             "error",
             "requested_by",
             "created",
             "started",
             "finished",
         )
+        read_only_fields = fields
+
+
+class PlanSerializer(PlanBriefSerializer):
+    """A plan with everything: the list's fields, its options (with each SKU's price used), its
+    progress log and, when done, its result."""
+
+    class Meta(PlanBriefSerializer.Meta):
+        fields = (*PlanBriefSerializer.Meta.fields, "options", "progress_log", "result")
         read_only_fields = fields
 
 
@@ -117,7 +172,8 @@ class PlanSubmittedSerializer(PlanSerializer):
 
 
 class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Searches run on Celery workers; the list and detail show progress and, when done, the result."""
+    """Searches run on Celery workers; the list shows each plan's progress and, when done, its
+    summary (never reading the result), the detail its result."""
 
     queryset = Plan.objects.select_related("model", "workload", "requested_by").prefetch_related("skus")
     serializer_class = PlanSerializer
@@ -128,6 +184,13 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
 
     def limited(self, request: Request) -> bool:
         return self.action == "create"
+
+    def get_queryset(self) -> QuerySet[Plan]:
+        queryset = super().get_queryset()
+        return queryset.listed() if self.action == "list" else queryset
+
+    def get_serializer_class(self) -> type[serializers.BaseSerializer]:
+        return PlanBriefSerializer if self.action == "list" else PlanSerializer
 
     @extend_schema(request=PlanRequestSerializer, responses={202: PlanSubmittedSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -11,6 +11,13 @@ from django.urls import reverse
 from fleet.models import ModelSpec, Workload
 
 
+class PlanQuerySet(models.QuerySet):
+    def listed(self) -> PlanQuerySet:
+        """Plans as a list reads them: everything but the result and the progress log (tens of KB a
+        plan; a list shows ``summary``, the result's headline, and the result is on the plan itself)."""
+        return self.defer("result", "progress_log")
+
+
 class Plan(models.Model):
     """One search request and its outcome. The id doubles as the Celery task id. A run holds a
     lease (``lease_token`` until ``lease_expires``, beating ``lease_heartbeat``), so a task
@@ -38,6 +45,11 @@ class Plan(models.Model):
     candidates_evaluated = models.PositiveIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
     result = models.JSONField(null=True, blank=True)
+    summary = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The result's headline for lists (planner.plans.plan_summary), written with the result.",
+    )
     error = models.TextField(blank=True)
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
@@ -56,6 +68,8 @@ class Plan(models.Model):
     )
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Runs started (1 unless a worker died).")
 
+    objects = PlanQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created"]
         # change_plan lets a user cancel the plans they started; this lets them cancel anyone's.
@@ -70,3 +84,9 @@ class Plan(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+    @property
+    def price_basis(self) -> str:
+        """Which prices the plan ranked by (``planner.plans.PRICE_BASES``; plans from before the
+        choice existed ranked by the fleet's)."""
+        return (self.options or {}).get("price_basis") or "fleet"

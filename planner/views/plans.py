@@ -99,8 +99,8 @@ def plan_detail(request: HtmxHttpRequest, pk: str) -> HttpResponse:
     context = {"plan": plan, "can_cancel": can_cancel, **_rows(plan)}
     if is_partial(request):
         return render(request, "planner/_plan_status.html", context)
-    others = Plan.objects.filter(status=Plan.Status.DONE).exclude(pk=plan.pk).select_related("model", "workload")
-    context["compare_with"] = others.defer("result", "progress_log")[:COMPARE_CHOICES]
+    others = Plan.objects.listed().filter(status=Plan.Status.DONE).exclude(pk=plan.pk)
+    context["compare_with"] = others.select_related("model", "workload")[:COMPARE_CHOICES]
     return render(request, "planner/plan.html", context)
 
 
