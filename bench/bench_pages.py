@@ -7,7 +7,9 @@ Run from the repository root (PostgreSQL on 127.0.0.1:5432, user ``postgres``, t
 
 Plain script (no pytest). It creates a throwaway database ``fleetcap_bench_pages`` (dropped first if a
 previous run left it, and dropped again at the end, also on error or Ctrl-C), points ``DATABASE_URL`` at it
-and ``FLEETCAP_VAR_DIR`` at a new temporary folder BEFORE ``django.setup()``, runs ``migrate`` and
+and ``FLEETCAP_VAR_DIR`` at a new temporary folder BEFORE ``django.setup()``, starts as the web process
+does (``fleet.project.webprocess.configure_web_process``, which ``fleet/project/wsgi.py`` calls: the
+garbage collector's thresholds, 50,000/20/10 or ``FLEETCAP_GC_THRESHOLDS``), runs ``migrate`` and
 ``load_catalog``, then bulk-creates a fleet:
 
 * ``--clusters`` clusters over the catalogue's SKUs (H100, H200, B200, GB300, MI300X, MI355X, A100, L40S),
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import math
 import os
@@ -171,7 +174,8 @@ def main() -> int:
             pg_version = cursor.fetchone()[0]
         print(
             f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-            f"PostgreSQL {pg_version} on 127.0.0.1"
+            f"PostgreSQL {pg_version} on 127.0.0.1; GC thresholds {'/'.join(map(str, gc.get_threshold()))} "
+            "(the web process's)"
         )
         print("Data:", ", ".join(f"{v:,} {k}" for k, v in data["counts"].items()))
         print(f"  polls table with indexes: {data['polls_size']}; plan result JSON: {data['result_kb']:.0f} KB")

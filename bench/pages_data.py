@@ -61,7 +61,9 @@ def drop_database() -> None:
 
 
 def setup_django(var_dir: str) -> None:
-    """Environment first (settings read it at import), then ``django.setup()``, migrate, catalogue."""
+    """Environment first (settings read it at import), the web process's start-up
+    (``configure_web_process``: its garbage-collector thresholds), then ``django.setup()``, migrate,
+    catalogue."""
     os.environ["DATABASE_URL"] = f"{SERVER_URL}/{DB_NAME}"
     os.environ["FLEETCAP_VAR_DIR"] = var_dir
     # A throwaway database and folder get a throwaway secret key (settings only read one).
@@ -71,6 +73,10 @@ def setup_django(var_dir: str) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "fleet.project.settings"
     import django
 
+    from fleet.project.webprocess import configure_web_process
+
+    # The web process's start-up (fleet/project/wsgi.py calls the same): its collector thresholds.
+    configure_web_process()
     django.setup()
     from django.core.management import call_command
 

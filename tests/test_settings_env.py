@@ -205,11 +205,12 @@ def test_init_local_sets_aside_a_sqlite_file_from_before_the_relaid_migrations(t
 
 
 def test_the_web_process_sets_its_garbage_collector_thresholds(monkeypatch):
-    """fleet/project/wsgi.py: fewer, later young collections in a web process (docs/benchmarks.md,
-    "Garbage collector"); an override in the environment, and a malformed one ignored."""
+    """fleet/project/webprocess.py (called by wsgi.py and the page benchmarks): fewer, later young
+    collections in a web process (docs/benchmarks.md, "Garbage collector"); an override in the
+    environment, and a malformed one ignored."""
     import gc
 
-    from fleet.project.wsgi import DEFAULT_GC_THRESHOLDS, tune_gc
+    from fleet.project.webprocess import DEFAULT_GC_THRESHOLDS, configure_web_process, tune_gc
 
     before = gc.get_threshold()
     try:
@@ -220,6 +221,8 @@ def test_the_web_process_sets_its_garbage_collector_thresholds(monkeypatch):
         for bad in ("fast", "1,2", "0,10,10"):
             monkeypatch.setenv("FLEETCAP_GC_THRESHOLDS", bad)
             assert tune_gc() == DEFAULT_GC_THRESHOLDS
+        monkeypatch.setenv("FLEETCAP_GC_THRESHOLDS", "1000,10,10")
+        assert configure_web_process() == (1000, 10, 10) == gc.get_threshold()
     finally:
         gc.set_threshold(*before)
 
