@@ -5,8 +5,10 @@ Run from the repository root (PostgreSQL on 127.0.0.1:5432, user ``postgres``, t
     .venv/bin/python bench/bench_pages.py                          # 200 clusters, 1,000 deployments, 100,000 polls
     .venv/bin/python bench/bench_pages.py --repeat 50 --profile fleet-partial --profile spend
 
-Plain script (no pytest). It creates a throwaway database ``fleetcap_bench_pages`` (dropped first if a
-previous run left it, and dropped again at the end, also on error or Ctrl-C), points ``DATABASE_URL`` at it
+Plain script (no pytest). It creates a throwaway database of its own, ``fleetcap_bench_pages_<pid>_<8 hex
+digits>`` (bench/throwaway.py: a plain ``CREATE DATABASE``, so two runs on one server never share or drop
+each other's; dropped at the end if this run created it, also on error, Ctrl-C or SIGTERM), points
+``DATABASE_URL`` at it
 and ``FLEETCAP_VAR_DIR`` at a new temporary folder BEFORE ``django.setup()``, starts as the web process
 does (``fleet.project.webprocess.configure_web_process``, which ``fleet/project/wsgi.py`` calls: the
 garbage collector's thresholds, 50,000/20/10 or ``FLEETCAP_GC_THRESHOLDS``), runs ``migrate`` and
@@ -49,6 +51,7 @@ import os
 import platform
 import pstats
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -61,8 +64,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 TARGET_P95_MS = 100.0
 WARMUPS = 2
 
-from pages_data import build_data, create_database, drop_database, setup_django  # noqa: E402
+from pages_data import build_data, setup_django  # noqa: E402
 from pages_fleet import WHAT_IF_QUERY, check_templates  # noqa: E402
+from throwaway import ThrowawayDatabase  # noqa: E402
 
 
 def pages(data: dict[str, Any], month: str) -> list[tuple[str, str, dict[str, str]]]:
@@ -142,6 +146,10 @@ def profile(client, name: str, url: str, headers: dict[str, str], top: int = 30)
     print(out.getvalue())
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clusters", type=int, default=200)
@@ -154,13 +162,15 @@ def main() -> int:
     if args.clusters < 1 or args.deployments < 1 or args.polls < 0 or args.repeat < 1:
         parser.error("--clusters, --deployments and --repeat must be at least 1, --polls at least 0")
 
+    # A SIGTERM tears down like Ctrl-C (the finally below), so the run's database is not left behind.
+    signal.signal(signal.SIGTERM, _interrupt)
+    database = ThrowawayDatabase("pages")
     var_dir = tempfile.mkdtemp(prefix="fleetcap-bench-pages-")
-    created = False
     try:
-        create_database()
-        created = True
+        database.create()
+        print(f"Database: {database.name} (this run's own; dropped at the end)", flush=True)
         t0 = time.perf_counter()
-        setup_django(var_dir)
+        setup_django(var_dir, database.url)
         check_templates()
         migrated = time.perf_counter() - t0
         data = build_data(args.clusters, args.deployments, args.polls, args.plans)
@@ -222,8 +232,8 @@ def main() -> int:
             profile(client, name, *by_name[name])
         return 0
     finally:
-        if created:
-            drop_database()
+        if database.drop():
+            print(f"Database {database.name} dropped")
         shutil.rmtree(var_dir, ignore_errors=True)
 
 
