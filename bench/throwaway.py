@@ -53,8 +53,15 @@ def _postgres(server_url: str) -> Callable[[str], None]:
 class ThrowawayDatabase:
     """A database of this run's own: ``create()`` makes it (or fails), ``drop()`` drops it if it did."""
 
-    def __init__(self, kind: str, server_url: str = SERVER_URL, admin: Callable[[str], None] | None = None):
-        self.name = run_name(kind)
+    def __init__(
+        self,
+        kind: str,
+        server_url: str = SERVER_URL,
+        admin: Callable[[str], None] | None = None,
+        name: str | None = None,
+    ):
+        #: ``run_name(kind)``, or the name a caller was given (bench_answers.py's ``--database-url``).
+        self.name = name or run_name(kind)
         self.server_url = server_url
         self.created = False
         self._admin = admin or _postgres(server_url)

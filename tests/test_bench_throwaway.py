@@ -105,3 +105,11 @@ def test_the_load_tests_redis_keys_are_claimed_and_only_they_are_deleted():
     )
     assert keys.release() == 5 and keys.release() == 0
     assert sorted(k.decode() for k in client.data) == sorted(others)
+
+
+def test_the_benchmarks_drop_and_flush_only_through_these_helpers():
+    """No script drops a database by a fixed name or flushes a Redis db (the old behaviour)."""
+    for path in [*BENCH.glob("*.py"), *BENCH.glob("load/*.py")]:
+        text = path.read_text()
+        assert "flushdb" not in text.lower() or path.name == "throwaway.py", path
+        assert "DROP DATABASE" not in text or path.name == "throwaway.py", path
