@@ -1,8 +1,9 @@
 """Stored answers benchmark: capacity snapshots of 1,000 deployments, breakevens of 200 workloads and
 the decisions' reviews, and the fleet page reading 1,000 deployments (issue 17).
 
-A throwaway database (SQLite in a temporary folder; or ``--database-url postgres://...`` for a server,
-the database is created and dropped): the catalogue, 25 clusters of the page benchmark's templates
+A throwaway database (SQLite in a temporary folder; or ``--database-url postgres://...`` for a server:
+that database is created, and the run fails if it exists, never dropping it; dropped at the end if this
+run created it, bench/throwaway.py): the catalogue, 25 clusters of the page benchmark's templates
 (bench/pages_fleet.py) with 40 deployments each (1,000: vLLM, SGLang and llama.cpp, dense, MoE and
 hybrid models; the clusters are sized to hold them), every one polled with live metrics and a
 day of traffic in the poller's daily token counters, 200 workloads served by the first 200 deployments,
@@ -271,25 +272,19 @@ def main() -> int:
 
 
 def with_database(args: argparse.Namespace) -> int:
-    """Create the database ``--database-url`` names, run, drop it (PostgreSQL, psycopg 3)."""
+    """Create the database ``--database-url`` names (an existing one is an error, never dropped), run,
+    drop it (PostgreSQL, psycopg 3)."""
     from urllib.parse import urlsplit
 
-    import psycopg
+    from throwaway import ThrowawayDatabase
 
-    url = urlsplit(args.database_url)
-    name = url.path.lstrip("/")
-    admin = args.database_url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
+    server, name = args.database_url.rsplit("/", 1)[0], urlsplit(args.database_url).path.lstrip("/")
+    database = ThrowawayDatabase("answers", server_url=server, name=name)
+    database.create()
     try:
         return run(args)
     finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        database.drop()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,9 +10,14 @@ Redis on 127.0.0.1:6379):
 What it does, each step stopping the run on failure and everything torn down at the end (also on error
 or Ctrl-C):
 
-1. creates a fresh PostgreSQL database ``fleetcap_bench_load`` (dropped first if left over) and a
-   temporary ``FLEETCAP_VAR_DIR`` with a throwaway secret key; Redis db ``--redis-db`` (default 11) is
-   the Celery broker and the next db (12) the cache API throttles count in, both flushed before and after;
+1. names the run ``fleetcap_bench_load_<pid>_<8 hex digits>`` (bench/throwaway.py) and creates a
+   PostgreSQL database of that name (a plain ``CREATE DATABASE``: a name that exists fails the run, nothing
+   is dropped first) and a temporary ``FLEETCAP_VAR_DIR`` with a throwaway secret key; in Redis db
+   ``--redis-db`` (default 11) it claims the key prefix ``<run name>:`` (``SET <prefix>claimed NX``), and the
+   Celery broker and the cache API throttles count in both keep their keys under it
+   (``FLEETCAP_REDIS_KEY_PREFIX``: kombu's ``global_keyprefix``, the cache's ``KEY_PREFIX``), so runs at
+   once on one server share neither; gunicorn and the fake endpoint listen on free ports unless
+   ``--port`` / ``--fake-port`` name some;
 2. ``bench/load/prepare.py``: migrate, ``load_catalog``, ``ensure_demo_users``, ``ensure_demo_fleet`` (as
    ``make run``), a fleet of ``--clusters`` / ``--deployments`` / ``--polls`` (bench/pages_data.py; only the
    demo deployment is polled, against a local fake vLLM), ``collectstatic``, and ``--users`` logins spread
@@ -25,7 +30,8 @@ or Ctrl-C):
 5. the saturation steps, with the first model: no pause, ``--steps`` users for ``--step-time`` each,
    requests/s and p95 per step; the saturation point is the throughput of the last step whose p95 is
    under 150 ms (and the first step over it);
-6. drops the database, flushes the Redis db, removes the folder.
+6. drops the database and deletes the keys under the prefix if this run created them (nothing else in
+   the db: it is never flushed), removes the folder; also on error, Ctrl-C or SIGTERM.
 
 ``FLEETCAP_API_THROTTLE_USER`` is set to ``1000000/min`` for the server (the API's per-user throttle, where
 configured, is meant for people, not for 50 users on one machine). The machine's load (``uptime``) is
@@ -45,6 +51,7 @@ import secrets
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -52,11 +59,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+from throwaway import REDIS_HOST, REDIS_PORT, SERVER_URL, RedisKeys, ThrowawayDatabase
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 LOCUST = str(Path(PY).with_name("locust"))
-DB_NAME = "fleetcap_bench_load"
-SERVER_URL = "postgres://postgres@127.0.0.1:5432"
 TARGET_P95_MS = 150.0
 
 
@@ -65,19 +72,11 @@ def uptime() -> str:
     return out or "load average: {:.2f}, {:.2f}, {:.2f}".format(*os.getloadavg())
 
 
-def admin_sql(sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{SERVER_URL}/postgres", autocommit=True, connect_timeout=10) as conn:
-        conn.execute(sql)
-
-
-def flush_redis(db: int) -> None:
-    """Empty the broker's db and the cache's (the next one)."""
-    import redis
-
-    for n in (db, db + 1):
-        redis.Redis(host="127.0.0.1", port=6379, db=n, socket_timeout=5).flushdb()
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the kernel's choice), for a run's own server."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def tree_cpu_s(root: int) -> float:
@@ -240,9 +239,9 @@ def main() -> int:
     parser.add_argument("--steps", default="1,2,4,8,16,32", help="users of each no-pause saturation step")
     parser.add_argument("--step-time", type=int, default=20, help="seconds per step")
     parser.add_argument("--no-steps", action="store_true")
-    parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--fake-port", type=int, default=8766)
-    parser.add_argument("--redis-db", type=int, default=11)
+    parser.add_argument("--port", type=int, default=0, help="gunicorn's port (default: a free one)")
+    parser.add_argument("--fake-port", type=int, default=0, help="the fake vLLM's port (default: a free one)")
+    parser.add_argument("--redis-db", type=int, default=11, help="Redis db of the broker and cache (keys prefixed)")
     parser.add_argument("--clusters", type=int, default=25)
     parser.add_argument("--deployments", type=int, default=125)
     parser.add_argument("--polls", type=int, default=12_500)
@@ -255,14 +254,23 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="fleetcap-load-"))
     out = Path(args.out) if args.out else work / "results"
     out.mkdir(parents=True, exist_ok=True)
+    args.port = args.port or free_port()
+    args.fake_port = args.fake_port or free_port()
     base = f"http://127.0.0.1:{args.port}"
     fake = f"http://127.0.0.1:{args.fake_port}"
+    database = ThrowawayDatabase("load")
+    redis_keys = RedisKeys(database.name, args.redis_db)
+    redis_url = f"redis://{REDIS_HOST}:{REDIS_PORT}/{args.redis_db}"
+    print(f"run       : database {database.name}, Redis db {args.redis_db} keys {redis_keys.prefix}*, ports "
+          f"{args.port} (gunicorn) and {args.fake_port} (fake vLLM)")  # fmt: skip
     env = {
         **os.environ,
-        "DATABASE_URL": f"{SERVER_URL}/{DB_NAME}",
-        "CELERY_BROKER_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
+        "DATABASE_URL": database.url,
+        "CELERY_BROKER_URL": redis_url,
         # Throttle counters shared by the web processes, as in production (docs/operations.md, "Security").
-        "FLEETCAP_CACHE_URL": f"redis://127.0.0.1:6379/{args.redis_db + 1}",
+        "FLEETCAP_CACHE_URL": redis_url,
+        # Every key of the broker and the cache under the run's prefix (fleet/project/settings.py).
+        "FLEETCAP_REDIS_KEY_PREFIX": redis_keys.prefix,
         "FLEETCAP_VAR_DIR": str(work / "var"),
         "FLEETCAP_SECRET_KEY": secrets.token_urlsafe(50),
         "FLEETCAP_DEBUG": "0",
@@ -275,21 +283,19 @@ def main() -> int:
     }
     if not Path(LOCUST).exists():
         raise SystemExit(f"{LOCUST} is missing: .venv/bin/pip install -r requirements-dev.txt")
-    try:
-        admin_sql(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        admin_sql(f"CREATE DATABASE {DB_NAME}")
-    except Exception as exc:  # any driver error: say what is needed
-        raise SystemExit(f"PostgreSQL on {SERVER_URL} (user postgres, trust) is needed: {exc}") from exc
-    try:
-        flush_redis(args.redis_db)
-    except Exception as exc:
-        admin_sql(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        raise SystemExit(f"Redis on 127.0.0.1:6379 is needed: {exc}") from exc
-    # A SIGTERM tears down like Ctrl-C (the finally below), so no gunicorn or database is left behind.
+    # A SIGTERM tears down like Ctrl-C (the finally below), so no gunicorn, database or key is left behind.
     signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        database.create()
+    except Exception as exc:  # any driver error (the server is down, the name exists): say what is needed
+        raise SystemExit(f"PostgreSQL on {SERVER_URL} (user postgres, trust) is needed: {exc}") from exc
     stack = Stack(env, out)
     ok = True
     try:
+        try:
+            redis_keys.claim()
+        except Exception as exc:
+            raise SystemExit(f"Redis on {REDIS_HOST}:{REDIS_PORT} is needed: {exc}") from exc
         subprocess.run([PY, "manage.py", "init_local"], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
         prepare = [
             PY,
@@ -348,12 +354,16 @@ def main() -> int:
             stack.stop("web")
     finally:
         stack.stop_all()
+        dropped, deleted = "not dropped", "not deleted"
         with contextlib.suppress(Exception):
-            admin_sql(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+            dropped = "dropped" if database.drop() else "not created"
         with contextlib.suppress(Exception):
-            flush_redis(args.redis_db)
+            deleted = f"{redis_keys.release()} deleted"
         shutil.rmtree(work / "var", ignore_errors=True)
-        print(f"\nlogs and CSVs: {out}; database {DB_NAME} dropped")
+        print(
+            f"\nlogs and CSVs: {out}; database {database.name} {dropped}; "
+            f"Redis db {args.redis_db} keys {redis_keys.prefix}*: {deleted}"
+        )
     return 0 if ok else 1
 
 

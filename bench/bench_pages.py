@@ -5,9 +5,13 @@ Run from the repository root (PostgreSQL on 127.0.0.1:5432, user ``postgres``, t
     .venv/bin/python bench/bench_pages.py                          # 200 clusters, 1,000 deployments, 100,000 polls
     .venv/bin/python bench/bench_pages.py --repeat 50 --profile fleet-partial --profile spend
 
-Plain script (no pytest). It creates a throwaway database ``fleetcap_bench_pages`` (dropped first if a
-previous run left it, and dropped again at the end, also on error or Ctrl-C), points ``DATABASE_URL`` at it
-and ``FLEETCAP_VAR_DIR`` at a new temporary folder BEFORE ``django.setup()``, runs ``migrate`` and
+Plain script (no pytest). It creates a throwaway database of its own, ``fleetcap_bench_pages_<pid>_<8 hex
+digits>`` (bench/throwaway.py: a plain ``CREATE DATABASE``, so two runs on one server never share or drop
+each other's; dropped at the end if this run created it, also on error, Ctrl-C or SIGTERM), points
+``DATABASE_URL`` at it
+and ``FLEETCAP_VAR_DIR`` at a new temporary folder BEFORE ``django.setup()``, starts as the web process
+does (``fleet.project.webprocess.configure_web_process``, which ``fleet/project/wsgi.py`` calls: the
+garbage collector's thresholds, 50,000/20/10 or ``FLEETCAP_GC_THRESHOLDS``), runs ``migrate`` and
 ``load_catalog``, then bulk-creates a fleet:
 
 * ``--clusters`` clusters over the catalogue's SKUs (H100, H200, B200, GB300, MI300X, MI355X, A100, L40S),
@@ -40,12 +44,14 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import math
 import os
 import platform
 import pstats
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -58,8 +64,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 TARGET_P95_MS = 100.0
 WARMUPS = 2
 
-from pages_data import build_data, create_database, drop_database, setup_django  # noqa: E402
+from pages_data import build_data, setup_django  # noqa: E402
 from pages_fleet import WHAT_IF_QUERY, check_templates  # noqa: E402
+from throwaway import ThrowawayDatabase  # noqa: E402
 
 
 def pages(data: dict[str, Any], month: str) -> list[tuple[str, str, dict[str, str]]]:
@@ -139,6 +146,10 @@ def profile(client, name: str, url: str, headers: dict[str, str], top: int = 30)
     print(out.getvalue())
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clusters", type=int, default=200)
@@ -151,13 +162,15 @@ def main() -> int:
     if args.clusters < 1 or args.deployments < 1 or args.polls < 0 or args.repeat < 1:
         parser.error("--clusters, --deployments and --repeat must be at least 1, --polls at least 0")
 
+    # A SIGTERM tears down like Ctrl-C (the finally below), so the run's database is not left behind.
+    signal.signal(signal.SIGTERM, _interrupt)
+    database = ThrowawayDatabase("pages")
     var_dir = tempfile.mkdtemp(prefix="fleetcap-bench-pages-")
-    created = False
     try:
-        create_database()
-        created = True
+        database.create()
+        print(f"Database: {database.name} (this run's own; dropped at the end)", flush=True)
         t0 = time.perf_counter()
-        setup_django(var_dir)
+        setup_django(var_dir, database.url)
         check_templates()
         migrated = time.perf_counter() - t0
         data = build_data(args.clusters, args.deployments, args.polls, args.plans)
@@ -171,7 +184,8 @@ def main() -> int:
             pg_version = cursor.fetchone()[0]
         print(
             f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-            f"PostgreSQL {pg_version} on 127.0.0.1"
+            f"PostgreSQL {pg_version} on 127.0.0.1; GC thresholds {'/'.join(map(str, gc.get_threshold()))} "
+            "(the web process's)"
         )
         print("Data:", ", ".join(f"{v:,} {k}" for k, v in data["counts"].items()))
         print(f"  polls table with indexes: {data['polls_size']}; plan result JSON: {data['result_kb']:.0f} KB")
@@ -218,8 +232,8 @@ def main() -> int:
             profile(client, name, *by_name[name])
         return 0
     finally:
-        if created:
-            drop_database()
+        if database.drop():
+            print(f"Database {database.name} dropped")
         shutil.rmtree(var_dir, ignore_errors=True)
 
 

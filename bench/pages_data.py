@@ -1,4 +1,5 @@
-"""Data for bench/bench_pages.py: a throwaway PostgreSQL database and a fleet of the benchmark's size.
+"""Data for bench/bench_pages.py (and bench/load/prepare.py): Django set up on the run's throwaway
+database (bench/throwaway.py makes it) and a fleet of the benchmark's size.
 
 Cluster templates (each with deployments checked to fit), workloads, polls with realistic metric
 columns and outcome JSON, plans (one real search), decisions and quotes. Kept apart from the
@@ -7,7 +8,6 @@ measuring script so each stays small.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import random
@@ -31,38 +31,12 @@ from pages_fleet import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-DB_NAME = "fleetcap_bench_pages"
-SERVER_URL = "postgres://postgres@127.0.0.1:5432"
 
-# --------------------------------------------------------------------------------------------
-# The throwaway database
-# --------------------------------------------------------------------------------------------
-
-
-def _admin(sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{SERVER_URL}/postgres", autocommit=True, connect_timeout=10) as conn:
-        conn.execute(sql)
-
-
-def create_database() -> None:
-    _admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-    _admin(f"CREATE DATABASE {DB_NAME}")
-
-
-def drop_database() -> None:
-    if "django" in sys.modules:
-        with contextlib.suppress(Exception):
-            from django.db import connections
-
-            connections.close_all()
-    _admin(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-
-
-def setup_django(var_dir: str) -> None:
-    """Environment first (settings read it at import), then ``django.setup()``, migrate, catalogue."""
-    os.environ["DATABASE_URL"] = f"{SERVER_URL}/{DB_NAME}"
+def setup_django(var_dir: str, database_url: str) -> None:
+    """Environment first (settings read it at import: ``DATABASE_URL`` the run's own database), the web
+    process's start-up (``configure_web_process``: its garbage-collector thresholds), then
+    ``django.setup()``, migrate, catalogue."""
+    os.environ["DATABASE_URL"] = database_url
     os.environ["FLEETCAP_VAR_DIR"] = var_dir
     # A throwaway database and folder get a throwaway secret key (settings only read one).
     os.environ.setdefault("FLEETCAP_SECRET_KEY", secrets.token_urlsafe(50))
@@ -71,6 +45,10 @@ def setup_django(var_dir: str) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "fleet.project.settings"
     import django
 
+    from fleet.project.webprocess import configure_web_process
+
+    # The web process's start-up (fleet/project/wsgi.py calls the same): its collector thresholds.
+    configure_web_process()
     django.setup()
     from django.core.management import call_command
 

@@ -103,6 +103,26 @@ def test_urls_switch_to_postgres_and_redis(tmp_path):
     assert not (tmp_path / "secret_key").exists()
 
 
+def test_a_redis_key_prefix_reaches_the_broker_the_result_backend_and_the_cache(tmp_path):
+    """FLEETCAP_REDIS_KEY_PREFIX: kombu's global_keyprefix, the Redis result backend's and the cache's
+    KEY_PREFIX, so runs sharing one Redis db each own their keys (bench/bench_load.py); unset, nothing."""
+    env = {
+        "FLEETCAP_VAR_DIR": str(tmp_path),
+        "CELERY_BROKER_URL": "redis://127.0.0.1:6379/11",
+        "CELERY_RESULT_BACKEND": "redis://127.0.0.1:6379/11",
+        "FLEETCAP_CACHE_URL": "redis://127.0.0.1:6379/11",
+        "FLEETCAP_SECRET_KEY": "k" * 50,
+    }
+    expr = (
+        "s.CELERY_BROKER_TRANSPORT_OPTIONS.get('global_keyprefix'), "
+        "getattr(s, 'CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS', {}).get('global_keyprefix'), "
+        "__import__('django.core.cache').core.cache.cache.make_key('throttle_user_1')"
+    )
+    out = _settings_in_subprocess({**env, "FLEETCAP_REDIS_KEY_PREFIX": "run_7_ab:"}, expr)
+    assert out == "run_7_ab: run_7_ab: run_7_ab:cache:1:throttle_user_1"
+    assert _settings_in_subprocess(env, expr) == "None None :1:throttle_user_1"
+
+
 def test_a_sqlite_url_gets_wal_and_a_busy_timeout(tmp_path):
     env = {
         "FLEETCAP_VAR_DIR": str(tmp_path),
@@ -205,11 +225,12 @@ def test_init_local_sets_aside_a_sqlite_file_from_before_the_relaid_migrations(t
 
 
 def test_the_web_process_sets_its_garbage_collector_thresholds(monkeypatch):
-    """fleet/project/wsgi.py: fewer, later young collections in a web process (docs/benchmarks.md,
-    "Garbage collector"); an override in the environment, and a malformed one ignored."""
+    """fleet/project/webprocess.py (called by wsgi.py and the page benchmarks): fewer, later young
+    collections in a web process (docs/benchmarks.md, "Garbage collector"); an override in the
+    environment, and a malformed one ignored."""
     import gc
 
-    from fleet.project.wsgi import DEFAULT_GC_THRESHOLDS, tune_gc
+    from fleet.project.webprocess import DEFAULT_GC_THRESHOLDS, configure_web_process, tune_gc
 
     before = gc.get_threshold()
     try:
@@ -220,6 +241,8 @@ def test_the_web_process_sets_its_garbage_collector_thresholds(monkeypatch):
         for bad in ("fast", "1,2", "0,10,10"):
             monkeypatch.setenv("FLEETCAP_GC_THRESHOLDS", bad)
             assert tune_gc() == DEFAULT_GC_THRESHOLDS
+        monkeypatch.setenv("FLEETCAP_GC_THRESHOLDS", "1000,10,10")
+        assert configure_web_process() == (1000, 10, 10) == gc.get_threshold()
     finally:
         gc.set_threshold(*before)
 

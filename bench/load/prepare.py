@@ -1,7 +1,9 @@
 """Fill the load test's fresh database and write the locust users' credentials (run by bench/bench_load.py).
 
-Runs with the environment ``bench/bench_load.py`` sets (``DATABASE_URL`` of the throwaway database,
-``FLEETCAP_VAR_DIR``, ``FLEETCAP_SECRET_KEY``) so the sessions it makes are the ones gunicorn accepts.
+Runs with the environment ``bench/bench_load.py`` sets (``DATABASE_URL`` of the run's own throwaway
+database, ``FLEETCAP_VAR_DIR``, ``FLEETCAP_SECRET_KEY``, ``FLEETCAP_REDIS_KEY_PREFIX``) so the sessions it
+makes are the ones gunicorn accepts; it refuses any database but a run's
+(``fleetcap_bench_load_<pid>_<8 hex digits>``, bench/throwaway.py), so it never fills someone's real one.
 What ``make run`` does (migrate, ``load_catalog``, ``ensure_demo_users``, ``ensure_demo_fleet``), plus a
 fleet of ``--clusters`` / ``--deployments`` / ``--polls`` built by ``bench/pages_data.py`` (its
 deployments are pointed at the loopback fake endpoint and disabled: nothing is polled beyond this
@@ -19,6 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))
@@ -37,6 +40,13 @@ def main() -> None:
     parser.add_argument("--plans", type=int, default=10)
     parser.add_argument("--fake-endpoint", default="http://127.0.0.1:8100")
     args = parser.parse_args()
+    from throwaway import RUN_NAME
+
+    name = urlsplit(os.environ.get("DATABASE_URL", "")).path.lstrip("/")
+    if not (RUN_NAME.fullmatch(name) and name.startswith("fleetcap_bench_load_")):
+        raise SystemExit(
+            f"prepare.py fills a load run's own database (bench/bench_load.py makes it); DATABASE_URL names {name!r}"
+        )
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleet.project.settings")
     import django

@@ -24,6 +24,8 @@ Every setting a deployment may change is read from the environment:
   together), ``FLEETCAP_LOGIN_FAILURE_LIMIT``,
   ``FLEETCAP_LOGIN_COOLOFF_MINUTES``; ``FLEETCAP_POLL_ALLOWED_NETWORKS`` / ``_PORTS`` /
   ``FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS`` (poller egress), ``FLEETCAP_BIND`` (the web server's port).
+* ``FLEETCAP_REDIS_KEY_PREFIX``: a prefix for every key in Redis (broker, Redis result backend, cache),
+  so several installations or benchmark runs share one Redis db (default none).
 """
 
 from __future__ import annotations
@@ -316,6 +318,11 @@ SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
 # needs no server, shared by every process of `make run` through var/broker/ (its folders are made
 # by `manage.py init_local`: kombu makes none of them but the control folder).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+#: Prepended to every key this installation keeps in Redis: the broker's queues, bindings and control
+#: channels (kombu's ``global_keyprefix``), the Redis result backend's, and the cache's (``KEY_PREFIX``
+#: below), so installations (or benchmark runs: bench/bench_load.py) can share one Redis db and each
+#: delete only its own keys. Empty (the default): the keys are Celery's and Django's own names.
+REDIS_KEY_PREFIX = os.environ.get("FLEETCAP_REDIS_KEY_PREFIX", "")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = VAR_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -366,6 +373,10 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "inte
 CELERY_VISIBILITY_TIMEOUT_S = envint("FLEETCAP_CELERY_VISIBILITY_TIMEOUT_S", 3600)
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_S}
+    if REDIS_KEY_PREFIX:
+        CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = REDIS_KEY_PREFIX
+if REDIS_KEY_PREFIX and (CELERY_RESULT_BACKEND or "").startswith(("redis://", "rediss://")):
+    CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"global_keyprefix": REDIS_KEY_PREFIX}
 #: The outbox (fleet/outbox.py): a message unsent this many seconds after it was recorded is the
 #: sweeper's (the request that recorded it publishes at once); sent messages are kept this long (hours).
 OUTBOX_GRACE_S = float(os.environ.get("FLEETCAP_OUTBOX_GRACE_S", "10"))
@@ -492,6 +503,8 @@ AXES_ENABLE_ADMIN = False
 CACHE_URL = os.environ.get("FLEETCAP_CACHE_URL", "")
 if CACHE_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+    if REDIS_KEY_PREFIX:  # Django's keys are KEY_PREFIX:version:key
+        CACHES["default"]["KEY_PREFIX"] = f"{REDIS_KEY_PREFIX}cache"
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "fleetcap"}}
 

@@ -1,35 +1,13 @@
 """WSGI entry point (gunicorn fleet.project.wsgi).
 
-Importing it also sets the web process's garbage-collector thresholds (``tune_gc``): a fleet page of
-1,000 rows or a gateway's routing call allocates tens of thousands of objects that live for the
-request; with CPython 3.11's default young-generation threshold (700) they are collected mid-request,
-promoted to the oldest generation and make a full collection every few requests (a 60-80 ms pause on
-the fleet page, the routing call's tail). Measured in bench/bench_answers.py and bench/bench_route.py
-(docs/benchmarks.md, "Garbage collector"); ``FLEETCAP_GC_THRESHOLDS`` overrides (three integers).
+Importing it starts a web process: ``configure_web_process`` (fleet/project/webprocess.py: the settings
+module and the garbage collector's thresholds, ``FLEETCAP_GC_THRESHOLDS``), then Django. The benchmarks
+that time pages in their own process call the same function (docs/benchmarks.md, "Pages").
 """
-
-import gc
-import os
 
 from django.core.wsgi import get_wsgi_application
 
-#: gc.set_threshold() of a web process: young generation, middle, old (CPython's defaults: 700, 10, 10).
-DEFAULT_GC_THRESHOLDS = (50_000, 20, 10)
+from .webprocess import configure_web_process
 
-
-def tune_gc() -> tuple[int, int, int]:
-    """Apply ``FLEETCAP_GC_THRESHOLDS`` (``"50000,20,10"``) or ``DEFAULT_GC_THRESHOLDS``; the thresholds set."""
-    raw = os.environ.get("FLEETCAP_GC_THRESHOLDS", "")
-    try:
-        values = tuple(int(v) for v in raw.split(",")) if raw else DEFAULT_GC_THRESHOLDS
-    except ValueError:
-        values = DEFAULT_GC_THRESHOLDS
-    if len(values) != 3 or min(values) < 1:
-        values = DEFAULT_GC_THRESHOLDS
-    gc.set_threshold(*values)
-    return values  # type: ignore[return-value]
-
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleet.project.settings")
-tune_gc()
+configure_web_process()
 application = get_wsgi_application()

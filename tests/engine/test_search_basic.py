@@ -142,6 +142,18 @@ def test_search_space_layouts_are_valid_and_dense_models_skip_dp():
     assert any(x.ep == x.tp * x.dp > 1 for x in k3) and any(x.ep == 1 and x.dp > 1 for x in k3)
 
 
+def test_the_search_tries_every_power_of_two_ep_up_to_tp_x_dp():
+    """docs/throughput.md, "The layout search": each MoE (tp, pp, dp) with ep 1, 2, 4, ... tp x dp, etp
+    left to its default (tp x dp / ep), no redundant experts."""
+    by_shape: dict[tuple[int, int, int], list[int]] = {}
+    for x in replica_layouts(KIMI_K3, 64):
+        assert x.etp is None and x.redundant_experts == 0 and x.expert_tp * x.ep == x.tp * x.dp
+        by_shape.setdefault((x.tp, x.pp, x.dp), []).append(x.ep)
+    assert by_shape[(4, 1, 2)] == [1, 2, 4, 8]
+    assert by_shape[(8, 1, 4)] == [1, 2, 4, 8, 16, 32]
+    assert all(eps == [2**n for n in range(len(eps))] and eps[-1] == tp * dp for (tp, _, dp), eps in by_shape.items())
+
+
 def test_pareto_front_helper():
     pts = [(1, 9), (2, 5), (2, 4), (3, 6), (4, 1), (5, 1)]
     assert pareto_front(pts, lambda p: p[0], lambda p: p[1]) == [(1, 9), (2, 4), (4, 1)]

@@ -1,7 +1,7 @@
 """Layout search: the cheapest serving configurations of a model for a workload, over SKUs and layouts.
 
 Pure Python, no Django. Units: seconds internally, ms in ``to_dict()``, USD (float estimates; the
-quoted price is echoed as a string), tokens. What is enumerated and how: docs/throughput.md, "Search".
+quoted price is echoed as a string), tokens. What is enumerated and how: docs/throughput.md, "The layout search".
 
 For each SKU offer (accelerator + price per GPU-hour), KV dtype and replica layout
 (``space.replica_layouts``), and each whole-node GPU count ``G`` (``space.gpu_counts``):
