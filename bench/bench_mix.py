@@ -6,9 +6,9 @@ Run from the repository root (PostgreSQL on 127.0.0.1:5432, user ``postgres``, t
     .venv/bin/python bench/bench_mix.py --profile 30         # and a cProfile of the whole weighted mix
 
 The load benchmark (``bench/bench_load.py``) measures the web processes' CPU per request under 50 users,
-but not where it goes. This script builds the same fixture (``bench/pages_data.py``), imports the locust
-users of ``bench/load/locustfile.py`` (so the routes, bodies and task weights are the load test's own,
-never a copy) and calls every task in-process with ``django.test.Client``: pages with a session
+but not where it goes. This script builds the same fixture (``bench/pages_data.py``, in a database of
+its own: ``bench/throwaway.py``), imports the locust users of ``bench/load/locustfile.py`` (so the
+routes, bodies and task weights are the load test's own, never a copy) and calls every task in-process with ``django.test.Client``: pages with a session
 (``force_login``), the API with a DRF token, one user of each role in turn, as the load test spreads its
 users. Each task runs ``--repeat`` times after 2 warm-ups; it reports the median CPU ms of this process
 per route, the route's weight in the mix and its share of the mix's CPU, and the weighted mean CPU per
@@ -36,7 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pages_data import build_data, create_database, drop_database, setup_django
+from pages_data import build_data, setup_django
+from throwaway import ThrowawayDatabase
 
 WARMUPS = 2
 ROLES = ("viewer", "platform", "finance", "admin")
@@ -128,11 +129,11 @@ def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent / "load"))
 
     var_dir = tempfile.mkdtemp(prefix="fleetcap-bench-mix-")
-    created = False
+    database = ThrowawayDatabase("mix")
     try:
-        create_database()
-        created = True
-        setup_django(var_dir)
+        database.create()
+        print(f"Database: {database.name} (this run's own; dropped at the end)", flush=True)
+        setup_django(var_dir, database.url)
         from django.core.management import call_command
 
         call_command("ensure_demo_users", stdout=io.StringIO())  # demo-admin and the other roles' logins
@@ -190,8 +191,7 @@ def main() -> int:
             stats.sort_stats("cumulative").print_stats(args.profile)
             print(out.getvalue())
     finally:
-        if created:
-            drop_database()
+        database.drop()
     return 0
 
 
