@@ -8,13 +8,14 @@ Run from the repository root (PostgreSQL on 127.0.0.1:5432, user ``postgres``, t
 The load benchmark (``bench/bench_load.py``) measures the web processes' CPU per request under 50 users,
 but not where it goes. This script builds the same fixture (``bench/pages_data.py``, in a database of
 its own: ``bench/throwaway.py``), imports the locust users of ``bench/load/locustfile.py`` (so the
-routes, bodies and task weights are the load test's own, never a copy) and calls every task in-process with ``django.test.Client``: pages with a session
-(``force_login``), the API with a DRF token, one user of each role in turn, as the load test spreads its
-users. Each task runs ``--repeat`` times after 2 warm-ups; it reports the median CPU ms of this process
-per route, the route's weight in the mix and its share of the mix's CPU, and the weighted mean CPU per
-request: the in-process counterpart of the load test's "web CPU per request" (without gunicorn and the
-socket). ``DEBUG`` is off. ``--profile N`` prints the N costliest functions of one pass over the weighted
-mix (each task as many times as its weight), by own time and by cumulative time.
+routes, bodies and task weights are the load test's own, never a copy) and calls every task in-process
+with ``django.test.Client``: pages with a session (``force_login``), the API with a DRF token, one user
+of each role in turn, as the load test spreads its users. Each task runs ``--repeat`` times after 2
+warm-ups; it reports the median CPU ms of this process per route, the route's weight in the mix and its
+share of the mix's CPU, and the weighted mean CPU per request: the in-process counterpart of the load
+test's "web CPU per request" (without gunicorn and the socket). ``DEBUG`` is off. ``--profile N`` prints
+the N costliest functions of one pass over the weighted mix (each task as many times as its weight), by
+own time and by cumulative time.
 """
 
 from __future__ import annotations

@@ -124,3 +124,19 @@ def test_the_spend_report_is_shared_and_shows_a_new_cluster_at_once(viewer_api, 
         again = viewer_api.get("/api/v1/spend/").json()
     assert sorted(c["cluster"] for c in again["clusters"]) == ["b-pool", "h100-pool"]
     assert len(served.captured_queries) < len(computed.captured_queries)
+
+
+@pytest.mark.django_db
+def test_the_api_deployment_list_is_shared_and_shows_a_poll_at_once(viewer_api, deployment):
+    first = viewer_api.get("/api/v1/deployments/").json()
+    with CaptureQueriesContext(connection) as served:
+        assert viewer_api.get("/api/v1/deployments/").json() == first
+    later = timezone.now() + timezone.timedelta(seconds=1)
+    Deployment.objects.filter(pk=deployment.pk).update(last_status="down", last_polled=later)
+    with CaptureQueriesContext(connection) as computed:
+        again = viewer_api.get("/api/v1/deployments/").json()
+    assert [d["last_status"] for d in again["results"]] == ["down"]
+    assert len(served.captured_queries) < len(computed.captured_queries)
+    # Another host's request gets its own absolute URLs, never this one's.
+    other = viewer_api.get("/api/v1/deployments/", HTTP_HOST="127.0.0.1").json()
+    assert other["results"][0]["url"].startswith("http://127.0.0.1/")

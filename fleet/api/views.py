@@ -3,6 +3,7 @@ serializer, filterset; each record's audit trail at ``<record>/history/`` (``His
 Permissions are Django's model permissions (settings' default classes)."""
 
 import logging
+from typing import Any
 from urllib.parse import urlencode
 
 from django.urls import reverse
@@ -17,7 +18,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from fleet import filters, outbox, registration
+from fleet import filters, outbox, page_cache, registration
 from fleet.models import (
     ApiPrice,
     Cluster,
@@ -76,7 +77,19 @@ class ClusterViewSet(HistoryMixin, viewsets.ModelViewSet):
     ordering_fields = ["name", "nodes", "team", "provider__name"]
 
 
-class DeploymentViewSet(HistoryMixin, viewsets.ModelViewSet):
+class SharedListMixin:
+    """``GET`` of the list computed once per version of the records (``fleet.page_cache.shared``) and served
+    to every request of the same URL, host and permissions in its window: the page of serialized rows is
+    the same for each of them (absolute URLs hold the host). Permissions and throttles still run first."""
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        perms = ",".join(sorted(request.user.get_all_permissions()))
+        parts = (request.build_absolute_uri(), perms)
+        name = f"api-{self.basename}-list"
+        return Response(page_cache.shared(name, parts, lambda: super(SharedListMixin, self).list(request).data))
+
+
+class DeploymentViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
     queryset = Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
     serializer_class = serializers.DeploymentSerializer
     filterset_class = filters.DeploymentFilter
