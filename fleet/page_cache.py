@@ -4,7 +4,7 @@ Every open fleet page asks for its table every 5 s, and every viewer of one filt
 rendering it (25 clusters, ~125 deployments, their snapshots and prices) was the largest share of the
 web processes' CPU under load (docs/benchmarks.md, "Load"). ``fragment`` renders once and serves the
 same HTML to every request with the same URL, the same permissions and the same ``fleet_version``,
-within one ``BUCKET_S`` window. ``shared`` does the same for any value everyone may read alike (the
+within one ``window_s()`` window. ``shared`` does the same for any value everyone may read alike (the
 month's spend report, the same for every user allowed to see it).
 
 ``fleet_version`` is one query: the row count and latest change of every record the fleet table and
@@ -14,7 +14,7 @@ and their last poll, GPU quotes, capacity snapshots, beat's poll cycles). A poll
 too. A save, a poll, a recomputed or stale-marked snapshot, an added or deleted row changes it, so a
 page never shows a table older than the records it has just changed.
 What changes with time alone (a status that turns stale by age, the quote in force at midnight,
-"polls stopped") shows at the next window, at most ``BUCKET_S`` late: the table's own refresh period.
+"polls stopped") shows at the next window, at most ``window_s()`` late: the table's own refresh period.
 """
 
 from __future__ import annotations
@@ -24,13 +24,17 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest
 from django.utils.safestring import SafeString, mark_safe
 
-#: Seconds one rendering may be served for, at most (the fleet table refreshes every 5 s).
-BUCKET_S = 5
+
+def window_s() -> float:
+    """Seconds one computation may be served for, at most (``PAGE_CACHE_S``, default 5: the fleet table's
+    refresh period); 0 turns sharing off."""
+    return float(settings.PAGE_CACHE_S)
 
 
 def _version_columns() -> list[tuple[str, tuple[str, ...]]]:
@@ -76,14 +80,17 @@ def shared(
 ) -> Any:
     """``compute()``'s value (picklable, the same for everyone who asks with these ``parts``), from the
     cache when it was computed for the same ``parts`` and the same ``version()`` (default
-    ``fleet_version``) in this ``BUCKET_S`` window. An exception in ``compute`` is raised, never kept."""
-    window = int(time.time() // BUCKET_S)
+    ``fleet_version``) in this ``window_s()`` window. An exception in ``compute`` is raised, never kept."""
+    seconds = window_s()
+    if seconds <= 0:
+        return compute()
+    window = int(time.time() // seconds)
     raw = "\n".join((name, *parts, (version or fleet_version)(), str(window)))
     key = f"shared:{name}:{hashlib.sha256(raw.encode()).hexdigest()}"
     value = cache.get(key)
     if value is None:
         value = compute()
-        cache.set(key, value, timeout=2 * BUCKET_S)
+        cache.set(key, value, timeout=max(1, int(2 * seconds)))
     return value
 
 

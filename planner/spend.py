@@ -169,7 +169,7 @@ def spend_for(raw_month: str | None, today: date, pricing_kind: str = "on-demand
 
 def spend_report(raw_month: str | None, today: date, pricing_kind: str = "on-demand") -> dict[str, Any]:
     """``spend_for(...).to_dict()``: computed once per version of the records it rests on and shared by
-    the page, the API and its CSV for ``fleet.page_cache.BUCKET_S`` (the report is the same for everyone
+    the page, the API and its CSV for ``fleet.page_cache.window_s()`` (the report is the same for everyone
     allowed to read it). InputError with field names: a bad month."""
     year, month = month_or_error(raw_month, today)
     parts = (month_text(year, month), pricing_kind, today.isoformat())

@@ -98,7 +98,7 @@ def test_the_table_is_rendered_again_in_the_next_window(viewer, deployment, monk
     monkeypatch.setattr(page_cache.time, "time", lambda: clock[0])
     _, rendered = table(viewer)
     assert table(viewer)[1] < rendered
-    clock[0] += page_cache.BUCKET_S
+    clock[0] += page_cache.window_s()
     assert table(viewer)[1] == rendered
 
 
@@ -140,3 +140,10 @@ def test_the_api_deployment_list_is_shared_and_shows_a_poll_at_once(viewer_api, 
     # Another host's request gets its own absolute URLs, never this one's.
     other = viewer_api.get("/api/v1/deployments/", HTTP_HOST="127.0.0.1").json()
     assert other["results"][0]["url"].startswith("http://127.0.0.1/")
+
+
+@pytest.mark.django_db
+def test_a_window_of_0_computes_every_request(viewer, deployment, settings):
+    settings.PAGE_CACHE_S = 0
+    _, rendered = table(viewer)
+    assert table(viewer)[1] == rendered

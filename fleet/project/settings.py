@@ -344,6 +344,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 #: Seconds between the poll cycles beat sends; polls are reported stopped (the fleet page, /healthz)
 #: when the last cycle started more than twice this long ago (fleet.models.ops.polling_state).
 POLL_CYCLE_S = 5.0
+#: Seconds an answer everyone reads alike (the fleet table, the month's spend, the API's deployment list)
+#: is shared for at most, per version of its records (fleet/page_cache.py); 0: computed per request
+#: (the pages benchmark measures that way).
+PAGE_CACHE_S = float(os.environ.get("FLEETCAP_PAGE_CACHE_S", "5"))
 CELERY_BEAT_SCHEDULE = {
     "poll-cycle": {"task": "fleet.poll_cycle", "schedule": POLL_CYCLE_S, "options": {"expires": 30}},
     "send-outbox": {"task": "fleet.send_outbox", "schedule": 10.0, "options": {"expires": 60}},
