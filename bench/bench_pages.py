@@ -158,6 +158,11 @@ def main() -> int:
     parser.add_argument("--plans", type=int, default=20, help="plans stored (one run for real)")
     parser.add_argument("--repeat", type=int, default=30, help="timed requests per page (after 2 warm-ups)")
     parser.add_argument("--profile", action="append", default=[], metavar="PAGE", help="cProfile this page")
+    parser.add_argument(
+        "--page-cache",
+        action="store_true",
+        help="keep fleet/page_cache.py's sharing on (default off: every request computes, the worst case)",
+    )
     args = parser.parse_args()
     if args.clusters < 1 or args.deployments < 1 or args.polls < 0 or args.repeat < 1:
         parser.error("--clusters, --deployments and --repeat must be at least 1, --polls at least 0")
@@ -170,6 +175,9 @@ def main() -> int:
         database.create()
         print(f"Database: {database.name} (this run's own; dropped at the end)", flush=True)
         t0 = time.perf_counter()
+        # Off by default: each timed request then computes its page (as the first request after a change
+        # does), never one served from the previous request's rendering.
+        os.environ["FLEETCAP_PAGE_CACHE_S"] = os.environ.get("FLEETCAP_PAGE_CACHE_S", "5") if args.page_cache else "0"
         setup_django(var_dir, database.url)
         check_templates()
         migrated = time.perf_counter() - t0
