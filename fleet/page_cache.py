@@ -37,8 +37,8 @@ def window_s() -> float:
     return float(settings.PAGE_CACHE_S)
 
 
-def _version_columns() -> list[tuple[str, tuple[str, ...]]]:
-    """(table, columns whose MAX counts) of what the fleet table shows; COUNT(*) of each as well."""
+def _version_columns() -> list[tuple[Any, tuple[str, ...]]]:
+    """(model, columns whose MAX counts) of what the fleet table shows; COUNT(*) of each as well."""
     from fleet.models import (
         CapacitySnapshot,
         Cluster,
@@ -54,19 +54,21 @@ def _version_columns() -> list[tuple[str, tuple[str, ...]]]:
 
     stamped = (Cluster, HardwareSku, Provider, ModelSpec, Workload, GpuQuote)
     return [
-        *((m._meta.db_table, ("updated",)) for m in stamped),
-        (Deployment._meta.db_table, ("updated", "last_polled")),
-        (CapacitySnapshot._meta.db_table, ("computed_at", "stale_since", "failed_at")),
-        (ScheduledRun._meta.db_table, ("last_started",)),
-        (ClusterState._meta.db_table, ("recorded", "effective_from")),
+        *((m, ("updated",)) for m in stamped),
+        (Deployment, ("updated", "last_polled")),
+        (CapacitySnapshot, ("computed_at", "stale_since", "failed_at")),
+        (ScheduledRun, ("last_started",)),
+        (ClusterState, ("recorded", "effective_from")),
     ]
 
 
-def fleet_version() -> str:
-    """The row counts and latest changes of every record the fleet table reads, as one string (one query)."""
+def fleet_version(*more: tuple[Any, tuple[str, ...]]) -> str:
+    """The row counts and latest changes of every record the fleet table reads, and of ``more`` (model,
+    columns) pairs a page also reads, as one string (one query)."""
     quote = connection.ops.quote_name
     parts = []
-    for table, columns in _version_columns():
+    for model, columns in (*_version_columns(), *more):
+        table = model._meta.db_table
         # Names from the models' _meta, quoted; nothing from a request.
         parts.append(f"(SELECT COUNT(*) FROM {quote(table)})")  # noqa: S608
         parts.extend(f"(SELECT MAX({quote(c)}) FROM {quote(table)})" for c in columns)  # noqa: S608

@@ -147,3 +147,28 @@ def test_a_window_of_0_computes_every_request(viewer, deployment, settings):
     settings.PAGE_CACHE_S = 0
     _, rendered = table(viewer)
     assert table(viewer)[1] == rendered
+
+
+@pytest.mark.django_db
+def test_the_deployment_figures_are_shared_and_show_a_new_poll_at_once(viewer, deployment):
+    from fleet.models import EndpointPoll
+
+    url = f"/deployments/{deployment.slug}/"
+    now = timezone.now()
+
+    def poll(at, running):
+        EndpointPoll.objects.create(deployment=deployment, polled_at=at, status="up", requests_running=running)
+        Deployment.objects.filter(pk=deployment.pk).update(last_status="up", last_polled=at)
+
+    poll(now, 3)
+    with CaptureQueriesContext(connection) as rendered:
+        first = viewer.get(url).content.decode()
+    with CaptureQueriesContext(connection) as served:
+        again = viewer.get(url).content.decode()
+    # The CSRF token (the logout form's, the page's meta) is masked anew in every response.
+    masked = re.compile(r'(csrf[a-z_]*"?\s*[:=]\s*"|name="csrfmiddlewaretoken" value=")[^"]+"', re.I)
+    assert masked.sub("", again) == masked.sub("", first)
+    assert len(served.captured_queries) < len(rendered.captured_queries) - 3
+    assert 'id="live"' in first and ">417" not in first
+    poll(now + timezone.timedelta(seconds=1), 417)
+    assert ">417" in viewer.get(url).content.decode()

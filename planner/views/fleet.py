@@ -33,6 +33,7 @@ from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
 from planner.forms import CalibrationForm, FleetTableForm, PollRangeForm
 from planner.headroom import envelope, headroom, stored_curve, stored_headroom
 from planner.models.calibrations import RATIO_BAND
+from planner.models.corrections import SpeedCorrection
 from planner.reviews import flipped_decisions
 
 #: Clusters per page. The table refreshes every few seconds, so it must stay cheap to render.
@@ -156,9 +157,31 @@ def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 def _deployment_page(
     request: HtmxHttpRequest, deployment: Deployment, form: CalibrationForm | None = None, status: int = 200
 ) -> HttpResponse:
-    (row,) = headroom([deployment])  # the envelope's bytes, computed now from the records as they are
     (stored,) = stored_headroom([deployment])
-    context = {"d": deployment, "row": row, "stored": stored, "snapshot": describe_capacity(deployment)}
+    context = {"d": deployment, "stored": stored, "snapshot": describe_capacity(deployment)}
+    # The figures (envelope, curve, live polls, poll range, assumptions) read only records and polls:
+    # rendered once per version of them and shared by every viewer with the same permissions.
+    context["figures_html"] = page_cache.fragment(
+        "deployment-figures",
+        request,
+        lambda: render_to_string("fleet/_deployment_figures.html", _figures(request, deployment, stored), request),
+        _deployment_version,
+    )
+    context |= _calibrations(request, deployment, form)
+    context |= history_section(deployment, "deployment")
+    return render(request, "fleet/deployment.html", context, status=status)
+
+
+def _deployment_version() -> str:
+    """What the deployment page's figures rest on: the fleet's records and polls, and the speed corrections."""
+    return page_cache.fleet_version((SpeedCorrection, ("fitted_at",)))
+
+
+def _figures(request: HtmxHttpRequest, deployment: Deployment, stored: Any) -> dict[str, Any]:
+    """The deployment page's figures: the memory envelope computed now from the records, the admitted
+    curve as the snapshot holds it, the recent polls as charts, the poll range and the assumptions."""
+    (row,) = headroom([deployment])  # the envelope's bytes, computed now from the records as they are
+    context = {"d": deployment, "row": row, "stored": stored}
     # The admitted concurrency is the stored snapshot's, everywhere on the page (header, curve, envelope).
     context["curve"] = stored_curve(deployment)
     context["curve_mark"] = _context_mark(deployment)
@@ -173,9 +196,7 @@ def _deployment_page(
     context |= _poll_series(deployment)
     context |= _poll_range(request, deployment)
     context["left_out"] = _left_out(deployment)
-    context |= _calibrations(request, deployment, form)
-    context |= history_section(deployment, "deployment")
-    return render(request, "fleet/deployment.html", context, status=status)
+    return context
 
 
 #: The days the deployment page says untrusted polls were left out over (the observed volume's 30).
