@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group, Permission
 
+from fleet.forms import DeploymentForm
 from fleet.models import Cluster, Deployment, Workload
 from fleet.pickers import SUGGESTIONS
 from planner.forms import PlanForm, RentVsApiForm, WhatIfForm
@@ -71,6 +72,32 @@ def test_a_what_if_started_from_a_deployment_shows_it(chat_served, client, make_
     assert 'aria-controls="id_deployment-options"' in html and 'hx-get="/pick/deployments/"' in html
     assert '<div class="pick-options" id="id_deployment-options" data-pick-for="id_deployment"></div>' in html
     assert "No deployment named" not in html and "Check the inputs" not in html
+
+
+@pytest.mark.django_db
+def test_the_deployment_form_picks_its_cluster_and_workload_by_slug(chat_served, client, make_user):
+    workload, deployment, _price = chat_served
+    form = DeploymentForm(instance=deployment)
+    html = str(form["cluster"]) + str(form["workload"])
+    assert 'value="c"' in html and 'value="chat"' in html and "<option" not in html  # the initial pks, shown as slugs
+    data = {
+        "slug": "llama-2", "cluster": "c", "model": deployment.model.pk, "workload": "chat", "replicas": 1, "tp": 4,
+        "pp": 1, "dp": 1, "ep": 1, "engine": "vllm", "kv_cache_dtype": "fp8", "gpu_memory_utilization": 0.9,
+        "poll_interval_s": 15,
+    }  # fmt: skip
+    bound = DeploymentForm(data)
+    assert bound.is_valid(), bound.errors
+    assert bound.cleaned_data["cluster"] == deployment.cluster and bound.cleaned_data["workload"] == workload
+    assert DeploymentForm({**data, "workload": ""}).is_valid()
+    assert DeploymentForm({**data, "cluster": "nope"}).errors["cluster"] == ["No cluster named 'nope'."]
+    client.force_login(make_user("p", "platform"))
+    r = client.post("/deployments/new/", {**data, "cluster": str(deployment.cluster.pk)})
+    assert r.status_code == 400 and "No cluster named &#x27;" in r.content.decode()
+    assert client.post("/deployments/new/", data).status_code == 302
+    assert Deployment.objects.get(slug="llama-2").workload == workload
+    # The cluster page's "Add a deployment" prefills its cluster.
+    assert f'href="/deployments/new/?cluster={deployment.cluster.slug}"' in client.get("/clusters/c/").content.decode()
+    assert 'name="cluster" id="id_cluster" value="c"' in client.get("/deployments/new/?cluster=c").content.decode()
 
 
 # --- the suggestions endpoint ------------------------------------------------------------------
