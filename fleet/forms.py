@@ -16,6 +16,7 @@ from fleet import inputs, registration
 from fleet.errors import ConflictError, InputError
 from fleet.limits import record_bound
 from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
+from fleet.pickers import PickField
 from fleet.polling import display_url
 from fleet.registration import MAX_API_KEY_CHARS, MAX_CONFIG_BYTES
 from planner.engine import MAX_PARAMS, WEIGHT_FORMATS, EngineInputError
@@ -181,8 +182,14 @@ class ClusterForm(BoundedModelForm):
 
 
 class DeploymentForm(BoundedModelForm):
-    """The API key is write-only: never rendered back; blank keeps the stored one."""
+    """The API key is write-only: never rendered back; blank keeps the stored one. The cluster and the
+    workload are picked by slug (``fleet.pickers``: there is one of each per team, not a catalogue)."""
 
+    cluster = PickField("clusters", instance=True)
+    workload = PickField(
+        "workloads", instance=True, required=False, placeholder="none (slug or name)",
+        help_text=Deployment._meta.get_field("workload").help_text,
+    )  # fmt: skip
     api_key = forms.CharField(
         label="API key",
         required=False,

@@ -180,3 +180,22 @@ def table_context(form: TableForm, page: Page, rows: Sequence[object]) -> dict:
     """What every table partial reads: the form (its errors shown above the table), the headers,
     the page of rows and the current query (for the pager and the CSV link)."""
     return {"table": form, "headers": form.headers(), "page": page, "rows": rows, "table_query": form.query()}
+
+
+class WorkloadTableForm(TableForm):
+    """The workloads list's search (name, slug, team) and sort (by name by default)."""
+
+    columns = (
+        Column("name", "Workload", ("name", "slug")),
+        Column("team", "Team", ("team", "name")),
+        Column("requests", "Requests / day", ("requests_per_day", "name"), numeric=True),
+        Column("prompt", "Mean prompt (tokens)", ("mean_prompt_tokens", "name"), numeric=True),
+        Column("output", "Mean output (tokens)", ("mean_output_tokens", "name"), numeric=True),
+        Column("context", "p95 context (tokens)", ("p95_context_tokens", "name"), numeric=True),
+        Column("hit", "Prefix cache hit", ("prefix_cache_hit_rate", "name"), numeric=True),
+        Column("concurrency", "Peak concurrency", ("peak_concurrency", "name"), numeric=True),
+        Column("ttft", "TTFT SLO (ms)", ("ttft_slo_ms", "name"), numeric=True),
+        Column("tpot", "TPOT SLO (ms)", ("tpot_slo_ms", "name"), numeric=True),
+    )
+    default_sort = "name"
+    search_fields = ("name", "slug", "team")

@@ -1,9 +1,10 @@
 """fleet's pages: register and edit clusters and deployments; the price book (GPU quotes, API prices)
-and the catalogue (SKUs, workloads); records' change history; the health check."""
+and the catalogue (SKUs, workloads); records' change history; the pickers' suggestions; the health check."""
 
 from django.urls import path
 
-from fleet.views import catalogue, health, history, inventory, prices
+from fleet.pickers import PICKERS
+from fleet.views import catalogue, health, history, inventory, pickers, prices
 
 urlpatterns = [
     path("clusters/new/", inventory.cluster_form, name="cluster-new"),
@@ -27,5 +28,6 @@ urlpatterns = [
     path("workloads/<str:slug>/edit/", catalogue.workload_form, name="workload-edit"),
     path("workloads/<str:slug>/delete/", catalogue.workload_delete, name="workload-delete"),
     path("history/<str:kind>/<str:key>/", history.record_history, name="history"),
+    *(path(f"pick/{p.kind}/", pickers.suggestions_view(p), name=p.url_name) for p in PICKERS.values()),
     path("healthz", health.healthz, name="healthz"),
 ]

@@ -16,6 +16,7 @@ from fleet.errors import InputError
 from fleet.forms import BoundedDecimalField, BoundedFloatField, BoundedIntegerField, UploadField
 from fleet.limits import MAX_BLOCK_TOKENS, MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_SLO_MS, MAX_TOKENS
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.pickers import PickField
 from fleet.tables import Column, TableForm
 from planner.breakeven import BreakevenRequest
 from planner.calibrations import CalibrationRequest
@@ -87,9 +88,11 @@ class WhatIfForm(forms.Form):
 
     model = forms.ChoiceField()
     sku = forms.ChoiceField(label="SKU")
-    deployment = forms.ChoiceField(
+    deployment = PickField(
+        "deployments",
         label="As deployment",
         required=False,
+        placeholder="none (slug or model)",
         help_text="Fields left blank take the deployment's; its live speed correction applies to its own layout.",
     )
     gpus = BoundedIntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())
@@ -136,7 +139,6 @@ class WhatIfForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
         self.fields["sku"].choices = list(HardwareSku.objects.values_list("slug", "name"))
-        self.fields["deployment"].choices = [("", "none"), *Deployment.objects.values_list("slug", "slug")]
 
     def to_request(self) -> SizingRequest:
         """The sizing request of a valid form (blank numbers take the service's defaults)."""
@@ -148,7 +150,7 @@ class PlanForm(forms.Form):
     """Start a layout search from the plans page (defaults are ``PlanRequest``'s)."""
 
     model = forms.ChoiceField(initial="kimi-k3")
-    workload = forms.ChoiceField()
+    workload = PickField("workloads")
     max_nodes = BoundedIntegerField(
         label="Up to nodes per SKU",
         initial=PlanRequest.max_nodes,
@@ -183,7 +185,6 @@ class PlanForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
-        self.fields["workload"].choices = list(Workload.objects.values_list("slug", "name"))
         self.fields["skus"].choices = list(HardwareSku.objects.values_list("slug", "name"))
 
     def to_request(self) -> PlanRequest:
@@ -205,8 +206,13 @@ class RentVsApiForm(forms.Form):
     """The rent-vs-API comparison's inputs (GET). A deployment brings its GPUs and SKU, so those
     two are ignored when one is picked; blanks take ``BreakevenRequest``'s defaults."""
 
-    workload = forms.ChoiceField(required=False)
-    deployment = forms.ChoiceField(label="Deployment (capacity from the throughput model)", required=False)
+    workload = PickField("workloads", required=False, placeholder="none (slug or name)")
+    deployment = PickField(
+        "deployments",
+        label="Deployment (capacity from the throughput model)",
+        required=False,
+        placeholder="none: give GPUs and a SKU",
+    )
     gpus = BoundedIntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())
     sku = forms.ChoiceField(label="SKU (price in force)", required=False)
     gpu_quote = forms.TypedChoiceField(
@@ -236,9 +242,6 @@ class RentVsApiForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["workload"].choices = _blank(list(Workload.objects.values_list("slug", "name")), "(none)")
-        slugs = Deployment.objects.values_list("slug", flat=True)
-        self.fields["deployment"].choices = _blank([(s, s) for s in slugs], "(none: give GPUs and a SKU)")
         self.fields["sku"].choices = _blank(
             list(HardwareSku.objects.values_list("slug", "name")), "(from the deployment)"
         )

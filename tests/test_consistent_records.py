@@ -34,7 +34,7 @@ def test_a_deployment_that_does_not_fit_memory_is_refused_with_its_deficit(platf
 @pytest.mark.django_db
 def test_the_page_form_shows_the_deficit_beside_the_layout(client, make_user, cluster, kimi_k3):
     client.force_login(make_user("p", "platform"))
-    form = {"slug": "k3", "cluster": cluster.pk, "model": kimi_k3.pk, "replicas": 1, "tp": 8, "pp": 1, "dp": 4}
+    form = {"slug": "k3", "cluster": cluster.slug, "model": kimi_k3.pk, "replicas": 1, "tp": 8, "pp": 1, "dp": 4}
     form |= {"ep": 32, "engine": "vllm", "kv_cache_dtype": "bf16", "gpu_memory_utilization": 0.9}
     form |= {"poll_interval_s": 15, "enabled": "on"}
     r = client.post("/deployments/new/", form)

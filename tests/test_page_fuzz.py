@@ -48,6 +48,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from fleet.pickers import PickField
+
 PAGE_URLCONFS = ("fleet.urls", "planner.urls")
 #: Least-privileged first: each page is fuzzed as the first role it lets in.
 ROLES = ("viewer", "finance", "platform", "admin")
@@ -469,6 +471,8 @@ def hostile_values(fld: forms.Field | None, method: str) -> list[Any]:
 
 def valid_values(fld: forms.Field | None) -> list[Any]:
     """Values a browser would send that the field takes (so examples reach the services)."""
+    if isinstance(fld, PickField):
+        return list(fld.picker.records().order_by("slug").values_list("slug", flat=True)[:20])
     if isinstance(fld, forms.ChoiceField):
         choices = [str(v) for v, _ in fld.choices if str(v) != ""][:20]
         if isinstance(fld, forms.MultipleChoiceField):

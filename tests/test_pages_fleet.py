@@ -126,7 +126,7 @@ def test_platform_registers_a_cluster_and_a_deployment(client, make_user, catalo
     cluster = Cluster.objects.get(slug="k3-h200")
     form = {
         "slug": "k3-prod",
-        "cluster": cluster.pk,
+        "cluster": cluster.slug,
         "model": k3.pk,
         "replicas": 1,
         "tp": 8,

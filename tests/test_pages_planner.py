@@ -264,7 +264,7 @@ def test_rent_vs_api_with_a_deployment_knows_the_capacity(viewer, catalog):
         workload=Workload.objects.get(slug="agent"),
     )
     html = viewer.get("/rent-vs-api/?on=2026-08-01").content.decode()  # defaults to the workload's deployment
-    assert 'value="llama" selected' in html and "Cluster capacity" in html
+    assert 'name="deployment" id="id_deployment" value="llama"' in html and "Cluster capacity" in html
     assert "unknown" not in html.split("Cluster capacity")[1][:200]
 
 

@@ -4,6 +4,7 @@ errors beside the inputs, read access only."""
 from __future__ import annotations
 
 import pytest
+from django.utils.html import escape
 from test_route_api import KEY, fleet  # noqa: F401  (the fixture)
 
 from planner.forms import RouteForm
@@ -64,3 +65,29 @@ def test_route_page_needs_a_login_and_read_access(client, make_user, fleet):  # 
     assert client.get(URL).status_code == 302
     client.force_login(make_user("nobody"))
     assert client.get(URL).status_code == 403
+
+
+@pytest.mark.django_db
+def test_route_page_shows_the_ranking_a_page_at_a_time(viewer, fleet):  # noqa: F811
+    """Issue 30: the table drew every deployment of the fleet."""
+    from fleet.models import Deployment
+
+    base = fleet["down"]
+    Deployment.objects.bulk_create(
+        Deployment(slug=f"extra-{i:02d}", cluster=base.cluster, model=base.model, tp=4, last_status="down")
+        for i in range(30)
+    )
+    first = viewer.get(URL)
+    html = first.content.decode()
+    assert html.count('<tr data-slug="') == 25 and "destinations 1\u201325 of 34" in html
+    assert html.index('data-slug="llama-fresh"') < html.index("destinations 1")  # the best is on page 1
+    assert 'id="route-best"' in html and "llama-fresh" in html.split('id="route-best"')[1][:200]
+    nxt = f"/route/?{escape(first.context['table_query'])}&amp;page=2"  # the inputs, and the page
+    assert f'href="{nxt}"' in html and "context_tokens=8192" in nxt and 'hx-target="#route-result"' in html
+    second = viewer.get(URL + "&page=2", HTTP_HX_REQUEST="true").content.decode()
+    assert second.lstrip().startswith('<section id="route-result"') and second.count('<tr data-slug="') == 9
+    ranks = [r.rank for r in viewer.get(URL + "&page=2").context["page"].object_list]
+    assert ranks == list(range(26, 35))
+    for junk in ("0", "-1", "banana", "9" * 5000):
+        assert viewer.get(URL + f"&page={junk}").status_code == 200
+    assert viewer.get(URL + "&page=99").context["page"].number == 2  # past the end: the last page

@@ -1,4 +1,4 @@
-"""Issue 15's tables: the decisions, plans, models and fleet lists sorted by column header and
+"""Issue 15's tables: the decisions, plans, models, fleet (and, issue 30, workloads) lists sorted by column header and
 searched server-side (HTMX partials), pages kept, CSV of exactly the rows selected (formula
 injection defused), and refused ``sort``/``q`` values that never make a 500."""
 
@@ -83,7 +83,7 @@ def test_models_show_thousands_separators(viewer):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["/models/", "/plans/", "/decisions/", "/"])
+@pytest.mark.parametrize("url", ["/models/", "/plans/", "/decisions/", "/", "/workloads/"])
 def test_a_bad_sort_is_said_and_ignored_never_a_500(viewer, url):
     r = viewer.get(url, {"sort": "password; drop table"})
     assert r.status_code == 200
@@ -257,6 +257,33 @@ def test_fleet_table_search_and_order(viewer):
     found = viewer.get("/?q=zeta", HTTP_HX_REQUEST="true")
     assert [r["cluster"].slug for r in found.context["rows"]] == ["alpha"]
     assert 'hx-get="/?q=zeta"' in found.content.decode()  # the 5 s refresh keeps the search
+
+
+@pytest.mark.django_db
+def test_workloads_are_listed_a_page_at_a_time_searched_and_sorted(viewer):
+    """Issue 30: the list drew every workload."""
+    Workload.objects.bulk_create(
+        Workload(slug=f"w-{i:02d}", name=f"Batch {i:02d}", team="data" if i % 2 else "ads", requests_per_day=i + 1,
+                 mean_prompt_tokens=1, mean_output_tokens=1, p95_context_tokens=1, peak_concurrency=1, ttft_slo_ms=1,
+                 tpot_slo_ms=1)
+        for i in range(30)
+    )  # fmt: skip
+    page = viewer.get("/workloads/")
+    html = page.content.decode()
+    assert [w.slug for w in page.context["rows"]] == [f"w-{i:02d}" for i in range(25)]  # by name: Batch 00 ...
+    assert (
+        "31 workloads" in html
+        and "workloads 1\u201325 of 31" in html
+        and 'href="/workloads/?sort=name&amp;page=2"' in html
+    )
+    assert [w.slug for w in viewer.get("/workloads/?page=2").context["rows"]] == [
+        *(f"w-{i}" for i in range(25, 30)),
+        "agent",
+    ]
+    ads = viewer.get("/workloads/?q=ads&sort=-requests", HTTP_HX_REQUEST="true")
+    assert ads.templates[0].name == "fleet/_workloads_table.html"  # the table alone for HTMX
+    assert [w.slug for w in ads.context["rows"]] == [f"w-{i:02d}" for i in range(28, -1, -2)]
+    assert 'tr data-workload="w-28"' in ads.content.decode() and "15 workloads matching “ads”" in ads.content.decode()
 
 
 @pytest.mark.django_db

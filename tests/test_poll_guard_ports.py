@@ -26,7 +26,7 @@ def api_body(cluster, llama70b) -> dict:
 
 @pytest.fixture
 def form_data(cluster, llama70b) -> dict:
-    return {"slug": "infra", "cluster": cluster.pk, "model": llama70b.pk, "replicas": 1, "tp": 4, "pp": 1, "dp": 1,
+    return {"slug": "infra", "cluster": cluster.slug, "model": llama70b.pk, "replicas": 1, "tp": 4, "pp": 1, "dp": 1,
             "ep": 1, "engine": "vllm", "served_model_id": "m", "kv_cache_dtype": "bf16",
             "gpu_memory_utilization": 0.9, "poll_interval_s": 15}  # fmt: skip
 

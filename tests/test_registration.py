@@ -26,7 +26,7 @@ def serving_network(settings):
 def form_data(cluster, llama70b) -> dict:
     return {
         "slug": "reg",
-        "cluster": cluster.pk,
+        "cluster": cluster.slug,
         "model": llama70b.pk,
         "replicas": 1,
         "tp": 4,

@@ -217,7 +217,7 @@ def test_a_key_in_the_base_url_is_refused_pointing_to_the_api_key_field(platform
     r = platform_api.post("/api/v1/deployments/", body, format="json")
     assert r.status_code == 400 and "API key field" in r.json()["base_url"][0], r.json()
     client.force_login(make_user("p", "platform"))
-    form = {"slug": "leaky", "cluster": cluster.pk, "model": llama70b.pk, "replicas": 1, "tp": 4, "pp": 1, "dp": 1,
+    form = {"slug": "leaky", "cluster": cluster.slug, "model": llama70b.pk, "replicas": 1, "tp": 4, "pp": 1, "dp": 1,
             "ep": 1, "engine": "vllm", "base_url": url, "kv_cache_dtype": "bf16", "gpu_memory_utilization": 0.9,
             "poll_interval_s": 15}  # fmt: skip
     page = client.post("/deployments/new/", form)

@@ -1,5 +1,5 @@
-"""The hardware catalogue and workloads as pages: list, add, edit, delete (refused, naming what
-depends on the record), each row linking to its change history."""
+"""The hardware catalogue and workloads as pages: list (workloads: searched, sorted, a page at a time),
+add, edit, delete (refused, naming what depends on the record), each row linking to its change history."""
 
 from __future__ import annotations
 
@@ -7,12 +7,21 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
 
 from fleet import prices
 from fleet.forms import HardwareSkuForm, WorkloadForm
 from fleet.models import HardwareSku, Workload
+from fleet.tables import WorkloadTableForm, table_context
 
-from .access import add_or_change_required, perms_required, record_delete_page, record_form_page
+from .access import (
+    HtmxHttpRequest,
+    add_or_change_required,
+    is_partial,
+    perms_required,
+    record_delete_page,
+    record_form_page,
+)
 
 
 @perms_required("fleet.view_hardwaresku")
@@ -48,8 +57,15 @@ def sku_delete(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @perms_required("fleet.view_workload")
-def workload_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "fleet/workloads.html", {"workloads": Workload.objects.all()})
+@vary_on_headers("HX-Request")
+def workload_list(request: HtmxHttpRequest) -> HttpResponse:
+    """Workloads, searched, sorted and paginated (``WorkloadTableForm``); the table alone for HTMX."""
+    form = WorkloadTableForm(request.GET)
+    page = form.paginate(form.apply(Workload.objects.all()))
+    context = table_context(form, page, page.object_list)
+    if is_partial(request):
+        return render(request, "fleet/_workloads_table.html", context)
+    return render(request, "fleet/workloads.html", context)
 
 
 @add_or_change_required("fleet", "workload")

@@ -122,7 +122,9 @@ def test_start_a_plan_and_watch_the_progress_bar_reach_100(open_page, live_serve
     try:
         page = open_page("platform")
         page.goto(f"{live_server.url}/plans/")
-        page.select_option("select[name=workload]", "agent")
+        page.locator("#id_workload").press_sequentially("agen")  # the picker suggests; choosing fills it
+        page.click("#id_workload-options button[data-pick=agent]")
+        assert page.input_value("#id_workload") == "agent"
         page.click("button:has-text('Start the search')")
         page.wait_for_url(f"{live_server.url}/plans/*/")
         page.wait_for_function("() => document.querySelector('#plan-progress').value === 100", timeout=90_000)
