@@ -30,6 +30,9 @@ from django.db import connection
 from django.http import HttpRequest
 from django.utils.safestring import SafeString, mark_safe
 
+#: How long a request waits for another one computing the same answer, and how often it looks (seconds).
+WAIT_S, WAIT_STEP_S = 1.0, 0.01
+
 
 def window_s() -> float:
     """Seconds one computation may be served for, at most (``PAGE_CACHE_S``, default 5: the fleet table's
@@ -90,10 +93,25 @@ def shared(
     raw = "\n".join((name, *parts, (version or fleet_version)(), str(window)))
     key = f"shared:{name}:{hashlib.sha256(raw.encode()).hexdigest()}"
     value = cache.get(key)
-    if value is None:
-        value = compute()
-        cache.set(key, value, timeout=max(1, int(2 * seconds)))
-    return value
+    if value is not None:
+        return value
+    # One request computes; the others asking for the same key meanwhile wait for its answer (up to
+    # WAIT_S) rather than compute it again: after each poll every open fleet page asks at once.
+    lock = f"{key}:computing"
+    if cache.add(lock, 1, timeout=max(1, int(seconds))):
+        try:
+            value = compute()
+            cache.set(key, value, timeout=max(1, int(2 * seconds)))
+        finally:
+            cache.delete(lock)
+        return value
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        time.sleep(WAIT_STEP_S)
+        value = cache.get(key)
+        if value is not None:
+            return value
+    return compute()  # the one computing failed or is slow: this request answers for itself
 
 
 def fragment(

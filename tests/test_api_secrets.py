@@ -65,7 +65,7 @@ def test_admin_blank_key_keeps_and_clear_removes(client, make_user, deployment):
     client.force_login(make_user("root", "admin", is_staff=True, is_superuser=True))
     form = {
         "slug": deployment.slug,
-        "cluster": deployment.cluster_id,
+        "cluster": deployment.cluster.slug,  # the page form's picker takes the slug (fleet.pickers)
         "model": deployment.model_id,
         "replicas": 1,
         "tp": 8,
