@@ -80,6 +80,12 @@ def fleet_version(*more: tuple[Any, tuple[str, ...]]) -> str:
         return "|".join(str(v) for v in cursor.fetchone())
 
 
+def cache_key(name: str, parts: Iterable[str], version: str, window: int) -> str:
+    """The cache key of an answer: its name, what it is asked with, its records' version and its window."""
+    raw = "\n".join((name, *parts, version, str(window)))
+    return f"shared:{name}:{hashlib.sha256(raw.encode()).hexdigest()}"
+
+
 def shared(
     name: str, parts: Iterable[str], compute: Callable[[], Any], version: Callable[[], str] | None = None
 ) -> Any:
@@ -89,9 +95,7 @@ def shared(
     seconds = window_s()
     if seconds <= 0:
         return compute()
-    window = int(time.time() // seconds)
-    raw = "\n".join((name, *parts, (version or fleet_version)(), str(window)))
-    key = f"shared:{name}:{hashlib.sha256(raw.encode()).hexdigest()}"
+    key = cache_key(name, parts, (version or fleet_version)(), int(time.time() // seconds))
     value = cache.get(key)
     if value is not None:
         return value

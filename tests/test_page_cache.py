@@ -172,3 +172,41 @@ def test_the_deployment_figures_are_shared_and_show_a_new_poll_at_once(viewer, d
     assert 'id="live"' in first and ">417" not in first
     poll(now + timezone.timedelta(seconds=1), 417)
     assert ">417" in viewer.get(url).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_request_waits_for_the_one_computing_the_same_answer(monkeypatch):
+    """While one request computes an answer (its lock held), another asking for it takes that answer
+    instead of computing it again; if none comes within WAIT_S it computes for itself."""
+    import threading
+
+    from django.core.cache import cache
+
+    monkeypatch.setattr(page_cache.time, "time", lambda: 1_000_000.0)
+    computed = []
+
+    def compute(label):
+        computed.append(label)
+        return label
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        release.wait(5)
+        return compute("first")
+
+    version = lambda: "v1"  # noqa: E731 (no database in the thread)
+    first = threading.Thread(target=lambda: page_cache.shared("t", ("a",), slow, version))
+    first.start()
+    started.wait(5)
+    threading.Timer(0.05, release.set).start()
+    assert page_cache.shared("t", ("a",), lambda: compute("second"), version) == "first"
+    first.join(5)
+    assert computed == ["first"]
+
+    # A lock nobody releases: the waiter answers for itself after WAIT_S.
+    monkeypatch.setattr(page_cache, "WAIT_S", 0.05)
+    window = int(1_000_000.0 // page_cache.window_s())
+    cache.add(page_cache.cache_key("t", ("b",), "v1", window) + ":computing", 1, 30)
+    assert page_cache.shared("t", ("b",), lambda: compute("alone"), version) == "alone"
