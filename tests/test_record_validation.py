@@ -207,7 +207,7 @@ def test_admin_shows_the_same_field_errors(client, make_user, cluster, kimi_k3):
         "/admin/fleet/deployment/add/",
         {
             "slug": "d",
-            "cluster": cluster.pk,
+            "cluster": cluster.slug,  # the page form's picker takes the slug (fleet.pickers)
             "model": kimi_k3.pk,
             "replicas": 1,
             "tp": 5,
