@@ -7,14 +7,15 @@ same HTML to every request with the same URL, the same permissions and the same 
 within one ``window_s()`` window. ``shared`` does the same for any value everyone may read alike (the
 month's spend report, the same for every user allowed to see it).
 
-``fleet_version`` is one query: the row count and latest change of every record the fleet table and
-the spend report read (clusters and their dated states, SKUs, providers, models, workloads, deployments
-and their last poll, GPU quotes, capacity snapshots, beat's poll cycles). A poll moves the deployment's
-``last_polled`` in the transaction that adds to its daily counts, so the counts spend reads are covered
-too. A save, a poll, a recomputed or stale-marked snapshot, an added or deleted row changes it, so a
-page never shows a table older than the records it has just changed.
-What changes with time alone (a status that turns stale by age, the quote in force at midnight,
-"polls stopped") shows at the next window, at most ``window_s()`` late: the table's own refresh period.
+``fleet_version`` is one query: the row count and latest change of every record the fleet table and the
+spend report read (clusters and their dated states, SKUs, providers, models, workloads, deployments and
+their last poll, GPU quotes and API prices, capacity snapshots, beat's poll cycles). A poll moves the
+deployment's ``last_polled`` in the transaction that adds to its daily counts, so the counts spend reads
+are covered too. A save, a poll, a recomputed or stale-marked snapshot, an added or deleted row changes
+it, so a page never shows a table older than the records it has just changed. What changes with time
+alone (a status that turns stale by age, the quote in force at midnight, "polls stopped") shows at the
+next window, at most ``window_s()`` late: the table's own refresh period. The API's lists of fleet
+records are shared the same way (``fleet.api.views.SharedListMixin``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def window_s() -> float:
 def _version_columns() -> list[tuple[Any, tuple[str, ...]]]:
     """(model, columns whose MAX counts) of what the fleet table shows; COUNT(*) of each as well."""
     from fleet.models import (
+        ApiPrice,
         CapacitySnapshot,
         Cluster,
         ClusterState,
@@ -55,7 +57,7 @@ def _version_columns() -> list[tuple[Any, tuple[str, ...]]]:
         Workload,
     )
 
-    stamped = (Cluster, HardwareSku, Provider, ModelSpec, Workload, GpuQuote)
+    stamped = (Cluster, HardwareSku, Provider, ModelSpec, Workload, GpuQuote, ApiPrice)
     return [
         *((m, ("updated",)) for m in stamped),
         (Deployment, ("updated", "last_polled")),

@@ -210,3 +210,17 @@ def test_a_request_waits_for_the_one_computing_the_same_answer(monkeypatch):
     window = int(1_000_000.0 // page_cache.window_s())
     cache.add(page_cache.cache_key("t", ("b",), "v1", window) + ":computing", 1, 30)
     assert page_cache.shared("t", ("b",), lambda: compute("alone"), version) == "alone"
+
+
+@pytest.mark.django_db
+def test_the_api_record_lists_are_shared_and_show_a_change_at_once(viewer_api, cluster):
+    first = viewer_api.get("/api/v1/clusters/").json()
+    with CaptureQueriesContext(connection) as served:
+        assert viewer_api.get("/api/v1/clusters/").json() == first
+    c = Cluster.objects.get(pk=cluster.pk)
+    c.team = "research"
+    c.save()
+    with CaptureQueriesContext(connection) as computed:
+        again = viewer_api.get("/api/v1/clusters/").json()
+    assert [x["team"] for x in again["results"]] == ["research"]
+    assert len(served.captured_queries) < len(computed.captured_queries)

@@ -59,24 +59,6 @@ POLL_QUEUED = inline_serializer(
 )
 
 
-class HardwareSkuViewSet(HistoryMixin, viewsets.ModelViewSet):
-    queryset = HardwareSku.objects.all()
-    serializer_class = serializers.HardwareSkuSerializer
-    filterset_class = filters.HardwareSkuFilter
-    lookup_field = "slug"
-    lookup_value_regex = SLUG_IN_URL
-    ordering_fields = ["name", "hbm_gb", "hbm_bandwidth_tbps", "bf16_tflops"]
-
-
-class ClusterViewSet(HistoryMixin, viewsets.ModelViewSet):
-    queryset = Cluster.objects.select_related("sku", "provider")
-    serializer_class = serializers.ClusterSerializer
-    filterset_class = filters.ClusterFilter
-    lookup_field = "slug"
-    lookup_value_regex = SLUG_IN_URL
-    ordering_fields = ["name", "nodes", "team", "provider__name"]
-
-
 class SharedListMixin:
     """``GET`` of the list computed once per version of the records (``fleet.page_cache.shared``) and served
     to every request of the same URL and host in its window: the serialized rows are the same for every
@@ -87,6 +69,24 @@ class SharedListMixin:
         parts = (request.build_absolute_uri(),)
         name = f"api-{self.basename}-list"
         return Response(page_cache.shared(name, parts, lambda: super(SharedListMixin, self).list(request).data))
+
+
+class HardwareSkuViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
+    queryset = HardwareSku.objects.all()
+    serializer_class = serializers.HardwareSkuSerializer
+    filterset_class = filters.HardwareSkuFilter
+    lookup_field = "slug"
+    lookup_value_regex = SLUG_IN_URL
+    ordering_fields = ["name", "hbm_gb", "hbm_bandwidth_tbps", "bf16_tflops"]
+
+
+class ClusterViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
+    queryset = Cluster.objects.select_related("sku", "provider")
+    serializer_class = serializers.ClusterSerializer
+    filterset_class = filters.ClusterFilter
+    lookup_field = "slug"
+    lookup_value_regex = SLUG_IN_URL
+    ordering_fields = ["name", "nodes", "team", "provider__name"]
 
 
 class DeploymentViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
@@ -158,7 +158,7 @@ class DeploymentViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
         return self.get_paginated_response(serializers.EndpointPollSerializer(page, many=True).data)
 
 
-class ProviderViewSet(HistoryMixin, viewsets.ModelViewSet):
+class ProviderViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
     """Who rents or runs GPUs: clusters and GPU quotes name one (names are unique whatever the case)."""
 
     queryset = Provider.objects.all()
@@ -167,14 +167,14 @@ class ProviderViewSet(HistoryMixin, viewsets.ModelViewSet):
     ordering_fields = ["name"]
 
 
-class GpuQuoteViewSet(HistoryMixin, viewsets.ModelViewSet):
+class GpuQuoteViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
     queryset = GpuQuote.objects.select_related("sku", "provider")
     serializer_class = serializers.GpuQuoteSerializer
     filterset_class = filters.GpuQuoteFilter
     ordering_fields = ["quoted_on", "usd_per_gpu_hour"]
 
 
-class ApiPriceViewSet(HistoryMixin, viewsets.ModelViewSet):
+class ApiPriceViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
     queryset = ApiPrice.objects.all()
     serializer_class = serializers.ApiPriceSerializer
     filterset_class = filters.ApiPriceFilter
@@ -183,7 +183,7 @@ class ApiPriceViewSet(HistoryMixin, viewsets.ModelViewSet):
     ordering_fields = ["quoted_on", "output_usd_per_mtok"]
 
 
-class ModelSpecViewSet(HistoryMixin, viewsets.ModelViewSet):
+class ModelSpecViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
     queryset = ModelSpec.objects.all()
     serializer_class = serializers.ModelSpecSerializer
     filterset_class = filters.ModelSpecFilter
@@ -225,7 +225,7 @@ class ModelSpecViewSet(HistoryMixin, viewsets.ModelViewSet):
         return Response(data, status=status.HTTP_201_CREATED, headers={"Location": data["url"]})
 
 
-class WorkloadViewSet(HistoryMixin, viewsets.ModelViewSet):
+class WorkloadViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
     queryset = Workload.objects.all()
     serializer_class = serializers.WorkloadSerializer
     filterset_class = filters.WorkloadFilter
