@@ -8,14 +8,15 @@ within one ``window_s()`` window. ``shared`` does the same for any value everyon
 month's spend report, the same for every user allowed to see it).
 
 ``fleet_version`` is one query: the row count and latest change of every record the fleet table and the
-spend report read (clusters and their dated states, SKUs, providers, models, workloads, deployments and
-their last poll, GPU quotes and API prices, capacity snapshots, beat's poll cycles). A poll moves the
-deployment's ``last_polled`` in the transaction that adds to its daily counts, so the counts spend reads
-are covered too. A save, a poll, a recomputed or stale-marked snapshot, an added or deleted row changes
-it, so a page never shows a table older than the records it has just changed. What changes with time
-alone (a status that turns stale by age, the quote in force at midnight, "polls stopped") shows at the
-next window, at most ``window_s()`` late: the table's own refresh period. The API's lists of fleet
-records are shared the same way (``fleet.api.views.SharedListMixin``).
+spend report read (clusters and their dated states, SKUs, providers, models, workloads, deployments, GPU
+quotes and API prices, capacity snapshots). A save, a recomputed or stale-marked snapshot, an added or
+deleted row changes it, so a page never shows an answer older than the records its user has just
+changed. The live state is not in it: a poll (a deployment's status and metrics, its daily counts),
+beat's poll cycle and what changes with time alone (a status that turns stale by age, the quote in force
+at midnight) show at the next window, at most ``window_s()`` late, the fleet table's own refresh period.
+In a polled fleet some deployment's poll lands every second or so; were polls in the version, every
+answer would be computed anew each time. The API's lists of fleet records are shared the same way
+(``fleet.api.views.SharedListMixin``).
 """
 
 from __future__ import annotations
@@ -53,16 +54,16 @@ def _version_columns() -> list[tuple[Any, tuple[str, ...]]]:
         HardwareSku,
         ModelSpec,
         Provider,
-        ScheduledRun,
         Workload,
     )
 
     stamped = (Cluster, HardwareSku, Provider, ModelSpec, Workload, GpuQuote, ApiPrice)
     return [
         *((m, ("updated",)) for m in stamped),
-        (Deployment, ("updated", "last_polled")),
+        # Not the live state (a deployment's last poll, beat's last cycle): it moves every few seconds in
+        # a polled fleet, and would make every answer a miss; it shows within the window instead.
+        (Deployment, ("updated",)),
         (CapacitySnapshot, ("computed_at", "stale_since", "failed_at")),
-        (ScheduledRun, ("last_started",)),
         (ClusterState, ("recorded", "effective_from")),
     ]
 
