@@ -6,7 +6,7 @@ class FleetConfig(AppConfig):
     verbose_name = "Fleet inventory and live state"
 
     def ready(self) -> None:
-        from fleet import audit, rate_limits  # noqa: F401 (rate_limits: its system check)
+        from fleet import audit, permission_cache, rate_limits  # noqa: F401 (rate_limits: its system check)
         from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
 
         # The audit trail (fleet/audit.py): every create, update and delete of these records.
@@ -15,3 +15,5 @@ class FleetConfig(AppConfig):
         # The poller's live state and leases change every poll: never recorded (and written by raw
         # UPDATEs); the API key only as set or not.
         audit.register(Deployment, exclude=Deployment.LIVE_FIELDS, secrets=["api_key_encrypted"])
+        # Who holds which permission changed: the cached permission sets are stale.
+        permission_cache.connect()

@@ -489,8 +489,12 @@ CONTENT_SECURITY_POLICY = {
 #: this long (then one more failure locks it again); the API's tokens are not logins.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's ModelBackend, each user's permission set kept in the cache (fleet/permission_cache.py).
+    "fleet.permission_cache.CachedModelBackend",
 ]
+#: Sessions read from the cache, written through to the database (Django's cached_db engine): a page
+#: request reads its session without a query; a cache that loses it falls back to the database.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 AXES_FAILURE_LIMIT = envint("FLEETCAP_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("FLEETCAP_LOGIN_COOLOFF_MINUTES") or 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
