@@ -24,6 +24,8 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -83,6 +85,23 @@ def fleet_version(*more: tuple[Any, tuple[str, ...]]) -> str:
         return "|".join(str(v) for v in cursor.fetchone())
 
 
+@dataclass(frozen=True)
+class Expiring:
+    """An answer good until ``until`` at most, sooner than its window's end: e.g. a table whose oldest
+    poll turns "stale" by age in 3 s. ``until``: a datetime, or None (the window decides)."""
+
+    value: Any
+    until: datetime | None = None
+
+    def usable(self) -> bool:
+        return self.until is None or time.time() < self.until.timestamp()
+
+
+def earliest(moments: Iterable[datetime | None]) -> datetime | None:
+    """The first of ``moments`` (None where there is none)."""
+    return min((m for m in moments if m is not None), default=None)
+
+
 def cache_key(name: str, parts: Iterable[str], version: str, window: int) -> str:
     """The cache key of an answer: its name, what it is asked with, its records' version and its window."""
     raw = "\n".join((name, *parts, version, str(window)))
@@ -94,12 +113,13 @@ def shared(
 ) -> Any:
     """``compute()``'s value (picklable, the same for everyone who asks with these ``parts``), from the
     cache when it was computed for the same ``parts`` and the same ``version()`` (default
-    ``fleet_version``) in this ``window_s()`` window. An exception in ``compute`` is raised, never kept."""
+    ``fleet_version``) in this ``window_s()`` window; ``compute`` may return an ``Expiring`` answer, good
+    until a moment sooner than the window's end. An exception in ``compute`` is raised, never kept."""
     seconds = window_s()
     if seconds <= 0:
         return compute()
     key = cache_key(name, parts, (version or fleet_version)(), int(time.time() // seconds))
-    value = cache.get(key)
+    value = _usable(cache.get(key))
     if value is not None:
         return value
     # One request computes; the others asking for the same key meanwhile wait for its answer (up to
@@ -111,22 +131,40 @@ def shared(
             cache.set(key, value, timeout=max(1, int(2 * seconds)))
         finally:
             cache.delete(lock)
-        return value
+        return value.value if isinstance(value, Expiring) else value
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         time.sleep(WAIT_STEP_S)
-        value = cache.get(key)
+        value = _usable(cache.get(key))
         if value is not None:
             return value
-    return compute()  # the one computing failed or is slow: this request answers for itself
+    value = compute()  # the one computing failed or is slow: this request answers for itself
+    return value.value if isinstance(value, Expiring) else value
+
+
+def _usable(stored: Any) -> Any:
+    """A cached value, None when absent or past its ``Expiring.until``."""
+    if isinstance(stored, Expiring):
+        return stored.value if stored.usable() else None
+    return stored
 
 
 def fragment(
-    name: str, request: HttpRequest, render: Callable[[], str], version: Callable[[], str] | None = None
+    name: str,
+    request: HttpRequest,
+    render: Callable[[], str | Expiring],
+    version: Callable[[], str] | None = None,
+    parts: Iterable[str] = (),
 ) -> SafeString:
     """``render()``'s HTML for this request, shared (``shared``) with every request of the same path and
-    query by a user with the same permissions. The fragment must hold nothing of one user's but what
-    their permissions decide (no CSRF token, no name)."""
+    query by a user with the same permissions (and the same ``parts``: what else the HTML shows that the
+    records' version does not hold). The fragment must hold nothing of one user's but what their
+    permissions decide (no CSRF token, no name)."""
     perms = ",".join(sorted(request.user.get_all_permissions()))
-    html = shared(name, (request.get_full_path(), perms), lambda: str(render()), version)
+
+    def rendered() -> Expiring:
+        out = render()
+        return Expiring(str(out.value), out.until) if isinstance(out, Expiring) else Expiring(str(out))
+
+    html = shared(name, (request.get_full_path(), perms, *parts), rendered, version)
     return mark_safe(html)  # noqa: S308 (HTML the template engine rendered and escaped)

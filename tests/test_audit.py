@@ -93,7 +93,7 @@ def test_history_queries_do_not_grow_with_entries(platform_api, viewer_api, sku)
     few = count()
     for hbm in range(82, 100):
         platform_api.patch(f"/api/v1/skus/{sku.slug}/", {"hbm_gb": hbm}, format="json")
-    assert count() == few
+    assert count() <= few  # never more (the first count read the permissions; later ones the cache)
 
 
 @pytest.mark.django_db

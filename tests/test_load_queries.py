@@ -54,7 +54,7 @@ def test_deployment_list_api_queries_do_not_grow_with_workloads(viewer_api, cata
     add_served(2, "a")
     few = count(viewer_api, "/api/v1/deployments/")
     add_served(10, "b")
-    assert count(viewer_api, "/api/v1/deployments/") == few
+    assert count(viewer_api, "/api/v1/deployments/") <= few  # never more (permissions cached after the first)
     slugs = {d["slug"]: d["workload"] for d in viewer_api.get("/api/v1/deployments/").json()["results"]}
     assert slugs["b9-d"] == "bw9" and len(slugs) == 12
 

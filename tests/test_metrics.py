@@ -360,7 +360,7 @@ def test_queries_do_not_grow_with_the_fleet(fleet, viewer, llama70b, django_asse
         for i in range(10)
     )
     assert Deployment.objects.count() == 50
-    assert queries() == few  # one query per kind of record, whatever the fleet's size
+    assert queries() <= few  # one query per kind of record, whatever the fleet's size (permissions cached)
     with django_assert_max_num_queries(12):
         assert client.get("/metrics").status_code == 200
 

@@ -5,6 +5,7 @@ never shared between users whose permissions differ, and never older than its wi
 from __future__ import annotations
 
 import re
+import time as real_time
 
 import pytest
 from django.db import connection
@@ -48,12 +49,24 @@ def test_a_second_request_is_served_without_rendering_the_table_again(viewer, de
     assert served < rendered - 4, (served, rendered)
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def clock(monkeypatch):
-    """page_cache's clock, moved by hand: [seconds since the epoch]."""
+    """page_cache's clock, moved by hand: [seconds since the epoch] (every test here: a window boundary
+    falling between two requests would make a served answer a computed one)."""
     now = [1_000_000.0]
-    monkeypatch.setattr(page_cache.time, "time", lambda: now[0])
+    monkeypatch.setattr(page_cache, "time", FakeTime(now))
     return now
+
+
+class FakeTime:
+    """page_cache's ``time`` module with a clock of the test's: Django's, DRF's and the rest keep theirs."""
+
+    def __init__(self, now: list[float]) -> None:
+        self.now = now
+        self.monotonic, self.sleep = real_time.monotonic, real_time.sleep
+
+    def time(self) -> float:
+        return self.now[0]
 
 
 @pytest.mark.django_db
@@ -202,7 +215,6 @@ def test_a_request_waits_for_the_one_computing_the_same_answer(monkeypatch):
 
     from django.core.cache import cache
 
-    monkeypatch.setattr(page_cache.time, "time", lambda: 1_000_000.0)
     computed = []
 
     def compute(label):
@@ -252,3 +264,21 @@ def test_a_window_of_0_computes_every_request(viewer, deployment, settings):
     table(viewer)  # the session and permissions cached: only the table's own queries count below
     _, rendered = table(viewer)
     assert table(viewer)[1] == rendered
+
+
+@pytest.mark.django_db
+def test_a_shared_table_lasts_until_its_first_status_turns_stale_by_age(viewer, deployment, clock, monkeypatch):
+    last_polled = timezone.now() - timezone.timedelta(seconds=deployment.stale_after_s - 30)
+    Deployment.objects.filter(pk=deployment.pk).update(last_status="up", last_polled=last_polled)
+    turns = last_polled + timezone.timedelta(seconds=deployment.stale_after_s)
+    assert Deployment.objects.get(pk=deployment.pk).status_turns_stale_at() == turns
+    kept = []
+    set_ = page_cache.cache.set
+    monkeypatch.setattr(page_cache.cache, "set", lambda key, value, **kw: (kept.append(value), set_(key, value, **kw)))
+    table(viewer)
+    (stored,) = [v for v in kept if isinstance(v, page_cache.Expiring)]
+    assert stored.until == turns  # the table with "up" in it is good until that "up" would read "stale"
+    clock[0] = turns.timestamp() - 1
+    assert stored.usable()
+    clock[0] = turns.timestamp()
+    assert not stored.usable()

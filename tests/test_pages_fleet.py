@@ -90,7 +90,7 @@ def test_fleet_page_query_count_is_constant(client, make_user, catalog):
     few = queries(client, "/")
     few_partial = queries(client, "/", HTTP_HX_REQUEST="true")
     add_fleet(15, "b")
-    assert queries(client, "/") == few
+    assert queries(client, "/") <= few  # never more (permissions cached after the first)
     assert queries(client, "/", HTTP_HX_REQUEST="true") == few_partial
 
 
@@ -267,7 +267,7 @@ def test_detail_pages_query_count_is_constant(client, make_user, catalog):
             for i in range(1, 200)
         ]
     )
-    assert queries(client, "/clusters/c0/") == cluster_few
+    assert queries(client, "/clusters/c0/") <= cluster_few  # never more (permissions cached after the first)
     assert queries(client, "/deployments/c0-d0/") == deployment_few
 
 

@@ -245,7 +245,7 @@ def test_planner_pages_query_count_is_constant(viewer, catalog, url):
             max_context_tokens=8,
             layer_groups=[{"kind": "full", "count": 1, "kv_heads": 1, "head_dim": 8}],
         )
-    assert count() == few
+    assert count() <= few  # never more (permissions cached after the first)
 
 
 @pytest.mark.django_db

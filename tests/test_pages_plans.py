@@ -95,7 +95,7 @@ def test_plans_and_what_if_query_counts_are_constant(client, make_user, setup):
     few_plans, few_whatif = count("/plans/"), count(whatif)
     for _ in range(20):
         Plan.objects.create(model=model, workload=workload)
-    assert count("/plans/") == few_plans
+    assert count("/plans/") <= few_plans  # never more (permissions cached after the first)
     assert count(whatif) == few_whatif
 
 

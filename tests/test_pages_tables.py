@@ -364,4 +364,4 @@ def test_list_queries_do_not_grow_with_the_rows(viewer, catalog_and_agent, url):
     for i in range(5):
         _done_plan("llama-3.1-70b", catalog_and_agent, "h100-sxm-80gb", 0.8, 20.0, 8)
         _decision(catalog_and_agent, f"note {i + 1}")
-    assert count() == before
+    assert count() <= before  # never more (permissions cached after the first)

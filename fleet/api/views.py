@@ -3,6 +3,7 @@ serializer, filterset; each record's audit trail at ``<record>/history/`` (``His
 Permissions are Django's model permissions (settings' default classes)."""
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -68,7 +69,17 @@ class SharedListMixin:
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         parts = (request.build_absolute_uri(),)
         name = f"api-{self.basename}-list"
-        return Response(page_cache.shared(name, parts, lambda: super(SharedListMixin, self).list(request).data))
+
+        def compute() -> page_cache.Expiring:
+            data = super(SharedListMixin, self).list(request).data
+            page = getattr(self.paginator, "page", None)
+            return page_cache.Expiring(data, self.shared_until(list(page.object_list) if page else []))
+
+        return Response(page_cache.shared(name, parts, compute))
+
+    def shared_until(self, rows: Sequence[Any]) -> Any:
+        """When the page of ``rows`` stops being good by age alone (None: the window decides)."""
+        return None
 
 
 class HardwareSkuViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
@@ -91,6 +102,11 @@ class ClusterViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
 
 class DeploymentViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
     queryset = Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
+
+    def shared_until(self, rows: Sequence[Any]) -> Any:
+        # ``last_status`` turns "stale" by age: the shared page is good until the first row's does.
+        return page_cache.earliest(d.status_turns_stale_at() for d in rows)
+
     serializer_class = serializers.DeploymentSerializer
     filterset_class = filters.DeploymentFilter
     lookup_field = "slug"

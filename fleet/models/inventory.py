@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -390,6 +390,14 @@ class Deployment(TimeStamped):
         if self.last_polled is None:
             return False
         return ((now or timezone.now()) - self.last_polled).total_seconds() > self.stale_after_s
+
+    def status_turns_stale_at(self, now: datetime | None = None) -> datetime | None:
+        """When :meth:`shown_status` turns stale by age alone (the last poll plus :attr:`stale_after_s`);
+        None when it never will without a poll (never polled, or already stale). Shared answers that
+        show the status are good until then at most (``fleet.page_cache``)."""
+        if self.last_polled is None or self.poll_is_stale(now):
+            return None
+        return self.last_polled + timedelta(seconds=self.stale_after_s)
 
     def shown_status(self, now: datetime | None = None) -> str:
         """The status pages, the API and ``/metrics`` show: the last poll's (``last_status``), or

@@ -60,12 +60,16 @@ def fleet(request: HtmxHttpRequest) -> HttpResponse:
     alike (``fleet.page_cache``)."""
     table = FleetTableForm(request.GET)
     polling = polling_state()
-    html = page_cache.fragment(
-        "fleet-table",
-        request,
-        lambda: render_to_string("fleet/_fleet_table.html", _fleet_table(request, table, polling), request),
-        page_cache.fleet_version,
-    )
+
+    def render_table() -> page_cache.Expiring:
+        context = _fleet_table(request, table, polling)
+        html = render_to_string("fleet/_fleet_table.html", context, request)
+        # Good until the first status it shows turns stale by age (then "stale", never "up").
+        shown = (h.deployment for row in context["rows"] for h in row["deployments"])
+        return page_cache.Expiring(html, page_cache.earliest(d.status_turns_stale_at() for d in shown))
+
+    # Whether polls run is in the key: "polls stopped" shows at the next request, not the next window.
+    html = page_cache.fragment("fleet-table", request, render_table, page_cache.fleet_version, (polling.state,))
     if is_partial(request):
         return HttpResponse(html)
     context = {
