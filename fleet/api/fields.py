@@ -40,7 +40,9 @@ class BoundedJSONField(serializers.JSONField):
     """DRF's JSONField with at most ``max_chars`` characters of JSON. A JSON body was parsed by
     ``fleet.api.parsers.JSONParser`` (depth and digits capped); a form or multipart body's value is
     JSON text DRF parses itself, so its size, depth and numbers' digits are checked first (Python's
-    parser recurses: 100,000 brackets were a RecursionError, a 500)."""
+    parser recurses: 100,000 brackets were a RecursionError, a 500). ``allow_non_finite``: JSON's
+    ``Infinity`` and ``NaN`` are taken (a model import's config; the engine decides what they mean),
+    else refused as DRF refuses them."""
 
     default_error_messages = {
         "too_large": inputs.JSON_SIZE_MESSAGE,
@@ -48,8 +50,11 @@ class BoundedJSONField(serializers.JSONField):
         "too_many_digits": inputs.DIGITS_MESSAGE,
     }
 
-    def __init__(self, *, max_chars: int = inputs.MAX_JSON_FIELD_CHARS, **kwargs: Any) -> None:
+    def __init__(
+        self, *, max_chars: int = inputs.MAX_JSON_FIELD_CHARS, allow_non_finite: bool = False, **kwargs: Any
+    ) -> None:
         self.max_chars = max_chars
+        self.allow_non_finite = allow_non_finite
         super().__init__(**kwargs)
         if max_chars != inputs.MAX_JSON_FIELD_CHARS:
             self.error_messages["too_large"] = f"More than {max_chars:,} characters of JSON."
@@ -63,7 +68,16 @@ class BoundedJSONField(serializers.JSONField):
                 self.fail("too_many_digits")
             if len(text) > self.max_chars:
                 self.fail("too_large")
-        value = super().to_internal_value(data)
+        value = self._non_finite_value(data) if self.allow_non_finite else super().to_internal_value(data)
         if len(json.dumps(value, cls=self.encoder)) > self.max_chars:
             self.fail("too_large")
         return value
+
+    def _non_finite_value(self, data: Any) -> Any:
+        """The value, JSON's non-finite constants taken (DRF's own parse and check refuse them)."""
+        if isinstance(data, (str, bytes)) and (self.binary or getattr(data, "is_json_string", False)):
+            try:
+                return json.loads(data)
+            except ValueError:
+                self.fail("invalid")
+        return data

@@ -2,7 +2,8 @@
 carries (keys included) and, for JSON, a depth cap and a cap on a number's digits checked before
 parsing (Python spends quadratic time on a long integer and refuses one of 4,301 digits). Django's
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` caps the body's size (DRF reads JSON and form bodies through
-``request.body``); a larger one is a 413 (``fleet.api.errors``)."""
+``request.body``); a larger one is a 413 (``fleet.api.errors``). JSON's non-finite constants
+(``Infinity``, ``NaN``) are refused, except in a model import's config (``ModelImportJSONParser``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.utils.json import strict_constant
 
 from fleet import inputs
+from planner.engine import finite_config
 
 
 def _refuse_control_characters(data: Any) -> None:
@@ -47,6 +49,31 @@ class JSONParser(parsers.JSONParser):
         except ValueError as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
         _refuse_control_characters(data)
+        return data
+
+
+class ModelImportJSONParser(JSONParser):
+    """A model import's JSON body: ``Infinity``, ``-Infinity`` and ``NaN`` are read in ``config`` and
+    ``quant_config`` (published config.json files carry them; the importer decides what they mean,
+    ``planner.engine.hf_config.finite``) and refused, by field, everywhere else."""
+
+    strict = False
+    NON_FINITE_FIELDS = frozenset({"config", "quant_config"})
+
+    def parse(self, stream, media_type=None, parser_context=None) -> Any:
+        data = super().parse(stream, media_type, parser_context)
+        if not isinstance(data, dict):
+            if finite_config(data)[1]:
+                raise ParseError("JSON parse error - Infinity and NaN are read only in the config.")
+            return data
+        errors = {
+            path: [f"Must be a finite number (got {spelling})."]
+            for key, value in data.items()
+            if key not in self.NON_FINITE_FIELDS
+            for path, spelling in finite_config(value, key)[1].items()
+        }
+        if errors:
+            raise ValidationError(errors)
         return data
 
 

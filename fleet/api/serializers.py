@@ -446,7 +446,9 @@ class ModelImportSerializer(serializers.Serializer):
     slug = serializers.CharField(max_length=SLUG_MAX_CHARS)
     name = serializers.CharField(max_length=100)
     config = BoundedJSONField(
-        max_chars=registration.MAX_CONFIG_BYTES, help_text="The model's config.json, as a JSON object (at most 2 MB)."
+        max_chars=registration.MAX_CONFIG_BYTES,
+        allow_non_finite=True,
+        help_text="The model's config.json, as a JSON object (at most 2 MB); Infinity and NaN are read as written.",
     )
     total_params = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=MAX_PARAMS, help_text="Default: computed."
@@ -463,6 +465,7 @@ class ModelImportSerializer(serializers.Serializer):
     )
     quant_config = BoundedJSONField(
         max_chars=registration.MAX_CONFIG_BYTES,
+        allow_non_finite=True,
         required=False,
         allow_null=True,
         help_text="A ModelOpt hf_quant_config.json shipped beside the config.",

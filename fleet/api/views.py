@@ -33,7 +33,7 @@ from fleet.models import (
 )
 from fleet.poll_store import lease_is_free
 
-from . import serializers
+from . import parsers, serializers
 from .history import HistoryMixin
 from .permissions import require
 from .routing import SLUG_IN_URL
@@ -225,6 +225,7 @@ class ModelSpecViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
         detail=False,
         methods=["post"],
         url_path="import",
+        parser_classes=[parsers.ModelImportJSONParser, parsers.FormParser, parsers.MultiPartParser],
         permission_classes=[IsAuthenticated, require("fleet.add_modelspec")],
         throttle_scope="model_import",
         filter_backends=[],

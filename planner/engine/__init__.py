@@ -33,7 +33,7 @@ Layout, by concept (each package's ``__init__`` lists its modules):
   ``next_quote_change``, ``rate_from_quotes``; observed volumes:
   ``observed_volume`` over ``RateSample``s, ``hour_coverage_s``;
 - ``hf_config/`` (a Hugging Face ``config.json`` -> a model record): ``model_record_from_config``,
-  ``ImportedModel``;
+  ``ImportedModel``, ``finite_config`` (its non-finite numbers replaced, and where they were);
 - ``startup_log`` (calibration input): ``parse_startup_log`` reads a vLLM or SGLang startup log into
   a ``StartupLog`` (the settings it ran with and the KV-cache figures it logged);
   ``redact_startup_log`` masks the secrets a log can carry, ``redacted_head`` the head a calibration stores.
@@ -91,6 +91,7 @@ from planner.engine.formats import (
     WEIGHT_FORMATS,
 )
 from planner.engine.hf_config import ImportedModel, model_record_from_config
+from planner.engine.hf_config.finite import finite_config
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
 from planner.engine.limits import (
     MAX_CONTEXT_TOKENS,
@@ -300,6 +301,7 @@ __all__ = [
     "engine_choices",
     "engine_names",
     "estimate",
+    "finite_config",
     "fit_correction",
     "gpu_memory_bytes",
     "hour_coverage_s",

@@ -6,12 +6,13 @@ groups, counts its parameters from the dimensions unless they are given, and rea
 from the quantisation description. Every figure it did not read straight from the config is said in
 ``assumptions``. A config it cannot model exactly raises ``EngineInputError`` keyed by the field to
 fix (``config.num_key_value_heads``), or ``config`` for an architecture it does not know: it never
-guesses.
+guesses. Non-finite numbers (``Infinity``, ``NaN``) are ignored at keys it does not read and refused
+at keys it reads (``finite``).
 
-Modules, by concept: ``reader`` (typed look-ups collecting errors by path), ``layers`` (layer
-schedules per family -> layer groups), ``params`` (parameter counts), ``quantization`` (weight
-formats). The mapping of each family and where it comes from: docs/sizing.md, "Importing a model from
-config.json".
+Modules, by concept: ``finite`` (non-finite numbers), ``reader`` (typed look-ups collecting errors
+by path), ``layers`` (layer schedules per family -> layer groups), ``params`` (parameter counts),
+``quantization`` (weight formats). The mapping of each family and where it comes from:
+docs/sizing.md, "Importing a model from config.json".
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..errors import EngineInputError, is_int
 from ..formats import WEIGHT_FORMATS
 from ..limits import MAX_CONTEXT_TOKENS, MAX_PARAMS
 from ..spec import ModelArch
+from .finite import finite_config
 from .layers import Layer, count_groups, gdn_layers, gqa_layers, kda_layers, mamba2_layers, mla_layers, routed_experts
 from .params import ParamCounts, count_params
 from .quantization import weight_formats
@@ -139,13 +141,16 @@ def model_record_from_config(
     ``hf_quant_config.json`` shipped beside the config. Raises ``EngineInputError`` keyed by field:
     ``config`` (not an object, or an architecture not modelled), ``config.<key>`` (a key the
     architecture needs, missing or out of range), ``name``, ``total_params``, ``active_params``,
-    ``weight_format``, ``quant_config``.
+    ``weight_format``, ``quant_config``. A non-finite number is ``config.<key>: Must be a finite
+    number`` at a key it reads, and ignored elsewhere (``finite``).
     """
     errors: dict[str, list[str]] = {}
     if not isinstance(config, Mapping):
         raise EngineInputError.single("config", "Give the config.json object (a JSON object, not a list or value).")
     if quant_config is not None and not isinstance(quant_config, Mapping):
         errors["quant_config"] = ["Give hf_quant_config.json as a JSON object."]
+    config, non_finite = finite_config(config)
+    quant_config, _ = finite_config(quant_config, "quant_config")  # read for strings and whole numbers only
     if not isinstance(name, str) or not name.strip():
         errors["name"] = ["Give the model a name."]
     given_total = check_count("total_params", total_params, errors)
@@ -166,7 +171,7 @@ def model_record_from_config(
         ]
         raise EngineInputError(errors)
     family, description = MODEL_TYPES[model_type]
-    r = ConfigReader(config, model_type)
+    r = ConfigReader(config, model_type, non_finite)
     for key, reason in (
         ("index_topk", "a sparse-attention indexer cache is not modelled"),
         ("attention_chunk_size", "chunked local attention is not modelled"),

@@ -3,7 +3,9 @@
 A multimodal wrapper (Kimi K3, Qwen3-VL, Qwen3.5, Gemma) keeps the language model's figures in
 ``text_config``; ``ConfigReader`` reads them there first and falls back to the outer object, and
 names a field by where it was looked for (``config.text_config.num_key_value_heads``) so a message
-points at the key to fix. Nothing here guesses: a required key that is missing or not a positive
+points at the key to fix. A key read whose value was non-finite (``finite.finite_config`` replaced it
+by ``None``) is refused where it sits: ``config.hidden_size: Must be a finite number (got
+Infinity).`` Nothing here guesses: a required key that is missing or not a positive
 whole number is recorded in ``errors`` and the caller raises them together as one
 ``EngineInputError``.
 """
@@ -15,6 +17,7 @@ from typing import Any
 
 from ..errors import is_int
 from ..limits import MAX_DIMENSION, MAX_LAYERS
+from .finite import FINITE_MESSAGE
 
 # The largest dimension (a PostgreSQL ``integer``: the records' columns) and the most layers a config
 # may declare (each layer is walked once, so a hostile count cannot make the import loop for long):
@@ -25,15 +28,20 @@ class ConfigReader:
     """Look-ups over one config (``text_config`` first when there is one), errors by field path.
 
     ``errors`` maps a path such as ``config.num_key_value_heads`` to messages; ``family`` is the
-    architecture named in messages (``Required for a qwen3 config.``).
+    architecture named in messages (``Required for a qwen3 config.``); ``non_finite`` maps the paths
+    where ``finite.finite_config`` replaced a non-finite number to its spelling.
     """
 
-    def __init__(self, config: Mapping[str, Any], family: str = "") -> None:
+    def __init__(
+        self, config: Mapping[str, Any], family: str = "", non_finite: Mapping[str, str] | None = None
+    ) -> None:
         self.outer: Mapping[str, Any] = config
         text = config.get("text_config")
         self.text: Mapping[str, Any] | None = text if isinstance(text, Mapping) else None
         self.family = family
         self.errors: dict[str, list[str]] = {}
+        self.non_finite: Mapping[str, str] = non_finite or {}
+        self.refused: set[str] = set()
 
     @property
     def prefix(self) -> str:
@@ -49,14 +57,31 @@ class ConfigReader:
         return self.raw(key) is not None
 
     def raw(self, key: str, default: Any = None) -> Any:
-        """The value as written (``text_config`` first), or ``default``."""
-        if self.text is not None and self.text.get(key) is not None:
-            return self.text[key]
+        """The value as written (``text_config`` first), or ``default``; a non-finite number is
+        refused (an error at its path) and read as ``default``."""
+        if self.text is not None:
+            if self.text.get(key) is not None:
+                return self.text[key]
+            if self._refuse(key, f"config.text_config.{key}"):
+                return default
         value = self.outer.get(key)
+        if value is None and self._refuse(key, f"config.{key}"):
+            return default
         return default if value is None else value
 
+    def _refuse(self, key: str, where: str) -> bool:
+        """Refuse ``key`` when its value at ``where`` was a non-finite number."""
+        if where not in self.non_finite:
+            return False
+        self.refused.add(key)
+        self.errors[where] = [FINITE_MESSAGE.format(value=self.non_finite[where])]
+        return True
+
     def error(self, key: str, message: str) -> None:
-        """Record a problem with ``key`` (a path relative to the language model's keys)."""
+        """Record a problem with ``key`` (a path relative to the language model's keys); none for a
+        key refused as non-finite (that message says what to fix)."""
+        if key in self.refused:
+            return
         messages = self.errors.setdefault(self.path(key), [])
         if message not in messages:
             messages.append(message)
