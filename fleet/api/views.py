@@ -102,16 +102,15 @@ class ClusterViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
 
 class DeploymentViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
     queryset = Deployment.objects.select_related("cluster__sku", "model", "workload", "capacity_snapshot")
-
-    def shared_until(self, rows: Sequence[Any]) -> Any:
-        # ``last_status`` turns "stale" by age: the shared page is good until the first row's does.
-        return page_cache.earliest(d.status_turns_stale_at() for d in rows)
-
     serializer_class = serializers.DeploymentSerializer
     filterset_class = filters.DeploymentFilter
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
     ordering_fields = ["slug", "replicas"]
+
+    def shared_until(self, rows: Sequence[Any]) -> Any:
+        # ``last_status`` turns "stale" by age: the shared page is good until the first row's does.
+        return page_cache.earliest(d.status_turns_stale_at() for d in rows)
 
     @extend_schema(
         request=None,
