@@ -251,6 +251,15 @@ class ModelSpecForm(BoundedModelForm):
         "value_heads, key_dim, value_dim, conv_kernel, optional state_dtype, conv_dtype).",
     )
 
+    weight_parts = BoundedJSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "class": "mono"}),
+        help_text='Weights by module class, as the config.json importer reads them: [{"part": "routed_experts", '
+        '"format": "mxfp4", "params": 2722740830208, "bits": 4.25}, ...]. They must add up to total parameters '
+        "(and the routed experts' to their count); leave empty to count every weight in the weight format (the "
+        "routed experts in theirs).",
+    )
+
     class Meta:
         model = ModelSpec
         fields = [
@@ -266,7 +275,11 @@ class ModelSpecForm(BoundedModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk and not self.is_bound:
             self.initial["layer_groups"] = json.dumps(self.instance.layer_groups, indent=1)
+            self.initial["weight_parts"] = json.dumps(self.instance.weight_parts, indent=1)
         self.fields["modalities"].required = False  # left blank: text, the model's default
+
+    def clean_weight_parts(self) -> list:
+        return self.cleaned_data.get("weight_parts") or []
 
     def clean_modalities(self) -> str:
         return self.cleaned_data.get("modalities") or "text"

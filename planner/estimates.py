@@ -197,9 +197,9 @@ def _check(request: EstimateRequest, prompt: int, output: int) -> None:
 def _engine_model(model: ModelSpec, request: EstimateRequest) -> tuple[ModelArch, str | None]:
     """The engine's model and the ``weight_format`` override for ``estimate()``.
 
-    ``weight_format`` alone overrides every component (as the sizing API); with
+    ``weight_format`` alone overrides every component and part (as the sizing API); with
     ``expert_weight_format`` the routed experts take that format and the rest ``weight_format`` (or
-    the model's own).
+    the model's own summary format), the record's weights by module class set aside.
     """
     arch = model.to_engine()
     if request.expert_weight_format is None:
@@ -208,6 +208,7 @@ def _engine_model(model: ModelSpec, request: EstimateRequest) -> tuple[ModelArch
         arch,
         weight_format=request.weight_format or arch.weight_format,
         expert_weight_format=request.expert_weight_format,
+        weight_parts=(),
     ), None
 
 

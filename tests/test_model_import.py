@@ -105,7 +105,9 @@ def test_api_import_with_a_modelopt_quant_config(platform_api):
     body = {"slug": "dsv31-nvfp4", "name": "DeepSeek-V3.1 NVFP4", "config": config("nvidia--DeepSeek-V3.1-NVFP4")}
     r = platform_api.post(URL, {**body, "quant_config": quant}, format="json")
     assert r.status_code == 201, r.content
-    assert (r.json()["weight_format"], r.json()["expert_weight_format"]) == ("bf16", "nvfp4")
+    assert (r.json()["weight_format"], r.json()["expert_weight_format"]) == ("nvfp4", "")
+    parts = {(p["part"], p["format"]) for p in r.json()["weight_parts"]}
+    assert {("attention", "bf16"), ("attention", "nvfp4"), ("routed_experts", "nvfp4"), ("lm_head", "bf16")} <= parts
 
 
 @pytest.mark.django_db

@@ -45,8 +45,9 @@ def test_model_pages(viewer, catalog):
     page = viewer.get("/models/").content.decode()
     assert "Kimi K3" in page and "Llama-3.1-70B-Instruct" in page
     detail = viewer.get("/models/kimi-k3/").content.decode()
-    # mxfp4 raw and with scales, bf16: in binary units (issue 24), the exact bytes on hover
-    for exact in (1_400_000_000_000, 1_487_500_000_000, 5_600_000_000_000):
+    # mxfp4 raw and with scales, bf16: in binary units (issue 24), the exact bytes on hover; the config's
+    # 2,779,481,795,168 parameters x 0.5, x 4.25 / 8 and x 2 B (the seeds' 1.4 / 1.49 / 5.6 TB are the card's 2.8T)
+    for exact in (1_389_740_897_584, round(2_779_481_795_168 * 4.25 / 8), 5_558_963_590_336):
         assert f'title="{exact:,} bytes (binary units: 1 TiB = {2**40:,} bytes)">{exact / 2**40:.2f} TiB<' in detail
     assert " TB<" not in detail and "decimal TB" not in detail
     assert viewer.get("/models/nope/").status_code == 404
@@ -55,10 +56,11 @@ def test_model_pages(viewer, catalog):
 @pytest.mark.django_db
 def test_model_page_shows_the_seeds_floors_and_the_shipped_ones(viewer, catalog):
     """K3's weights-only floors in nominal decimal GB (DESIGN.md, seeds):
-    raw MXFP4 2.8e12 x 0.5 B = 1.4 TB: /80 GB = 17.5 -> 18, /141 = 9.93 -> 10, /192 = 7.29 -> 8, /288 = 4.86 -> 5;
-    with the 8-bit scale per 32 (4.25 bits) 1.4875 TB: 18.6 -> 19, 10.5 -> 11, 7.75 -> 8, 5.16 -> 6;
-    as shipped (bf16 non-experts, catalogue assumptions) 1,600,974,405,632 B:
-    20.01 -> 21, 11.4 -> 12, 8.3 -> 9, 5.6 -> 6."""
+    raw MXFP4, the config's 2,779,481,795,168 x 0.5 B = 1.39 TB (the seeds' 1.4 TB from the card's 2.8T gives the
+    same floors): /80 GB = 17.4 -> 18, /141 = 9.86 -> 10, /192 = 7.24 -> 8, /288 = 4.83 -> 5;
+    with the 8-bit scale per 32 (4.25 bits) 1.4766 TB: 18.5 -> 19, 10.5 -> 11, 7.69 -> 8, 5.13 -> 6;
+    as shipped (bf16 non-experts, catalogue assumptions) 1,559,937,995,968 B:
+    19.5 -> 20, 11.06 -> 12, 8.12 -> 9, 5.42 -> 6."""
     import re
 
     page = viewer.get("/models/kimi-k3/").content.decode()
@@ -71,7 +73,7 @@ def test_model_page_shows_the_seeds_floors_and_the_shipped_ones(viewer, catalog)
             table,
         )
     )
-    assert rows["NVIDIA H100 SXM 80GB"] == (18, 19, 21)
+    assert rows["NVIDIA H100 SXM 80GB"] == (18, 19, 20)
     assert rows["NVIDIA H200 SXM 141GB"] == (10, 11, 12)
     assert rows["NVIDIA B200 192GB (HGX B200)"] == (8, 8, 9)
     assert rows["NVIDIA GB300 (Blackwell Ultra) 288GB, NVL72"] == (5, 6, 6)
@@ -99,6 +101,35 @@ def test_model_form_reports_layer_group_errors_inline(client, make_user, catalog
     assert not ModelSpec.objects.filter(slug="bad").exists()
     form["layer_groups"] = '[{"kind": "full", "count": 2, "kv_heads": 1, "head_dim": 64}]'
     assert client.post("/models/new/", form).status_code == 302
+
+
+@pytest.mark.django_db
+def test_model_page_lists_the_checkpoints_module_classes(viewer, catalog):
+    """Issue 25: the module classes with format, parameters, bits and bytes; K3's routed experts MXFP4 at 4.25."""
+    page = viewer.get("/models/kimi-k3/").content.decode()
+    table = page[page.index('id="weights-by-module"') :].split("</table>")[0]
+    assert (
+        '<td>Routed experts</td><td>mxfp4</td><td class="num">2,722,740,830,208</td><td class="num">4.25</td>' in table
+    )
+    assert "<td>Attention projections</td><td>bf16</td>" in table and "Linear-attention mixers" in table
+    assert "2,779,481,795,168" in table  # the checkpoint's total, the config's count
+
+
+@pytest.mark.django_db
+def test_editing_counts_of_a_model_with_parts_asks_for_the_parts(client, make_user, catalog):
+    """The parts are the weights: a total that no longer matches them is a form error naming them, not a
+    silent mismatch; cleared, the two formats apply again."""
+    client.force_login(make_user("p", "platform"))
+    edit = "/models/kimi-k3/edit/"
+    form = {k: v for k, v in client.get(edit).context["form"].initial.items() if v is not None}
+    form["total_params"] = 2_800_000_000_000
+    r = client.post(edit, form)
+    assert r.status_code == 400 and "The parts add up to 2,779,481,795,168 parameters" in r.content.decode()
+    assert ModelSpec.objects.get(slug="kimi-k3").total_params == 2_779_481_795_168
+    form["weight_parts"] = ""
+    assert client.post(edit, form).status_code == 302
+    k3 = ModelSpec.objects.get(slug="kimi-k3")
+    assert (k3.total_params, k3.weight_parts) == (2_800_000_000_000, [])
 
 
 @pytest.mark.django_db

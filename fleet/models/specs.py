@@ -17,6 +17,8 @@ from planner.engine import (
     EngineInputError,
     ModelArch,
     parse_layer_groups,
+    parse_weight_parts,
+    weight_parts_errors,
 )
 
 from .base import SlugField, Sourced, TimeStamped
@@ -28,6 +30,14 @@ def validate_layer_groups(value: object) -> None:
     """Field validator: the JSON must parse as layer groups (see planner.engine.spec)."""
     try:
         parse_layer_groups(value)
+    except EngineInputError as exc:
+        raise ValidationError([f"{path}: {' '.join(msgs)}" for path, msgs in exc.errors.items()]) from None
+
+
+def validate_weight_parts(value: object) -> None:
+    """Field validator: the JSON must parse as weight parts (see planner.engine.weight_parts)."""
+    try:
+        parse_weight_parts(value)
     except EngineInputError as exc:
         raise ValidationError([f"{path}: {' '.join(msgs)}" for path, msgs in exc.errors.items()]) from None
 
@@ -81,6 +91,14 @@ class ModelSpec(TimeStamped, Sourced):
         help_text="Routed experts' format, if different.",
     )
     layer_groups = models.JSONField(validators=[validate_layer_groups])
+    weight_parts = models.JSONField(
+        "weights by module class",
+        default=list,
+        blank=True,
+        validators=[validate_weight_parts],
+        help_text="The checkpoint's module classes, each with its format and bits per weight (scales included), "
+        "as the config.json importer reads them; empty: weight_format (and the experts' format) for every weight.",
+    )
     modalities = models.CharField(
         max_length=50,
         default="text",
@@ -118,6 +136,15 @@ class ModelSpec(TimeStamped, Sourced):
             errors.setdefault("n_active_experts", []).append("A mixture-of-experts model activates at least one.")
         if self.expert_params and not self.n_routed_experts:
             errors.setdefault("expert_params", []).append("Only a model with routed experts has expert parameters.")
+        try:
+            parts = parse_weight_parts(self.weight_parts)
+        except EngineInputError:
+            parts = ()  # the field's own validator names the bad item
+        if not errors.keys() & {"total_params", "expert_params"}:
+            for key, messages in weight_parts_errors(
+                parts, self.total_params, self.expert_params, self.weight_format, self.expert_weight_format or None
+            ).items():
+                errors.setdefault(key, []).extend(messages)
         if errors:
             raise ValidationError(errors)
 

@@ -160,6 +160,7 @@ from planner.engine.sizing import (
 from planner.engine.sizing.admission import DEFAULT_STATE_POOL_RATIO
 from planner.engine.sizing.capacity import DEFAULT_GPU_MEMORY_UTILIZATION, GENERIC_OPTIONS, EngineOptions
 from planner.engine.sizing.served import CURVE_CONTEXTS, Serving, context_window, curve_contexts
+from planner.engine.sizing.weights import weight_table
 from planner.engine.spec import (
     ACCELERATOR_RECORD_FIELDS,
     MODEL_RECORD_FIELDS,
@@ -193,6 +194,9 @@ from planner.engine.throughput import (
     sensitivity,
 )
 from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
+from planner.engine.weight_parts import PARTS as WEIGHT_PARTS
+from planner.engine.weight_parts import WeightPart, parse_weight_parts
+from planner.engine.weight_parts import parts_errors as weight_parts_errors
 
 __all__ = [
     "ACCELERATOR_RECORD_FIELDS",
@@ -244,6 +248,7 @@ __all__ = [
     "TRACE_COLUMNS",
     "UNASSIGNED",
     "WEIGHT_FORMATS",
+    "WEIGHT_PARTS",
     "Accelerator",
     "ApiCandidate",
     "BreakevenResult",
@@ -286,6 +291,7 @@ __all__ = [
     "ThroughputOptions",
     "ThroughputResult",
     "TraceRequest",
+    "WeightPart",
     "Workload",
     "apply_correction",
     "basis_of",
@@ -316,6 +322,7 @@ __all__ = [
     "parse_layer_groups",
     "parse_startup_log",
     "parse_trace_csv",
+    "parse_weight_parts",
     "poll_routes",
     "prediction_of",
     "prefix_cache",
@@ -343,6 +350,8 @@ __all__ = [
     "unit_economics",
     "usable_bytes",
     "utilisation_from_polls",
+    "weight_parts_errors",
+    "weight_table",
     "weights_bytes",
     "weights_storage",
 ]

@@ -44,6 +44,7 @@ from .limits import (
     int_error,
 )
 from .units import GB
+from .weight_parts import WeightPart, parse_weight_parts, parts_errors
 
 LAYER_KINDS: tuple[str, ...] = ("full", "sliding", "mla", "linear")
 
@@ -205,6 +206,9 @@ class ModelArch:
     vocab_size: int = 0
     max_context_tokens: int = 0
     attention_heads: int | None = None
+    #: The checkpoint's module classes with their formats (``planner.engine.weight_parts``); empty: the
+    #: two formats apply to everything.
+    weight_parts: tuple[WeightPart, ...] = ()
 
     def __post_init__(self) -> None:
         if self.weight_format not in WEIGHT_FORMATS:
@@ -253,6 +257,11 @@ class ModelArch:
                 groups = parse_layer_groups(record["layer_groups"])
             except EngineInputError as exc:
                 errors.update(exc.errors)
+        parts: tuple[WeightPart, ...] = ()
+        try:
+            parts = parse_weight_parts(record.get("weight_parts"))
+        except EngineInputError as exc:
+            errors.update(exc.errors)
         if errors:
             raise EngineInputError(errors)
         optional = {key: record[key] for key in MODEL_OPTIONAL_FIELDS if record.get(key) is not None}
@@ -264,6 +273,7 @@ class ModelArch:
             weight_format=record.get("weight_format") or DEFAULT_WEIGHT_FORMAT,
             expert_weight_format=record.get("expert_weight_format") or None,
             expert_params=record.get("expert_params"),
+            weight_parts=parts,
             **optional,
         )
         errors = model_errors(model)
@@ -287,7 +297,13 @@ MODEL_INT_FIELDS: tuple[str, ...] = (
 )
 #: Every figure of a model record that ``ModelArch.from_record`` reads, in the records' order
 #: (``ModelSpec.FIGURES``: the API, the forms and decision snapshots list these).
-MODEL_RECORD_FIELDS: tuple[str, ...] = (*MODEL_INT_FIELDS, "weight_format", "expert_weight_format", "layer_groups")
+MODEL_RECORD_FIELDS: tuple[str, ...] = (
+    *MODEL_INT_FIELDS,
+    "weight_format",
+    "expert_weight_format",
+    "layer_groups",
+    "weight_parts",
+)
 #: Every figure of an accelerator record that ``Accelerator.from_record`` reads (``HardwareSku.FIGURES``).
 ACCELERATOR_RECORD_FIELDS: tuple[str, ...] = (
     "hbm_gb",
@@ -353,6 +369,16 @@ def model_errors(model: ModelArch) -> dict[str, list[str]]:
         errors["layer_groups"] = ["Give a non-empty list of layer groups."]
     else:
         errors.update(group_errors(model.layer_groups))
+    if not errors.keys() & {"total_params", "expert_params"}:
+        errors.update(
+            parts_errors(
+                model.weight_parts,
+                model.total_params,
+                model.expert_params,
+                model.weight_format,
+                model.expert_weight_format,
+            )
+        )
     return errors
 
 

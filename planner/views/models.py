@@ -36,6 +36,7 @@ from planner.engine import (
     min_gpus_for_weights,
     single_gpu_fit,
     state_bytes_per_sequence,
+    weight_table,
     weights_bytes,
 )
 from planner.forms import ModelTableForm
@@ -106,6 +107,7 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "what_if": fewest["what_if"] if fewest else urlencode({"model": model.slug}),
         "by_format": by_format,
         "shipped_bytes": shipped,
+        "by_part": weight_table(arch),
         "low_bit": low_bit,
         "raw_bytes": raw,
         "scaled_bytes": scaled,

@@ -1,5 +1,7 @@
 """Weights-only GPU floors and the seeds' single-accelerator tier (tier 2)."""
 
+from dataclasses import replace
+
 import pytest
 
 from fleet.catalog import reference
@@ -23,19 +25,23 @@ def test_k3_weights_floor(slug, floor):
     ceil(1400/141) = 10, ceil(1400/192) = 8, ceil(1400/288) = 5."""
     accelerator = reference.accelerator(slug)
     assert accelerator.hbm_gb == SEED_SKUS[slug]
-    raw = weights_bytes(KIMI_K3, weight_format="mxfp4", include_scale_overhead=False)
+    card = replace(KIMI_K3, total_params=2_800_000_000_000, weight_parts=())  # the seeds' input: the card's 2.8T
+    raw = weights_bytes(card, weight_format="mxfp4", include_scale_overhead=False)
     assert raw == 1_400_000_000_000
     assert min_gpus_for_weights(raw, accelerator) == floor
+    # The catalogue's count from the config (2,779,481,795,168 x 0.5 B = 1,389.7 GB) keeps every floor.
+    counted = weights_bytes(KIMI_K3, weight_format="mxfp4", include_scale_overhead=False)
+    assert counted == 1_389_740_897_584 and min_gpus_for_weights(counted, accelerator) == floor
 
 
 @pytest.mark.parametrize(
     ("slug", "floor"),
-    [("h100-sxm-80gb", 21), ("h200-141gb", 12), ("b200-192gb", 9), ("gb300-288gb", 6)],
+    [("h100-sxm-80gb", 20), ("h200-141gb", 12), ("b200-192gb", 9), ("gb300-288gb", 6)],
 )
 def test_k3_published_checkpoint_floor(slug, floor):
-    """The published config's checkpoint (MXFP4 experts with scales, bf16 for the rest: 1,600,974,405,632 B)
-    needs more than the seeds' floor: ceil(1600.97/80) = 21, ceil(1600.97/141) = 12, ceil(1600.97/192) = 9,
-    ceil(1600.97/288) = 6."""
+    """The published config's checkpoint (MXFP4 experts with scales, bf16 for the rest: 1,559,937,995,968 B)
+    needs more than the seeds' floor: ceil(1559.94/80) = 20, ceil(1559.94/141) = 12, ceil(1559.94/192) = 9,
+    ceil(1559.94/288) = 6."""
     assert min_gpus_for_weights(weights_bytes(KIMI_K3), reference.accelerator(slug)) == floor
 
 

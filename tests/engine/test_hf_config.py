@@ -345,13 +345,19 @@ def test_multimodal_wrapper_reads_text_config():
 def test_weight_formats():
     fp8 = imported("Qwen--Qwen3-235B-A22B-FP8")
     assert (fp8.record["weight_format"], fp8.record["expert_weight_format"]) == ("fp8", None)
-    assert any("[128, 128]" in a for a in fp8.assumptions)
+    assert any("FP8 with 128x128 block scales" in a for a in fp8.assumptions)
     # ModelOpt NVFP4 read from the hf_quant_config.json shipped beside the config (the config has none)
     path = FIXTURES / "nvidia--DeepSeek-V3.1-NVFP4_config.json"
     assert "quantization_config" not in json.loads(path.read_text())
     nvfp4 = imported("nvidia--DeepSeek-V3.1-NVFP4")
-    assert (nvfp4.record["weight_format"], nvfp4.record["expert_weight_format"]) == ("bf16", "nvfp4")
-    assert any("attention unquantised" in a for a in nvfp4.assumptions)
+    # Its exclusions keep q_a/q_b/kv_a/kv_b of every layer in bf16 and leave o_proj in NVFP4: most of the
+    # non-expert weights are NVFP4 (the record's summary), the parts say which (with the latent norms, bf16).
+    assert (nvfp4.record["weight_format"], nvfp4.record["expert_weight_format"]) == ("nvfp4", None)
+    attention = {p["format"]: p["params"] for p in nvfp4.record["weight_parts"] if p["part"] == "attention"}
+    assert attention == {
+        "nvfp4": 61 * 128 * 128 * 7168,
+        "bf16": 61 * (7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 1536 + 512),
+    }
     without = model_record_from_config(json.loads(path.read_text()), name="x")
     assert without.record["weight_format"] == "bf16" and without.record["expert_weight_format"] is None
     gpt = imported("openai--gpt-oss-120b").record
@@ -503,13 +509,16 @@ def test_mutated_configs_raise_only_field_errors():
 
 def test_catalogue_kimi_k3_is_what_the_importer_derives_from_its_config():
     """One definition: the catalogue row names the config; the importer gives its figures, and the
-    published config (the fixture) gives the same record, with the model card's 2.8T / 104B."""
+    published config (the fixture) gives the same record, its counts included (issue 25: the model card's
+    rounded 2.8T / 104B are in the row's assumptions, not in its figures)."""
     from fleet.catalog import reference
 
     catalogue_copy = Path(reference.CATALOG_DIR) / "hf-configs" / "moonshotai--Kimi-K3_config.json"
     assert catalogue_copy.read_bytes() == (FIXTURES / "moonshotai--Kimi-K3_config.json").read_bytes()
-    derived = imported("moonshotai--Kimi-K3", total_params=2_800_000_000_000, active_params=104_000_000_000)
+    derived = imported("moonshotai--Kimi-K3")
     row = reference.model_record("kimi-k3")
+    assert (row["total_params"], row["active_params"]) == (2_779_481_795_168, 105_361_336_928)
+    assert any("2.8T" in a and "104B" in a for a in row["assumptions"])
     assert {key: row[key] for key in derived.record} == {**derived.record, "name": "Kimi K3"}
     # The figures the catalogue held before it derived them (issue 12): unchanged.
     assert row["expert_params"] == 2_722_740_830_208

@@ -289,7 +289,7 @@ def _nemotron_h_56b(**extra: object):
     path = Path(__file__).resolve().parents[1] / "fixtures/hf-configs/nvidia--Nemotron-H-56B-Base-8K_config.json"
     config = {**json.loads(path.read_text()), **extra}
     record = model_record_from_config(config, name="Nemotron-H-56B").record
-    record.update(total_params=56_000_000_000, active_params=56_000_000_000)
+    record.update(total_params=56_000_000_000, active_params=56_000_000_000, weight_parts=[])
     return ModelArch.from_record(record)
 
 

@@ -28,7 +28,7 @@ from ..spec import ModelArch
 from .finite import finite_config
 from .layers import Layer, count_groups, gdn_layers, gqa_layers, kda_layers, mamba2_layers, mla_layers, routed_experts
 from .params import ParamCounts, count_params
-from .quantization import weight_formats
+from .quantization import record_formats, weight_parts
 from .reader import ConfigReader
 
 #: Language-model ``model_type`` -> (family, what its layers are). The family picks the layer schedule.
@@ -201,9 +201,9 @@ def model_record_from_config(
     if counts.total > MAX_PARAMS:
         raise EngineInputError.single("config", f"The dimensions give {counts.total:,} parameters, more than 10^15.")
 
-    formats = None
+    parts = None
     if weight_format is None:
-        formats = weight_formats(config, quant_config, has_experts=bool(experts), notes=notes)
+        parts = weight_parts(config, quant_config, counts.modules, model_type, notes)
     total = given_total if given_total is not None else counts.total
     active = given_active if given_active is not None else counts.active
     assumptions = parameter_notes(counts, given_total, given_active, experts)
@@ -230,12 +230,19 @@ def model_record_from_config(
         "vocab_size": vocab,
         "max_context_tokens": context,
         "attention_heads": heads,
-        "weight_format": weight_format or formats.weight_format,
-        "expert_weight_format": None if weight_format else formats.expert_weight_format,
+        "weight_format": weight_format or record_formats(parts)[0],
+        "expert_weight_format": None if weight_format else record_formats(parts)[1],
         # A linear group's dtypes appear only where the config states them (None otherwise): the
         # serving-engine profile decides the defaults for its variant.
         "layer_groups": [g.to_dict() for g in groups],
     }
+    if parts and given_total is None and given_active is None:
+        record["weight_parts"] = [p.to_dict() for p in parts]
+    elif parts:
+        notes.append(
+            "Weights by module class not stored: total_params or active_params is given, so the parts counted "
+            "from the config would not add up; the two formats apply to every weight."
+        )
     if weight_format is not None:
         notes.append(f"weight_format given: every weight counted in {weight_format}.")
     notes.append(f"max_context_tokens is max_position_embeddings {context:,} (no RoPE scaling applied).")

@@ -45,7 +45,9 @@ class ModelConstants:
         if hit is None:
             other_fmt, expert_fmt = resolve_formats(self.model, weight_format)
             expert_bytes, other_bytes = weight_components(self.model, weight_format, include_scale_overhead)
-            notes = weight_assumptions(self.model, other_fmt, expert_fmt, include_scale_overhead)
+            notes = weight_assumptions(
+                self.model, other_fmt, expert_fmt, include_scale_overhead, by_parts=weight_format is None
+            )
             hit = self._weights[key] = (expert_bytes, other_bytes, other_fmt, expert_fmt, notes)
         return hit
 

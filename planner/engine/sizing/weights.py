@@ -29,7 +29,11 @@ Per-GPU share under a layout of ``tp x pp x dp`` GPUs per replica:
   ways. Either way each GPU holds ``1 / (tp x dp)`` of a stage's experts, so ``ep`` changes
   the communication pattern, not the memory.
 
-A ``weight_format`` override applies to every component (``include_scale_overhead=False``
+A record with ``weight_parts`` (``planner.engine.weight_parts``: the checkpoint's module classes, each
+in its own format with its own bits per weight, scales included) counts each part in its format: the
+routed experts' parts are the expert component, every other part the rest.
+
+A ``weight_format`` override applies to every component and part (``include_scale_overhead=False``
 gives the raw element size, which is how the seeds' table is drawn).
 """
 
@@ -42,6 +46,7 @@ from ..errors import EngineInputError
 from ..formats import RAW_BITS, SCALED_BITS, WEIGHT_FORMATS
 from ..spec import Layout, ModelArch
 from ..units import ceil_div
+from ..weight_parts import PARTS, ROUTED, summarise
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +120,14 @@ def params_bytes(params: int, fmt: str, include_scale_overhead: bool = True) -> 
 def weight_components(
     model: ModelArch, weight_format: str | None = None, include_scale_overhead: bool = True
 ) -> tuple[int, int]:
-    """``(expert_bytes, other_bytes)`` of one model copy."""
+    """``(expert_bytes, other_bytes)`` of one model copy: by part when the record has parts and no
+    override is given, else by the two formats."""
     other_fmt, expert_fmt = resolve_formats(model, weight_format)
+    if model.weight_parts and weight_format is None:
+        split_params(model)  # the counts' own errors first
+        expert = sum(p.bytes(include_scale_overhead) for p in model.weight_parts if p.part == ROUTED)
+        other = sum(p.bytes(include_scale_overhead) for p in model.weight_parts if p.part != ROUTED)
+        return expert, other
     expert_params, other_params = split_params(model)
     return (
         params_bytes(expert_params, expert_fmt, include_scale_overhead),
@@ -157,7 +168,7 @@ def weights_per_gpu_bytes(
 
 
 def weight_assumptions(
-    model: ModelArch, other_fmt: str, expert_fmt: str, include_scale_overhead: bool
+    model: ModelArch, other_fmt: str, expert_fmt: str, include_scale_overhead: bool, by_parts: bool = False
 ) -> tuple[str, ...]:
     """Human-readable statements of what the weight figures assume."""
     scales = (
@@ -166,6 +177,16 @@ def weight_assumptions(
         else "raw element size, without block scales (bf16 2 bytes, fp8 1, 4-bit 0.5, 2-bit 0.25)"
     )
     out = [f"Weights = parameters x bits per weight / 8, {scales}."]
+    if by_parts and model.weight_parts:
+        rows = summarise(model.weight_parts)
+        listed = "; ".join(
+            f"{PARTS[p.part].lower()} {p.params:,} in {p.format} ({p.bits:g} bits)" for p in rows if p.params
+        )
+        out.append(
+            f"Each module class in the checkpoint's own format: {listed}. Routed experts split over tp x dp x pp "
+            "GPUs, the rest over tp x pp and replicated on each data-parallel rank."
+        )
+        return tuple(out)
     if model.expert_params is None:
         out.append(
             f"Routed-expert parameters unknown: the whole model ({model.total_params:,} parameters) "
@@ -178,6 +199,25 @@ def weight_assumptions(
             f"stored as {other_fmt}, split by tp x pp and replicated on each data-parallel rank."
         )
     return tuple(out)
+
+
+def weight_table(model: ModelArch, include_scale_overhead: bool = True) -> list[dict[str, Any]]:
+    """The model page's weights by module class: one row per (class, format, bits) with its label,
+    parameters, bytes and share of the checkpoint's bytes in percent (empty when the record has no parts)."""
+    rows = summarise(model.weight_parts)
+    total = sum(p.bytes(include_scale_overhead) for p in rows) or 1
+    return [
+        {
+            "part": p.part,
+            "label": PARTS[p.part],
+            "format": p.format,
+            "params": p.params,
+            "bits": p.bits,
+            "bytes": p.bytes(include_scale_overhead),
+            "share": 100 * p.bytes(include_scale_overhead) / total,
+        }
+        for p in rows
+    ]
 
 
 def weight_breakdown(
@@ -201,5 +241,7 @@ def weight_breakdown(
         per_gpu_bytes=expert_gpu + other_gpu,
         per_gpu_expert_bytes=expert_gpu,
         per_gpu_other_bytes=other_gpu,
-        assumptions=weight_assumptions(model, other_fmt, expert_fmt, include_scale_overhead),
+        assumptions=weight_assumptions(
+            model, other_fmt, expert_fmt, include_scale_overhead, by_parts=weight_format is None
+        ),
     )
