@@ -179,6 +179,8 @@ from planner.engine.startup_log import (
     redacted_head,
 )
 from planner.engine.throughput import (
+    IDLE_TTFT_DEFINITION,
+    TTFT_DEFINITION,
     SensitivityBand,
     SpeedCorrection,
     SpeedPrediction,
@@ -212,6 +214,7 @@ __all__ = [
     "GENERIC_OPTIONS",
     "GIB",
     "HOURS_PER_DAY",
+    "IDLE_TTFT_DEFINITION",
     "KIB",
     "KINDS",
     "KV_CACHE_DTYPES",
@@ -242,6 +245,7 @@ __all__ = [
     "SECONDS_PER_HOUR",
     "TB",
     "TRACE_COLUMNS",
+    "TTFT_DEFINITION",
     "UNASSIGNED",
     "WEIGHT_FORMATS",
     "Accelerator",
