@@ -53,6 +53,23 @@ def test_figures_hang_together(viewer_api, catalog):
 
 
 @pytest.mark.django_db
+def test_ttft_states_its_definition_parts_and_the_idle_ttft(viewer_api, catalog):
+    """Issue 25: ttft_ms is the mean under load and says so; its parts sum to it; idle_ttft_ms (one request
+    alone) is beside it, below it at this batch, and both are documented in the schema."""
+    d = post(viewer_api, {"model": "kimi-k3", "sku": "h200-141gb", "tp": 8, "dp": 2, "ep": 16, "kv_cache_dtype": "fp8"})
+    assert d["ttft_definition"]["code"] == "mean_under_load" and "Mean time" in d["ttft_definition"]["text"]
+    assert d["idle_ttft_definition"]["code"] == "idle_single_request"
+    parts = d["ttft_parts"]
+    assert set(parts) == {"queue_ms", "decode_sharing_ms", "prefill_ms", "kv_transfer_ms"}
+    assert sum(parts.values()) == pytest.approx(d["ttft_ms"], rel=1e-12)
+    assert parts["kv_transfer_ms"] == 0 and parts["queue_ms"] > 0 and parts["decode_sharing_ms"] > 0
+    assert 0 < d["idle_ttft_ms"] <= parts["prefill_ms"] < d["ttft_ms"]
+    assert any(a.startswith("TTFT (mean_under_load)") for a in d["assumptions"])
+    schema = viewer_api.get("/api/v1/schema/").content.decode()
+    assert "idle_single_request" in schema and "decode_sharing_ms" in schema
+
+
+@pytest.mark.django_db
 def test_memory_time_of_a_dense_70b_at_batch_1_is_its_weights_over_the_bandwidth(viewer_api, catalog):
     """By hand: 70.6B bf16 parameters = 141.2 GB, a quarter per GPU at tp 4, read once per token at
     3.35 TB/s x the bandwidth efficiency; the KV of one 2,176-token sequence (80 layers x 8 KV heads x

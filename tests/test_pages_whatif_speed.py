@@ -91,3 +91,18 @@ def test_the_page_and_the_api_agree_on_the_step(viewer, catalog, viewer_api):
     api = viewer_api.post("/api/v1/estimate/", body, format="json").json()
     for key, value in page.items():
         assert api["breakdown"][key] == pytest.approx(value, rel=1e-12), key
+
+
+@pytest.mark.django_db
+def test_ttft_shows_its_definition_on_hover_and_idle_ttft_beside_it(viewer, catalog):
+    """Issue 25: the TTFT row carries its definition (hover and a line) and its parts; idle TTFT is the next row."""
+    from planner.engine import IDLE_TTFT_DEFINITION, TTFT_DEFINITION
+
+    html = viewer.get(URL, HTTP_HX_REQUEST="true").content.decode()
+    row = html[html.index('id="whatif-ttft"') :].split("</tr>")[0]
+    assert "mean under load" in row and "queue" in row and "decode sharing" in row and "prefill" in row
+    assert 'title="Mean time from a request reaching one replica' in row
+    idle = html[html.index('id="whatif-idle-ttft"') :].split("</tr>")[0]
+    assert "Idle time to first token" in idle and re.search(r"\d ms", idle)
+    line = html[html.index('id="whatif-ttft-definition"') :].split("</td>")[0]
+    assert TTFT_DEFINITION.code in line and IDLE_TTFT_DEFINITION.code in line

@@ -135,6 +135,32 @@ class CalibratedSerializer(serializers.Serializer):
     residual = serializers.FloatField()
 
 
+class TtftDefinitionSerializer(serializers.Serializer):
+    code = serializers.CharField(
+        help_text="Stable code of the definition: mean_under_load (ttft_ms) or idle_single_request (idle_ttft_ms)."
+    )
+    text = serializers.CharField(help_text="The definition in one sentence.")
+
+
+class TtftPartsSerializer(serializers.Serializer):
+    """What ttft_ms adds; the four sum to ttft_ms (docs/throughput.md, "What TTFT means here")."""
+
+    queue_ms = serializers.FloatField(
+        allow_null=True,
+        help_text="M/M/1 wait on the replica's prefill work at the arrival rate the batch implies "
+        "(rho / (1 - rho) x prefill busy time per request). Null when the prefill queue never drains.",
+    )
+    decode_sharing_ms = serializers.FloatField(
+        help_text="Chunked prefill sharing the batch with decode: one decode step of the running batch per "
+        "prefill chunk (aggregated serving).",
+    )
+    prefill_ms = serializers.FloatField(help_text="The prompt's own chunked prefill (prefill time of one prompt).")
+    kv_transfer_ms = serializers.FloatField(
+        help_text="KV transfer to the decode pool not hidden behind the prefill (disaggregated serving; 0 here: "
+        "this estimate is aggregated).",
+    )
+
+
 class EstimateResponseSerializer(serializers.Serializer):
     """The documented response (times in ms, one replica)."""
 
@@ -151,7 +177,22 @@ class EstimateResponseSerializer(serializers.Serializer):
     context_tokens = serializers.IntegerField()
     kv_cache_dtype = serializers.CharField()
     tpot_ms = serializers.FloatField(help_text="Decode step / (1 - prefill share).")
-    ttft_ms = serializers.FloatField(allow_null=True, help_text="Null when the prefill queue never drains.")
+    ttft_ms = serializers.FloatField(
+        allow_null=True,
+        help_text="Time to first token, definition mean_under_load: the MEAN time from a request reaching one "
+        "replica serving `batch` sequences at the arrival rate they imply to its first token = queueing + decode "
+        "sharing + prefill + KV transfer (ttft_parts). Not a percentile, no network or tokenisation; benchmarks "
+        "(vllm bench serve, sglang.bench_serving) report per-request mean/median/p99 measured at the client. "
+        "Null when the prefill queue never drains.",
+    )
+    ttft_definition = TtftDefinitionSerializer(help_text="What ttft_ms means: code mean_under_load and a sentence.")
+    ttft_parts = TtftPartsSerializer(help_text="The terms ttft_ms adds, in ms; they sum to ttft_ms.")
+    idle_ttft_ms = serializers.FloatField(
+        help_text="Time to first token, definition idle_single_request: one request on an idle replica, the "
+        "prompt's prefill alone (one data-parallel rank), no queue, no decode sharing, no KV transfer: what a "
+        "benchmark at concurrency 1 measures, less its HTTP and tokenisation time.",
+    )
+    idle_ttft_definition = TtftDefinitionSerializer(help_text="What idle_ttft_ms means: code idle_single_request.")
     tokens_per_s_per_gpu = serializers.FloatField(help_text="Output tokens/s per GPU: batch / TPOT / gpus.")
     tokens_per_s_per_replica = serializers.FloatField(help_text="Output tokens/s of the replica: batch / TPOT.")
     bound = serializers.CharField(help_text="What limits the decode step (memory, compute, communication, ...).")

@@ -180,6 +180,8 @@ from planner.engine.startup_log import (
     redacted_head,
 )
 from planner.engine.throughput import (
+    IDLE_TTFT_DEFINITION,
+    TTFT_DEFINITION,
     SensitivityBand,
     SpeedCorrection,
     SpeedPrediction,
@@ -216,6 +218,7 @@ __all__ = [
     "GENERIC_OPTIONS",
     "GIB",
     "HOURS_PER_DAY",
+    "IDLE_TTFT_DEFINITION",
     "KIB",
     "KINDS",
     "KV_CACHE_DTYPES",
@@ -246,6 +249,7 @@ __all__ = [
     "SECONDS_PER_HOUR",
     "TB",
     "TRACE_COLUMNS",
+    "TTFT_DEFINITION",
     "UNASSIGNED",
     "WEIGHT_FORMATS",
     "WEIGHT_PARTS",

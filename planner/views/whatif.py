@@ -13,6 +13,7 @@ from fleet import prices
 from fleet.errors import FIELD_ERRORS
 from fleet.forms import add_service_errors
 from fleet.views.access import HtmxHttpRequest, is_partial, perms_required
+from planner.engine import IDLE_TTFT_DEFINITION, TTFT_DEFINITION
 from planner.estimates import band_of, breakdown
 from planner.forms import WhatIfForm
 from planner.headroom import envelope
@@ -49,6 +50,10 @@ def compute(form: WhatIfForm) -> dict:
             context["speed"] = {
                 "tpot_ms": speed.tpot_s * 1000,
                 "ttft_ms": speed.ttft_s * 1000,
+                "ttft_definition": TTFT_DEFINITION,
+                "ttft_parts": speed.ttft_parts.to_dict(),
+                "idle_ttft_ms": speed.idle_ttft_s * 1000,
+                "idle_ttft_definition": IDLE_TTFT_DEFINITION,
                 "batch": speed.batch,
                 "tokens_per_s_per_gpu": speed.tokens_per_s_per_gpu,
                 "usd_per_mtok": speed.usd_per_mtok,

@@ -17,6 +17,7 @@ from fleet.catalog import reference
 from planner.engine.sizing import size
 from planner.engine.spec import Layout
 from planner.engine.throughput.decode import decode_step
+from planner.engine.throughput.estimate import IDLE_TTFT_DEFINITION, TTFT_DEFINITION, estimate
 from planner.engine.throughput.options import ThroughputOptions
 from planner.engine.throughput.prefill import prefill
 
@@ -91,6 +92,52 @@ def test_llama_70b_fp8_itl_and_ttft_on_2_h100():
     assert step.bound == "memory" and first.bound == "compute"
 
 
+def _nim_llama_70b(batch: int):
+    """The NIM 1.8.0 setup of the two TTFT-definition anchors: Llama-3.3-70B (Llama-3.1-70B's architecture) fp8,
+    TP2 on 2 x H100, 5,000 in / 500 out, at ``batch`` sequences per replica."""
+    return estimate(reference.model("llama-3.1-70b"), H100, Layout(tp=2), prompt_tokens=5000, output_tokens=500,
+                    batch=batch, weight_format="fp8")  # fmt: skip
+
+
+def test_idle_ttft_definition_against_nim_at_concurrency_1():
+    """Definition tested: idle_single_request (``idle_ttft_ms``: the prompt's prefill alone on an idle replica).
+
+    Source: NVIDIA NIM 1.8.0 benchmarks (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance), Llama-3.3-70B
+    fp8, TP2 on 2 x H100, 5,000 in / 500 out, concurrency 1: TTFT 406.77 ms (fixture id
+    nim-llama33-70b-h100-tp2-ttft-c1, tagged idle_single_request: a closed loop of one request always meets an
+    idle replica). Model ~372 ms (compute bound), ratio ~1.09. Tolerance 25% (issue 13's goal): hardware, layout,
+    precision and lengths are stated; the measurement is taken at the client, so HTTP and tokenisation (tens of
+    ms, not modelled) sit inside the band, on the measured side."""
+    anchor = "nim-llama33-70b-h100-tp2-ttft-c1"
+    assert ANCHORS[anchor]["ttft_definition"] == IDLE_TTFT_DEFINITION.code
+    r = _nim_llama_70b(1)
+    assert within(anchor, r.idle_ttft_s * 1e3)
+    assert ratio(anchor, r.idle_ttft_s * 1e3) > 1  # the client-side overhead is on the measured side
+
+
+def test_mean_under_load_ttft_definition_against_nim_at_concurrency_25():
+    """Definition tested: mean_under_load (``ttft_ms``: the mean at the arrival rate the batch implies =
+    queueing + decode sharing + prefill).
+
+    Source: the same NIM 1.8.0 table at concurrency 25: mean TTFT 688.69 ms (fixture id
+    nim-llama33-70b-h100-tp2-ttft-c25, tagged mean_under_load; the row is read from a transcription of the
+    page whose concurrency-1 and 250 rows equal the fixture's quotes: docs/throughput_anchors.md). Modelled
+    at batch 25 (within what memory admits at 5,500 tokens): ~656 ms = queueing ~258 + decode sharing ~27 +
+    prefill ~372, ratio ~1.05. Tolerance 25%: the queueing term, ~40% of this TTFT, is M/M/1 on Poisson
+    arrivals, while genai-perf's closed loop of 25 equal requests arrives more regularly (M/D/1 would halve
+    the wait): the queue's form alone moves the total by up to ~20%, inside the band.
+
+    And the idle definition does not explain this measurement: the prefill alone is ~372 ms, ratio ~1.85,
+    outside the band. The two definitions are told apart by the data, not only by their names."""
+    anchor = "nim-llama33-70b-h100-tp2-ttft-c25"
+    assert ANCHORS[anchor]["ttft_definition"] == TTFT_DEFINITION.code
+    r = _nim_llama_70b(25)
+    assert r.fits
+    assert within(anchor, r.ttft_s * 1e3)
+    assert not within(anchor, r.idle_ttft_s * 1e3)
+    assert r.ttft_parts.queue_s > r.ttft_parts.decode_sharing_s > 0
+
+
 def test_deepseek_v3_large_ep_decode_per_gpu_on_h100():
     """LMSYS 2025-05-05 (SGLang, 9 x 8 H100, EP72, DP attention, DeepEP low-latency, two-batch overlap, EPLB):
     22,282 output tokens/s per node at 256 sequences per GPU, KV length 2,000: 2,785 per GPU (decode at large
@@ -162,7 +209,8 @@ def test_anchor_coverage():
     tested = [
         "gist-qwen3-235b-b200-tp8-bs1", "gist-gptoss120b-b200-tp8-bs1", "gist-kimik2-b200-tp8-bs1",
         "gist-qwen3-coder-next-b200-tp2-bs1", "vllm-kimik3-gb300-tp8-bs1", "vllm-kimik3-gb300-tp16-bs1",
-        "nim-llama33-70b-h100-tp2-itl-c1", "nim-llama33-70b-h100-tp2-ttft-c1", "sglang-dsv3-h100-decode-ep72",
+        "nim-llama33-70b-h100-tp2-itl-c1", "nim-llama33-70b-h100-tp2-ttft-c1", "nim-llama33-70b-h100-tp2-ttft-c25",
+        "sglang-dsv3-h100-decode-ep72",
         "sglang-dsv3-h100-prefill-ep32", "sglang-qwen3next-h200-tp2-conc8",
     ]  # fmt: skip
     rows = [ANCHORS[i] for i in tested]

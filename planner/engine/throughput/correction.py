@@ -70,8 +70,8 @@ class SpeedPrediction:
 
 def prediction_of(result: ThroughputResult) -> SpeedPrediction:
     """The figures of an ``estimate()`` that a correction is fitted against."""
-    decode_part = result.ttft_s - result.queue_s - result.prefill.time_s
-    return SpeedPrediction(result.tpot_s, result.ttft_s, max(0.0, decode_part) if math.isfinite(decode_part) else 0.0)
+    decode_part = result.ttft_parts.decode_sharing_s
+    return SpeedPrediction(result.tpot_s, result.ttft_s, decode_part if math.isfinite(decode_part) else 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,15 +240,16 @@ def apply_correction(
     """``result`` with the correction applied (a new result; the model's own is unchanged).
 
     TPOT x decode_factor, so every token rate / decode_factor and USD per Mtok x decode_factor;
-    TTFT = prefill_factor x (queueing + prefill) + decode_factor x (the interleaved decode steps);
-    queueing x prefill_factor. A side with no samples keeps factor 1. ``meets_tpot``/``meets_ttft``
+    TTFT = prefill_factor x (queueing + prefill) + decode_factor x (the interleaved decode steps), the
+    same factors on ``ttft_parts`` (so the parts still sum to TTFT); queueing and idle TTFT (a prefill
+    alone) x prefill_factor. A side with no samples keeps factor 1. ``meets_tpot``/``meets_ttft``
     are re-checked against the SLOs given (else kept); ``batch`` and the concurrency limits are the
     model's (a caller that picks the batch from the SLOs re-evaluates at other batches)."""
     d = correction.decode_factor if correction.decode_samples else 1.0
     p = correction.prefill_factor if correction.prefill_samples else 1.0
-    pred = prediction_of(result)
     tpot = result.tpot_s * d
-    ttft = p * pred.prefill_s + d * pred.ttft_decode_s if math.isfinite(result.ttft_s) else result.ttft_s
+    parts = result.ttft_parts.scaled(p, d)
+    ttft = parts.total_s if math.isfinite(result.ttft_s) else result.ttft_s
     per_replica = result.tokens_per_s_replica / d
     meets_tpot, meets_ttft = result.meets_tpot, result.meets_ttft
     if tpot_slo_ms is not None:
@@ -265,6 +266,8 @@ def apply_correction(
         result,
         tpot_s=tpot,
         ttft_s=ttft,
+        ttft_parts=parts,
+        idle_ttft_s=result.idle_ttft_s * p,
         queue_s=result.queue_s * p,
         tokens_per_s_replica=per_replica,
         tokens_per_s_per_gpu=result.tokens_per_s_per_gpu / d,

@@ -16,6 +16,15 @@ request keeps it busy ``w`` seconds prefilling (``PrefillEstimate.busy_s_per_req
 batch). Disaggregated serving: decode runs alone (TPOT = T_decode), the prefill pool queues on its
 own and adds the exposed KV transfer: TTFT = rho_p / (1 - rho_p) x w + prefill time + exposed transfer.
 
+What TTFT means here (docs/throughput.md, "What TTFT means here"): ``ttft_s`` is ``TTFT_DEFINITION``,
+the *mean* time from a request reaching a replica that serves ``batch`` sequences at the offered load
+to its first token, and ``TtftParts`` names the terms it adds (queueing, decode sharing, prefill, KV
+transfer). ``idle_ttft_s`` is ``IDLE_TTFT_DEFINITION``: the same prompt prefilled alone on an idle
+replica (``PrefillModel.parts(..., ranks=1)``: no queue, no decode batch in its steps, no transfer),
+what a benchmark at concurrency 1 measures. Neither is a percentile: benchmarks (vLLM ``vllm bench
+serve``, SGLang ``bench_serving``) report the mean, median and p99 of per-request TTFTs measured at the
+client, so a p99 under load is longer than either.
+
 Money: ``usd_per_gpu_hour`` may be a ``Decimal``, ``int``, ``float`` or numeric ``str``; it is echoed
 exactly (as a string) and converted to ``float`` for the derived figures, which are estimates
 (``tokens_per_usd``, ``usd_per_mtok``), not invoices: exact money (rent, breakeven) lives in
@@ -68,6 +77,85 @@ def queue_wait_s(arrival_rate_per_s: float, busy_s_per_request: float) -> float:
     return rho / (1 - rho) * busy_s_per_request
 
 
+@dataclass(frozen=True, slots=True)
+class TtftDefinition:
+    """What a TTFT figure means: a short stable ``code`` (API clients may switch on it) and a sentence."""
+
+    code: str
+    text: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "text": self.text}
+
+
+#: ``ThroughputResult.ttft_s`` (and the layout search's ``ttft_ms``): the mean under load, with its parts.
+TTFT_DEFINITION = TtftDefinition(
+    "mean_under_load",
+    "Mean time from a request reaching one replica that serves `batch` sequences at the arrival rate they "
+    "imply to its first token: M/M/1 queueing on the prefill work + the decode steps sharing each prefill "
+    "chunk's step (aggregated) + the prompt's prefill + the KV transfer not hidden behind it "
+    "(disaggregated). A mean, not a percentile; no network or tokenisation time.",
+)
+#: ``ThroughputResult.idle_ttft_s``: one request alone (what a benchmark at concurrency 1 measures).
+IDLE_TTFT_DEFINITION = TtftDefinition(
+    "idle_single_request",
+    "Time to first token of one request on an idle replica: the prompt's prefill alone (one data-parallel "
+    "rank), with no queue, no decode batch sharing its steps and no KV transfer.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TtftParts:
+    """The terms ``ttft_s`` adds (seconds); ``total_s`` is their sum, in the order the TTFT is computed.
+
+    * ``queue_s``: M/M/1 wait on the replica's prefill work at the offered load, ``rho / (1 - rho) x w``
+      (``aggregated_latency``'s queue; ``queue_wait_s`` for a prefill pool);
+    * ``prefill_s``: the prompt's chunked prefill, ``PrefillEstimate.time_s`` (docs/throughput.md, "Prefill");
+    * ``decode_sharing_s``: ``chunks x T_decode(B)``, the running decode batch's step that each prefill
+      chunk shares (aggregated, chunked prefill; 0 disaggregated);
+    * ``kv_transfer_s``: the exposed KV transfer, ``PrefillEstimate.kv_transfer_exposed_s``
+      (disaggregated; 0 aggregated).
+    """
+
+    queue_s: float
+    prefill_s: float
+    decode_sharing_s: float
+    kv_transfer_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.queue_s + self.prefill_s + self.decode_sharing_s + self.kv_transfer_s
+
+    def scaled(self, prefill_factor: float, decode_factor: float) -> TtftParts:
+        """The parts with a live correction: queueing and prefill x ``prefill_factor`` (the queue is the
+        prefill work waiting), decode sharing x ``decode_factor``, the transfer unchanged."""
+        return TtftParts(
+            self.queue_s * prefill_factor,
+            self.prefill_s * prefill_factor,
+            self.decode_sharing_s * decode_factor,
+            self.kv_transfer_s,
+        )
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {
+            "queue_ms": _ms(self.queue_s),
+            "decode_sharing_ms": _ms(self.decode_sharing_s),
+            "prefill_ms": _ms(self.prefill_s),
+            "kv_transfer_ms": _ms(self.kv_transfer_s),
+        }
+
+
+def aggregated_ttft_parts(decode_s: float, queue_s: float, prefill_s: float, chunks: int) -> TtftParts:
+    """The parts of ``aggregated_latency``'s TTFT (its ``queue_s``, the prompt's ``prefill_s`` and ``chunks``)."""
+    return TtftParts(queue_s, prefill_s, chunks * decode_s, 0.0)
+
+
+def disaggregated_ttft_parts(arrival_rate_per_replica: float, prefill_est: PrefillEstimate) -> TtftParts:
+    """The parts of ``disaggregated_ttft``: queueing on the prefill replica, prefill, exposed KV transfer."""
+    wait = queue_wait_s(arrival_rate_per_replica, prefill_est.busy_s_per_request)
+    return TtftParts(wait, prefill_est.time_s, 0.0, prefill_est.kv_transfer_exposed_s)
+
+
 def aggregated_latency(
     decode_s: float, batch: float, output_tokens: int, prefill_s: float, busy_s: float, chunks: int
 ) -> tuple[float, float, float, float]:
@@ -82,9 +170,9 @@ def aggregated_latency(
 
 
 def disaggregated_ttft(arrival_rate_per_replica: float, prefill_est: PrefillEstimate) -> float:
-    """TTFT on a dedicated prefill replica: queueing + prefill + the KV transfer not hidden behind it."""
-    wait = queue_wait_s(arrival_rate_per_replica, prefill_est.busy_s_per_request)
-    return wait + prefill_est.time_s + prefill_est.kv_transfer_exposed_s
+    """TTFT on a dedicated prefill replica: queueing + prefill + the KV transfer not hidden behind it
+    (``TTFT_DEFINITION``; the parts: ``disaggregated_ttft_parts``)."""
+    return disaggregated_ttft_parts(arrival_rate_per_replica, prefill_est).total_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +182,9 @@ class ThroughputResult:
     ``concurrency_limit = min(memory_limit, slo_limit)``: sequences per replica that both fit in
     memory at ``context_tokens`` (``size()``) and keep TPOT and TTFT within the SLOs given. ``fits`` is
     false when ``batch`` exceeds what memory admits (the times are still computed).
+
+    ``ttft_s`` is ``TTFT_DEFINITION`` (the mean under load; ``ttft_parts`` its terms), ``idle_ttft_s``
+    ``IDLE_TTFT_DEFINITION`` (one request on an idle replica); ``to_dict()`` states both definitions.
     """
 
     model: str
@@ -125,6 +216,10 @@ class ThroughputResult:
     usd_per_mtok: float | None
     decode: DecodeStep
     prefill: PrefillEstimate
+    #: What ``ttft_s`` adds (``total_s`` is ``ttft_s``); its meaning is ``TTFT_DEFINITION``.
+    ttft_parts: TtftParts
+    #: ``IDLE_TTFT_DEFINITION``: the prompt's prefill alone on an idle replica (one data-parallel rank).
+    idle_ttft_s: float
     assumptions: tuple[str, ...]
     #: The serving engine profile memory admission was sized with (``estimate(engine=)``).
     engine: EngineOptions = GENERIC
@@ -143,6 +238,10 @@ class ThroughputResult:
             "batch": self.batch,
             "tpot_ms": self.tpot_s * 1e3,
             "ttft_ms": _ms(self.ttft_s),
+            "ttft_definition": TTFT_DEFINITION.to_dict(),
+            "ttft_parts": self.ttft_parts.to_dict(),
+            "idle_ttft_ms": _ms(self.idle_ttft_s),
+            "idle_ttft_definition": IDLE_TTFT_DEFINITION.to_dict(),
             "queue_ms": _ms(self.queue_s),
             "prefill_share": self.prefill_share,
             "tokens_per_s_replica": self.tokens_per_s_replica,
@@ -302,6 +401,9 @@ def _estimate(
     check_step(b, mean_context, kv_cache_dtype, options)
     step = step_of(dm, b, mean_context)
     tpot, ttft, queue, share = aggregated_latency(step.time_s, b, output_tokens, pre.time_s, pre.busy_s, pre.chunks)
+    parts = aggregated_ttft_parts(step.time_s, queue, pre.time_s, pre.chunks)
+    # One prompt alone: with dp > 1 the other ranks are idle, so the experts see one chunk's tokens.
+    idle = pre.time_s if layout.dp == 1 else pm.parts(prompt_tokens, cached, ranks=1).time_s
     pre_est = prefill_of(pm, prompt_tokens, cached, pre)
     gpus = layout.gpus
     per_replica = b / tpot
@@ -314,6 +416,12 @@ def _estimate(
     notes = (
         f"Aggregated serving on one replica of {gpus} GPU(s) at {b} sequences: TPOT = decode step / (1 - prefill "
         "share); TTFT = M/M/1 queueing on prefill work + prefill + one decode step per prefill chunk.",
+        f"TTFT ({TTFT_DEFINITION.code}) is the mean at the arrival rate {b} sequences imply: queueing "
+        f"{parts.queue_s * 1e3:.4g} ms + decode sharing {parts.decode_sharing_s * 1e3:.4g} ms ({pre.chunks} "
+        f"chunk(s) x one decode step) + prefill {parts.prefill_s * 1e3:.4g} ms; no KV transfer (aggregated), "
+        "network or tokenisation. Benchmarks report per-request percentiles: a p99 is longer.",
+        f"Idle TTFT ({IDLE_TTFT_DEFINITION.code}) {idle * 1e3:.4g} ms: the same prompt prefilled alone on "
+        + ("an idle replica." if layout.dp == 1 else f"one of the {layout.dp} data-parallel ranks of an idle replica."),
         f"TPOT at the mean context of a running sequence (prompt + output / 2 = {mean_context} tokens); memory "
         f"admission at {context} tokens: {memory_limit} sequence(s) per replica (size(), {admission}).",
         *((f"Prefix cache: {cached} of {prompt_tokens} prompt tokens reused (hit rate {hit:g}).",) if cached else ()),
@@ -355,6 +463,8 @@ def _estimate(
         usd_per_mtok=usd_mtok,
         decode=step,
         prefill=pre_est,
+        ttft_parts=parts,
+        idle_ttft_s=idle,
         assumptions=notes,
         engine=engine,
     )

@@ -151,14 +151,19 @@ class PrefillModel:
                 flops += per * full
         return flops
 
-    def parts(self, prompt: int, cached: int) -> PrefillParts:
-        """Prefill of one ``prompt``-token prompt with ``cached`` tokens from the prefix cache."""
+    def parts(self, prompt: int, cached: int, ranks: int | None = None) -> PrefillParts:
+        """Prefill of one ``prompt``-token prompt with ``cached`` tokens from the prefix cache.
+
+        ``ranks``: data-parallel ranks prefilling a chunk in the same step, each its own prompt. Default
+        all ``dp`` (under load, the module docstring); ``1`` is one prompt on an idle replica (its idle
+        TTFT, ``estimate.ThroughputResult.idle_ttft_s``): the experts then see one chunk's tokens, not
+        ``dp`` chunks'. The same formulas either way; with ``dp = 1`` the two are equal."""
         dm = self.dm
         new = max(1, prompt - cached)
         chunks = math.ceil(new / self.chunk)
         c = new / chunks  # average chunk (the last one is usually shorter)
         dp, pp = dm.dp, dm.pp
-        tokens = c * dp
+        tokens = c * (dp if ranks is None else max(1, min(ranks, dp)))
         d = (dm.expert_read * distinct_experts(dm.e, dm.k, tokens) / dm.e) if dm.e else 0.0
         ctx = (cached + prompt) / 2
         mem = (
