@@ -304,6 +304,8 @@ def _layer_kinds(model_config, parallel_config) -> list[dict | None]:
     n = t.num_hidden_layers
     kv = model_config.get_num_kv_heads(parallel_config)
     head = model_config.get_head_size()
+    if head is None:  # a config with "head_dim": null (Mixtral): mixtral.py takes hidden_size // heads
+        head = t.hidden_size // t.num_attention_heads
     tp = parallel_config.tensor_parallel_size
     model_type = getattr(t, "model_type", "")
     full = {"kind": "full", "kv_heads": kv, "head_size": head}
@@ -324,7 +326,8 @@ def _layer_kinds(model_config, parallel_config) -> list[dict | None]:
         ]
     if model_config.use_mla:
         return [{"kind": "mla", "head_size": head} for _ in range(n)]
-    per_layer = getattr(t, "per_layer_config", None)
+    # gemma4.py Gemma4DecoderLayer reads per_layer_config (transformers gives every config such a view, empty)
+    per_layer = getattr(t, "per_layer_config", None) if model_type.startswith("gemma4") else None
     out: list[dict | None] = []
     window = model_config.get_sliding_window()
     for i in range(n):
@@ -547,7 +550,9 @@ def worker_main() -> None:
         try:
             results[case["name"]] = _oracle_case(case, payload["options"])
         except Exception as error:  # any failure is the case's reason
-            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            text = str(error).strip()
+            message = text.split("Value error, ")[-1] if "Value error, " in text else text
+            message = message.splitlines()[0] if message else ""
             results[case["name"]] = {"error": f"{type(error).__name__}: {message}"[:300]}
     print("ORACLE-JSON " + json.dumps({"vllm": vllm.__version__, "results": results}))
 
