@@ -62,7 +62,7 @@ UNSUPPORTED = {
     "llama4_text": "chunked",
     "mimo_v2_flash": "different widths",
     "nemotron-nas": "block_configs",
-    "step3p7": "not in vLLM",
+    "step3p7": "Step3p7FlashForCausalLM",
 }
 
 
@@ -190,6 +190,23 @@ def test_fixtures_hold_every_shared_sample():
     assert len(CONFIGS) == 88
     for name, architecture in SHARED_SAMPLE_ARCHITECTURES.items():
         assert json.loads((FIXTURES / name).read_text())["architectures"] == [architecture], name
+
+
+def test_a_wrapper_of_a_refused_architecture_is_refused_for_the_real_reason():
+    """Issue 25: a VL wrapper around a refused language model gets that model's reason, not the generic
+    'unsupported'; a refused wrapper around an unknown text model gets the wrapper's."""
+    inner = {"model_type": "llama4_text", "attention_chunk_size": 8192}
+    with pytest.raises(EngineInputError) as caught:
+        model_record_from_config({"model_type": "llama4", "text_config": inner}, name="x")
+    (message,) = caught.value.errors["config"]
+    assert "'llama4_text' (the language model of this 'llama4' wrapper)" in message and "chunked" in message
+    with pytest.raises(EngineInputError) as caught:  # a text_config without its model_type: the wrapper's
+        model_record_from_config({"model_type": "llama4", "text_config": {"hidden_size": 5120}}, name="x")
+    assert "chunked" in caught.value.errors["config"][0]
+    with pytest.raises(EngineInputError) as caught:
+        model_record_from_config({"model_type": "step3p7", "text_config": {"model_type": "step3p5"}}, name="x")
+    (message,) = caught.value.errors["config"]
+    assert "'step3p7' (wrapping 'step3p5')" in message and "Step3p7ForConditionalGeneration" in message
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name.removesuffix("_config.json"))

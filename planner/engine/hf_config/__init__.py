@@ -68,11 +68,15 @@ UNSUPPORTED: dict[str, str] = {
     "deepseek_ref": "DeepSeek-V4's compressed sparse attention (compress_ratios) is not modelled",
     "minimax_m3": "MiniMax-M3's block-sparse attention (sparse_attention_config) is not modelled",
     "llama4_text": "Llama 4's chunked local attention (attention_chunk_size) is not modelled",
+    # Its VL wrapper, for a text_config that does not name its model_type.
+    "llama4": "Llama 4's chunked local attention (attention_chunk_size) is not modelled",
     "mimo_v2_flash": "MiMo-V2-Flash's attention has keys (head_dim) and values (v_head_dim) of different widths, "
     "which a layer group cannot express",
     "nemotron-nas": "a NAS model's per-layer block_configs (attention skipped or narrowed layer by layer) are "
     "not modelled",
-    "step3p7": "Step-3.7 has no serving model to check its cache against (not in vLLM)",
+    "step3p7": "vLLM registers Step-3.7 only as the vision-language Step3p7ForConditionalGeneration (vLLM 0.33 "
+    "model_executor/models/registry.py); the text-only Step3p7FlashForCausalLM this config names is in no "
+    "vLLM release modelled here, so there is no serving model whose cache rules to follow",
 }
 
 #: Wrapper ``architectures`` names -> language-model ``model_type``, for a config without ``model_type``.
@@ -162,8 +166,14 @@ def model_record_from_config(
     if model_type is None:
         errors["config.model_type"] = ["Required: the architecture is read from model_type (or architectures)."]
         raise EngineInputError(errors)
-    if model_type in UNSUPPORTED:
-        errors["config"] = [f"Unsupported architecture {model_type!r}: {UNSUPPORTED[model_type]}."]
+    wrapper = config.get("model_type") if isinstance(config.get("model_type"), str) else None
+    wrapper = wrapper if wrapper and wrapper != model_type and isinstance(config.get("text_config"), Mapping) else None
+    refused = model_type if model_type in UNSUPPORTED else wrapper if wrapper in UNSUPPORTED else None
+    if refused is not None:
+        # A wrapper (a VL model around a language model) is refused for its language model's reason, or its own.
+        where = f" (the language model of this {wrapper!r} wrapper)" if wrapper and refused == model_type else ""
+        own = f" (wrapping {model_type!r})" if refused == wrapper else ""
+        errors["config"] = [f"Unsupported architecture {refused!r}{where}{own}: {UNSUPPORTED[refused]}."]
         raise EngineInputError(errors)
     if model_type not in MODEL_TYPES:
         errors["config"] = [
