@@ -206,6 +206,23 @@ def test_weights_within_1_percent_of_the_published_checkpoint(name):
     assert abs(got / published - 1) < 0.01, (got, published)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "meta-llama--Meta-Llama-3.1-70B",
+        "meta-llama--Meta-Llama-3.1-8B",
+        "Qwen--Qwen3-32B",
+        "Qwen--Qwen3-8B",
+        "Qwen--Qwen3-30B-A3B",
+        "Qwen--Qwen3-235B-A22B",
+    ],
+)
+def test_bf16_checkpoints_are_exact(name):
+    """Every tensor of these checkpoints is bf16 and the text model is all they hold, so the bytes are
+    2 x the parameters, exactly the index's total_size (Qwen3's q_norm / k_norm included)."""
+    assert weights_of(imported(name)) == SIZES[f"{name}_config.json"]["total_size_bytes"]
+
+
 def test_deepseek_v3_without_its_mtp_layer():
     """DeepSeek-V3's checkpoint holds the main model and its MTP module (README: '685B ... 671B of the main
     model weights and 14B of the MTP module'); its tensors weigh 688,574,839,360 bytes (the Hub's dtype counts,

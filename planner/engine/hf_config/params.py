@@ -12,7 +12,8 @@ Counted per decoder layer, one convention throughout (the catalogue's, fleet/cat
   router, routed experts of ``moe_intermediate_size`` (in a latent width when the config has
   ``routed_expert_hidden_size`` or ``moe_latent_size``, with the two latent projections) and shared
   experts;
-* RMSNorm weights (two per layer and a final one).
+* RMSNorm weights (two per layer and a final one; the attention's q/k norms where the architecture has them:
+  Qwen3, Gemma 3/4 and GLM per head, MiniMax-M2 per layer).
 
 Multi-token-prediction (MTP / nextn) layers and vision or audio towers are left out. ``active`` is
 everything but the routed experts plus the experts a token is routed to (top-k of each MoE layer).
@@ -69,6 +70,11 @@ def gqa_modules(r: ConfigReader, model_type: str, layer: Layer, hidden: int, hea
     if kv_mats == 2:
         out.append(("v_proj", hidden * kv, True))
     out.append(("o_proj", q * hidden, True))
+    norm = qk_norm(r, model_type)
+    if norm == "per_head":  # one RMSNorm weight of head_dim for the queries and one for the keys
+        out += [("q_norm", group.head_dim, False), ("k_norm", group.head_dim, False)]
+    elif norm == "per_layer":  # over all query heads and all key heads together (MiniMax-M2)
+        out += [("q_norm", q, False), ("k_norm", kv, False)]
     if r.flag("attention_bias"):
         out.append(("q_proj.bias", q, False))
         out.append(("k_proj.bias", kv_mats * kv, False))
@@ -77,6 +83,17 @@ def gqa_modules(r: ConfigReader, model_type: str, layer: Layer, hidden: int, hea
     if model_type == "gpt_oss":
         out.append(("sinks", heads, False))  # attention sinks
     return out
+
+
+def qk_norm(r: ConfigReader, model_type: str) -> str | None:
+    """RMSNorm on queries and keys before RoPE: ``"per_head"`` (Qwen3's ``q_norm`` / ``k_norm`` of head_dim,
+    Gemma 3/4's, GLM's with ``use_qk_norm``), ``"per_layer"`` (MiniMax-M2's ``qk_norm_type``), or ``None``."""
+    kind = r.string("qk_norm_type")
+    if kind in ("per_head", "per_layer"):
+        return kind
+    if model_type.startswith(("qwen3", "gemma3", "gemma4")) or r.flag("use_qk_norm"):
+        return "per_head"
+    return None
 
 
 def mla_modules(r: ConfigReader, model_type: str, hidden: int, heads: int) -> list[tuple]:
