@@ -222,6 +222,8 @@ def grouped_gemm_efficiency(accelerator: Accelerator, rate_format: str, options:
     measured = BLACKWELL_GROUPED_GEMM_EFFICIENCY.get(rate_format) if is_blackwell(accelerator) else None
     if measured is None:
         return options.compute_efficiency
+    if options.compute_efficiency == DEFAULT_COMPUTE_EFFICIENCY:
+        return measured
     return min(1.0, options.compute_efficiency * measured / DEFAULT_COMPUTE_EFFICIENCY)
 
 
