@@ -126,5 +126,5 @@ def test_the_new_pages_report_no_content_security_policy_violation(open_page, li
     page.goto(f"{live_server.url}/quotes/?list_price=false")
     assert page.locator("#quotes tr[data-status=list-price]").count() == 0
     # The fleet's own rows: the seeds' assumption, one per SKU, never in force.
-    assert page.locator("#quotes tr[data-status=assumption]").count() == 11
+    assert page.locator("#quotes tr[data-status=assumption]").count() == 12
     assert page.locator("#quotes tr[data-status=price]").count() == 0

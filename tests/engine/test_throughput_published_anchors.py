@@ -18,7 +18,11 @@ from planner.engine.sizing import size
 from planner.engine.spec import Layout
 from planner.engine.throughput.decode import decode_step
 from planner.engine.throughput.estimate import IDLE_TTFT_DEFINITION, TTFT_DEFINITION, estimate
-from planner.engine.throughput.options import ThroughputOptions
+from planner.engine.throughput.options import (
+    BLACKWELL_GROUPED_GEMM_EFFICIENCY,
+    ThroughputOptions,
+    grouped_gemm_efficiency,
+)
 from planner.engine.throughput.prefill import prefill
 
 ANCHORS = {a["id"]: a for a in json.loads((Path(__file__).parents[1] / "fixtures/throughput_anchors.json").read_text())}
@@ -26,6 +30,7 @@ H100 = reference.accelerator("h100-sxm-80gb")
 H200 = reference.accelerator("h200-141gb")
 B200 = reference.accelerator("b200-192gb")
 GB300 = reference.accelerator("gb300-288gb")
+GB200 = reference.accelerator("gb200-186gb")
 #: +-25%: the goal of issue 13. Sources state hardware, layout, precision and lengths for these anchors, so the
 #: remaining error is the model's (kernel fusion differences between engines, clocks, routing imbalance).
 TOLERANCE = 1.25
@@ -222,3 +227,96 @@ def test_anchor_coverage():
         "b200-192gb",
         "gb300-288gb",
     }
+
+
+#: LMSYS's GB200 decode pool (Part I and II): 48 ranks of one NVL72 domain, DP attention, EP48 with EPLB's
+#: 32 redundant experts (288 slots, 6 per GPU: the ``--ep-num-redundant-experts 32`` of the series' reproduction
+#: commands, sgl-project/sglang#6017), 2,000-token inputs, contexts to ~2,050 tokens on average.
+GB200_DECODE = Layout(tp=1, dp=48, ep=48, redundant_experts=32)
+GB200_CONTEXT = 2050
+#: Bytes of one token's MLA KV in DeepSeek-V3 (61 layers x (512 latent + 64 rope) x 2 B), bf16.
+DSV3_BF16_KV_BYTES_PER_TOKEN = 61 * 576 * 2
+
+
+def _gb200_decode(batch_per_gpu: int, kv_cache_dtype: str, weight_format: str | None = None):
+    step = decode_step(
+        reference.model("deepseek-v3"), GB200, GB200_DECODE, batch_per_gpu * GB200_DECODE.gpus, GB200_CONTEXT,
+        kv_cache_dtype=kv_cache_dtype, weight_format=weight_format,
+    )  # fmt: skip
+    return step, step.tokens_per_s / GB200_DECODE.gpus
+
+
+def test_gb200_admits_the_published_decode_layouts():
+    """Memory admission of LMSYS's GB200 decode layout (Part II, 2025-09-25: 'the batch size is chosen to make KV
+    cache roughly full (thus 768 for 4k ISL and 1408 for 2k ISL)', per rank: the only reading that fills a pool).
+
+    Sized as the benchmark ran: EP48 + 32 redundant experts (each GPU holds 6 of 288 expert slots and a full copy
+    of the attention weights), at the sequences' own context (2,000 in + up to 100 out), not the model's 163,840
+    maximum. At bf16 KV the pool holds ~944 sequences of 2,100 tokens per GPU, so 768 at 2k fits; 1,408 at 2k and
+    768 at 4k fit only with the FP8 KV cache (the 'FP8 attention' path), as arithmetic alone shows: at bf16 they
+    would need 202.6 / 221.0 GB of KV per GPU, more than the 186 GB HBM."""
+    model = reference.model("deepseek-v3")
+    per_gpu = {
+        (kv, ctx): size(model, GB200, layout=GB200_DECODE, context_tokens=ctx, kv_cache_dtype=kv)
+        .max_concurrent_sequences_per_replica // GB200_DECODE.gpus
+        for kv in ("bf16", "fp8") for ctx in (2100, 4200)
+    }  # fmt: skip
+    assert per_gpu["bf16", 2100] >= 768
+    assert per_gpu["fp8", 2100] >= 1408 and per_gpu["fp8", 4200] >= 768
+    assert per_gpu["bf16", 4200] < 768  # the 4k batch is not a bf16-KV batch ...
+    assert GB200.hbm_bytes < 1408 * 2048 * DSV3_BF16_KV_BYTES_PER_TOKEN  # ... nor is the 2k one, by bytes alone
+    assert GB200.hbm_bytes < 768 * 4096 * DSV3_BF16_KV_BYTES_PER_TOKEN
+
+
+def test_blackwell_grouped_gemm_efficiency_is_the_measured_one():
+    """The expert GEMMs' efficiency on Blackwell is the cited measurement (options.BLACKWELL_GROUPED_GEMM_EFFICIENCY:
+    FlashInfer's NVFP4 masked grouped GEMM at DeepSeek-V3's shapes, flashinfer#2503, 3,588 TFLOPS = 0.40 of 9,000;
+    FP8 1.9x slower, LMSYS GB200 Part II), not the Hopper simulator's 0.6; Hopper and bf16 keep
+    ``compute_efficiency``, and the Blackwell figures follow ``compute_efficiency`` when it is moved."""
+    default = ThroughputOptions()
+    assert grouped_gemm_efficiency(GB200, "fp4", default) == BLACKWELL_GROUPED_GEMM_EFFICIENCY["fp4"] == 0.40
+    assert grouped_gemm_efficiency(B200, "fp8", default) == grouped_gemm_efficiency(GB300, "fp8", default) == 0.42
+    assert grouped_gemm_efficiency(GB200, "bf16", default) == default.compute_efficiency
+    assert grouped_gemm_efficiency(H100, "fp8", default) == grouped_gemm_efficiency(H200, "fp8", default) == 0.6
+    assert grouped_gemm_efficiency(GB200, "fp8", ThroughputOptions(compute_efficiency=0.3)) == pytest.approx(0.21)
+
+
+@pytest.mark.parametrize(
+    ("anchor", "batch_per_gpu", "kv", "weights", "measured_over_predicted"),
+    [
+        ("sglang-dsr1-gb200-decode-fp8attn-nvfp4", 1408, "fp8", "nvfp4", 0.69),
+        ("sglang-dsr1-gb200-decode-bf16attn-fp8moe", 768, "bf16", None, 0.69),
+    ],
+)
+def test_deepseek_decode_on_gb200_part_ii(anchor, batch_per_gpu, kv, weights, measured_over_predicted):
+    """LMSYS 'Deploying DeepSeek on GB200 NVL72 with PD and Large Scale EP (Part II)', 2025-09-25
+    (lmsys.org/blog/2025-09-25-gb200-part-2): DeepSeek V3/R1, 2,000-token inputs, 48 decode ranks (EP48, DP
+    attention) of one GB200 NVL72: 13,386 output tok/s per GPU with FP8 attention (FP8 KV) and NVFP4 MoE (and
+    o_proj) at 1,408 sequences per rank; 9,087 with BF16 attention and FP8 MoE, batch 'KV cache roughly full'
+    (not stated; 768 per GPU here, the layout issue 25 names, within what bf16 KV admits).
+
+    Modelled on gb200-186gb (datasheet row) with the expert GEMMs at the measured Blackwell grouped-GEMM efficiency
+    (fp4 0.40, fp8 0.42); DeepSeek-V3's own fp8 checkpoint, NVFP4 applied to every weight for the first row (the
+    post keeps q_b_proj in fp8 and the rest bf16: the model is optimistic there). Both steps are compute bound.
+    The model remains ~1.45x optimistic (ratio ~0.69): NOT within issue 25's +-35%, asserted within the fixture's
+    1.5 and below 1. What the model lacks here (docs/throughput.md, "Published anchors"): Blackwell's bf16 MLA
+    decode and dense fp8 GEMMs at measured efficiencies (none found at these shapes: FlashMLA's only B200 decode
+    figure is its sparse kernel, 350 TFLOPS 'not really optimized yet'), EPLB imbalance and the unfused small
+    kernels the post names as not yet optimised."""
+    step, per_gpu = _gb200_decode(batch_per_gpu, kv, weights)
+    assert step.bound == "compute"
+    assert ratio(anchor, per_gpu) == pytest.approx(measured_over_predicted, abs=0.02)
+    assert within(anchor, per_gpu, 1.5)
+    assert not within(anchor, per_gpu, 1.35)  # the issue's bar is not met; say so rather than widen it silently
+
+
+def test_deepseek_decode_on_gb200_part_i_in_the_fixture_band():
+    """LMSYS 'Deploying DeepSeek on GB200 NVL72 with PD and Large Scale EP (Part I)', 2025-06-16
+    (lmsys.org/blog/2025-06-16-gb200-part-1): 7,583 output tok/s per GPU, 12 decode trays (48 GPUs), 2,000-token
+    inputs, FP8 GEMMs (Blackwell DeepGEMM), BF16 attention, no two-batch overlap, batch not stated. Modelled at
+    768 per GPU, bf16 KV: ratio ~0.58 (the model 1.7x optimistic; the same kernels three months before Part II's
+    9,087). Asserted within the fixture's factor 2.0 (batch unstated)."""
+    step, per_gpu = _gb200_decode(768, "bf16")
+    assert step.bound == "compute"
+    assert within("sglang-dsr1-gb200-decode-part1", per_gpu, 2.0)
+    assert ratio("sglang-dsr1-gb200-decode-part1", per_gpu) < 1

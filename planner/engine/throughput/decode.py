@@ -39,6 +39,7 @@ from .options import (
     ThroughputOptions,
     compute_rate_format,
     cuda_graph_max_batch,
+    grouped_gemm_efficiency,
     peak_flops,
 )
 from .perf import ModelPerf, cached_model_perf, distinct_experts
@@ -269,7 +270,10 @@ class DecodeModel:
         self.dense_fmt = compute_rate_format(accelerator, perf.dense_format, options.compute_format)
         self.expert_fmt = compute_rate_format(accelerator, perf.expert_format, options.compute_format)
         self.r_dense = peak_flops(accelerator, self.dense_fmt) * eff
-        self.r_exp = peak_flops(accelerator, self.expert_fmt) * eff
+        # the expert GEMMs at their own measured efficiency on Blackwell (options.BLACKWELL_GROUPED_GEMM_EFFICIENCY)
+        self.r_exp = peak_flops(accelerator, self.expert_fmt) * grouped_gemm_efficiency(
+            accelerator, self.expert_fmt, options
+        )
         self.r_attn = peak_flops(accelerator, "bf16") * eff
         self.r_attn_mla = peak_flops(accelerator, "bf16") * MLA_ATTENTION_EFFICIENCY
         # attention FLOPs per sequence on one GPU of a stage: per context token (full), MLA per context
@@ -462,6 +466,12 @@ class DecodeModel:
             f"{self.expert_fmt}, attention at bf16).",
             *perf.notes,
         ]
+        e_eff = grouped_gemm_efficiency(acc, self.expert_fmt, o)
+        if perf.is_moe and e_eff != o.compute_efficiency:
+            notes.append(
+                f"Expert (grouped) GEMMs at {e_eff:.2g} of the {self.expert_fmt} peak on Blackwell (FlashInfer's NVFP4 "
+                "masked grouped GEMM at DeepSeek-V3's shapes, flashinfer#2503; FP8 1.9x slower, LMSYS GB200 Part II)."
+            )
         if perf.is_moe:
             notes.append(
                 "Experts read per step: E x (1 - (1 - k/E)^tokens) distinct experts per MoE layer (uniform routing, "

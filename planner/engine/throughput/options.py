@@ -50,6 +50,7 @@ where a name ends in ``_gbps``. Sources for every default: docs/throughput.md, "
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -182,6 +183,48 @@ DEFAULT_OPTIONS = ThroughputOptions()
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+#: Grouped (MoE expert) GEMM efficiency on NVIDIA Blackwell (SM100: B200, GB200, B300, GB300), as a fraction
+#: of the dense tensor-core peak of the rate the experts compute at, where the Hopper figure is SimuMax's
+#: grouped matmul 0.60 (``compute_efficiency``). Measured, not fitted:
+#:
+#: * ``fp4`` 0.40: FlashInfer's CuTe DSL NVFP4 masked grouped GEMM (``grouped_gemm_nt_masked``, the kernel SGLang
+#:   runs NVFP4 MoE decode with on GB200: LMSYS GB200 Part II, 2025-09-25), benchmarked at DeepSeek-V3's expert
+#:   shapes in flashinfer-ai/flashinfer#2503 (merged 2026-02-05): 4 groups of 2,048 rows, gate-up n 4,096 k 7,168:
+#:   3,846 TFLOPS, down n 7,168 k 2,048: 3,143 TFLOPS (1,536 rows: 3,851 / 3,045). Time-weighted over the two
+#:   GEMMs (gate-up does 2/3 of the FLOPs): 3,588 TFLOPS = 0.40 of B200's 9,000 dense FP4 (the PR names no GPU;
+#:   B200 assumed, the GPU FlashInfer's Blackwell kernels are benchmarked on; on a GB200 it would be 0.36).
+#: * ``fp8`` 0.42: the same curve through LMSYS GB200 Part II's kernel comparison ("GEMM is up to 1.9x faster" in
+#:   NVFP4 than in FP8, MoE gate-up / down and o_proj): FP8 at 3,588 / 1.9 = 1,888 TFLOPS = 0.42 of 4,500.
+#: * ``bf16``: no Blackwell grouped-GEMM measurement at these shapes was found; bf16 experts keep
+#:   ``compute_efficiency``.
+#:
+#: Both are taken relative to ``DEFAULT_COMPUTE_EFFICIENCY`` so that moving ``compute_efficiency`` (sensitivity)
+#: moves them too. The curve flattens from ~1,000 rows per group (3,526 / 2,569 TFLOPS at 1,024), the decode
+#: regime of wide-EP DeepSeek (768-1,408 sequences per GPU over 48 ranks: 1,000-1,900 rows per expert); smaller
+#: groups are the tile model's (``gemm_tile_tokens``) business.
+BLACKWELL_GROUPED_GEMM_EFFICIENCY: dict[str, float] = {"fp4": 0.40, "fp8": 0.42}
+#: SKU names of the Blackwell family (the catalogue's B200, GB200 and GB300 rows; B300 by the same rule).
+_BLACKWELL_NAME = re.compile(r"\b(G?B[23]00|Blackwell)\b", re.IGNORECASE)
+
+
+def is_blackwell(accelerator: Accelerator) -> bool:
+    """Whether ``accelerator`` is an NVIDIA Blackwell part (SM100), by its name (the catalogue names say
+    B200 / GB200 / GB300 or "Blackwell"; the engine's ``Accelerator`` has no architecture field)."""
+    return bool(_BLACKWELL_NAME.search(accelerator.name or ""))
+
+
+def grouped_gemm_efficiency(accelerator: Accelerator, rate_format: str, options: ThroughputOptions) -> float:
+    """Efficiency of the MoE expert (grouped) GEMMs at ``rate_format`` on ``accelerator``: on Blackwell the
+    measured ``BLACKWELL_GROUPED_GEMM_EFFICIENCY`` scaled by ``compute_efficiency / DEFAULT_COMPUTE_EFFICIENCY``,
+    elsewhere (and for bf16) ``compute_efficiency``."""
+    measured = BLACKWELL_GROUPED_GEMM_EFFICIENCY.get(rate_format) if is_blackwell(accelerator) else None
+    if measured is None:
+        return options.compute_efficiency
+    if options.compute_efficiency == DEFAULT_COMPUTE_EFFICIENCY:
+        return measured
+    return min(1.0, options.compute_efficiency * measured / DEFAULT_COMPUTE_EFFICIENCY)
 
 
 def cuda_graph_max_batch(accelerator: Accelerator, tp: int, options: ThroughputOptions) -> int:
