@@ -299,9 +299,10 @@ def test_bearer_token_is_required_and_checked(fleet, viewer, client):
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == "Bearer"
     key = Token.objects.create(user=viewer).key
-    # DRF's own "Token" scheme is not this endpoint's: a scrape config sends Bearer.
-    assert APIClient().get("/metrics", HTTP_AUTHORIZATION=f"Token {key}").status_code == 401
+    # A scrape config sends Bearer; DRF's own "Token" names the same token (one scheme everywhere, issue 27).
+    assert APIClient().get("/metrics", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
     assert APIClient().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 200
+    assert APIClient().get("/metrics", HTTP_AUTHORIZATION=f"Basic {key}").status_code == 401
 
 
 def test_prometheus_accept_header_gets_the_text_format(deployment, viewer):

@@ -58,10 +58,33 @@ def test_overview_query_count_does_not_grow_with_rows(client, make_user, sku, dj
 
 
 @pytest.mark.django_db
-def test_api_docs_and_schema_need_a_login(client):
-    r = client.get("/api/v1/docs/")
-    assert r.status_code == 302 and r["Location"].startswith("/accounts/login/")
+def test_api_docs_and_schema_are_public_by_default(client):
+    """Issue 27: a script starts from the contract; it holds shapes and rules, never a record."""
+    assert client.get("/api/v1/docs/").status_code == 200
+    r = client.get("/api/v1/schema/")
+    assert r.status_code == 200 and b"openapi: 3" in r.content[:40]
+    assert client.get("/api/v1/schema/?format=json").json()["info"]["title"] == "fleetcap API"
+
+
+@pytest.mark.django_db
+def test_api_docs_and_schema_need_a_token_or_login_when_not_public(client, settings, make_user):
+    settings.API_SCHEMA_PUBLIC = False
+    assert client.get("/api/v1/docs/").status_code in (401, 403)
     assert client.get("/api/v1/schema/").status_code in (401, 403)
+    from rest_framework.authtoken.models import Token
+
+    key = Token.objects.create(user=make_user("v", "viewer")).key
+    for scheme in ("Token", "Bearer"):
+        assert client.get("/api/v1/schema/", HTTP_AUTHORIZATION=f"{scheme} {key}").status_code == 200
+    client.force_login(make_user("w", "viewer"))
+    assert client.get("/api/v1/docs/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_schema_documents_one_token_scheme_that_swagger_sends(client):
+    schemes = client.get("/api/v1/schema/?format=json").json()["components"]["securitySchemes"]
+    assert schemes["tokenAuth"]["scheme"] == "bearer" and "Token <key>" in schemes["tokenAuth"]["description"]
+    assert "/api/v1/schema/" not in client.get("/api/v1/schema/?format=json").json()["paths"]
 
 
 @pytest.mark.django_db

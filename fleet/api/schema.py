@@ -1,9 +1,22 @@
-"""drf-spectacular postprocessing: every operation documents the error answers it can give, each
-with the one error body (``Error``; ``fleet.api.errors``)."""
+"""The API's contract: drf-spectacular postprocessing (every operation documents the error answers it can
+give, each with the one error body, ``Error``; ``fleet.api.errors``) and the views that serve it.
+
+The schema is the same for everyone (it describes shapes and rules, never a record), so ``SchemaView``
+builds it once per process and format, i.e. once per release deployed, and serves the rendered bytes
+from then on: building took 0.4-3.3 s and rendering the YAML another 0.1 s per request (bench/bench_schema.py,
+docs/benchmarks.md "Schema"). Who may read it: ``settings.API_SCHEMA_PUBLIC``.
+"""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
+
+from django.conf import settings
+from django.http import HttpResponse
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.permissions import AllowAny, IsAuthenticated
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -58,3 +71,48 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
                 response = responses.setdefault(code, {"description": DESCRIPTIONS[code]})
                 response["content"] = content
     return result
+
+
+#: Rendered schemas by (format, media type, version, language): built once per process.
+_RENDERED: dict[tuple[str, str, str, str], tuple[bytes, str, str]] = {}
+_BUILD = threading.Lock()
+
+
+def contract_permissions() -> list[Any]:
+    """Anyone when the contract is public (``API_SCHEMA_PUBLIC``), else a token or a session."""
+    return [AllowAny()] if settings.API_SCHEMA_PUBLIC else [IsAuthenticated()]
+
+
+class SchemaView(SpectacularAPIView):
+    """``GET /api/v1/schema/`` (YAML; ``?format=json`` or ``Accept: application/vnd.oai.openapi+json`` for
+    JSON), rendered once per process and format."""
+
+    def get_permissions(self) -> list[Any]:
+        return contract_permissions()
+
+    @extend_schema(exclude=True)
+    def get(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        renderer, media_type = self.perform_content_negotiation(request)
+        version = self.api_version or request.version or self._get_version_parameter(request) or ""
+        key = (renderer.format, media_type, version, request.GET.get("lang") or "")
+        hit = _RENDERED.get(key)
+        if hit is None:
+            with _BUILD:  # one build at a time: a burst of first requests waits for the one
+                hit = _RENDERED.get(key)
+                if hit is None:
+                    response = super().get(request, *args, **kwargs)
+                    response.accepted_renderer, response.accepted_media_type = renderer, media_type
+                    response.renderer_context = self.get_renderer_context()
+                    response.render()
+                    hit = (response.content, response["Content-Type"], response["Content-Disposition"])
+                    if response.status_code == 200:
+                        _RENDERED[key] = hit
+        content, content_type, disposition = hit
+        return HttpResponse(content, content_type=content_type, headers={"Content-Disposition": disposition})
+
+
+class DocsView(SpectacularSwaggerSplitView):
+    """``GET /api/v1/docs/``: the offline Swagger UI over ``SchemaView``, readable as the schema is."""
+
+    def get_permissions(self) -> list[Any]:
+        return contract_permissions()

@@ -247,7 +247,7 @@ AUDITLOG_USE_FK_STRING_REPRESENTATION = True
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "fleet.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Django model permissions (the role groups hold them), reads needing view_<model> too.
@@ -264,6 +264,10 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "fleet.api.errors.exception_handler",
 }
+#: Whether the API's contract (``/api/v1/schema/`` and ``/api/v1/docs/``) is readable without a login or a
+#: token (docs/api.md, "The contract"): it describes shapes and rules, never a record, so a script can start
+#: from it; set FLEETCAP_API_SCHEMA_PUBLIC=0 to ask for a token or a session.
+API_SCHEMA_PUBLIC = envbool("FLEETCAP_API_SCHEMA_PUBLIC", True)
 SPECTACULAR_SETTINGS = {
     "TITLE": "fleetcap API",
     "DESCRIPTION": "Capacity and cost planning for serving large mixture-of-experts models.",

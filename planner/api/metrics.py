@@ -1,25 +1,25 @@
 """``GET /metrics``: our figures in the Prometheus text format, for a Prometheus scrape job.
 
-Authentication: ``Authorization: Bearer <token>``, a DRF token (``rest_framework.authtoken``) of a user
-who holds the view permissions of every record the figures are read from (``METRICS_PERMISSIONS``;
-every role does). 401 without a token or with a bad one, 403 without the permissions. The figures are
-``planner.metrics.fleet_figures``; the exposition ``planner.metrics.exposition`` (docs/grafana/README.md).
+Authentication: ``Authorization: Bearer <token>`` (or ``Token <token>``: ``fleet.api.authentication``), a DRF token
+(``rest_framework.authtoken``) of a user who holds the view permissions of every record the figures are read from
+(``METRICS_PERMISSIONS``; every role does). 401 without a token or with a bad one, 403 without the permissions. The
+figures are ``planner.metrics.fleet_figures``; the exposition ``planner.metrics.exposition``
+(docs/grafana/README.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from prometheus_client import CONTENT_TYPE_LATEST
-from rest_framework.authentication import TokenAuthentication
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fleet.api.authentication import ApiTokenAuthentication
 from fleet.api.permissions import require
 from planner.metrics import exposition, fleet_figures
 
@@ -34,23 +34,6 @@ METRICS_PERMISSIONS = (
     "planner.view_speedcorrection",
     "planner.view_calibration",
 )
-
-
-class BearerTokenAuthentication(TokenAuthentication):
-    """DRF's token authentication with the ``Bearer`` scheme Prometheus sends (``authorization:``
-    in a scrape config); a 401 says ``WWW-Authenticate: Bearer``."""
-
-    keyword = "Bearer"
-
-
-class BearerTokenScheme(OpenApiAuthenticationExtension):
-    """The schema's name for it (DRF's own token scheme is ``tokenAuth``)."""
-
-    target_class = BearerTokenAuthentication
-    name = "bearerAuth"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
-        return {"type": "http", "scheme": "bearer", "description": "A DRF token: Authorization: Bearer <key>"}
 
 
 class PrometheusRenderer(BaseRenderer):
@@ -68,7 +51,7 @@ class PrometheusRenderer(BaseRenderer):
 
 
 class MetricsView(APIView):
-    authentication_classes = [BearerTokenAuthentication]
+    authentication_classes = [ApiTokenAuthentication]
     permission_classes = [require(*METRICS_PERMISSIONS)]
     renderer_classes = [PrometheusRenderer]
 
