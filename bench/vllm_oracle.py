@@ -4,7 +4,8 @@ For every sample config (``tests/fixtures/hf-configs/*_config.json`` that the pr
 vLLM startup-log case with a config in the repo (``tests/fixtures/startup_logs/``), this script
 
 1. sizes the model with the project's engine (``planner.engine``: ``model_record_from_config`` and
-   ``size(engine="vllm", engine_version=RELEASE)`` on an H200, at the smallest tp of 1/2/4/8, then
+   ``size(engine="vllm", engine_version=RELEASE)`` on the ``--gpu``'s SKU (``GPU_SKUS``: H200 for sm90,
+   B200 for sm100, A100 for sm80), at the smallest tp of 1/2/4/8, then
    tp 8 x pp 2/4, that holds one request of the model's full context; a log case takes the log's
    layout and its logged "Available KV cache memory"), and takes the available KV-cache bytes per GPU
    the project computed;
@@ -170,13 +171,17 @@ def _quant(path: Path) -> dict | None:
     return _load(side) if side.exists() else None
 
 
-def _project_size(model, layout, release: str, max_model_len: int, gib: float | None):
+#: The catalogue SKU the project sizes for on each ``--gpu`` (its name tells the vLLM profile the generation).
+GPU_SKUS = {"sm90": "h200-141gb", "sm80": "a100-sxm-80gb", "sm100": "b200-192gb"}
+
+
+def _project_size(model, layout, release: str, max_model_len: int, gib: float | None, gpu: str = "sm90"):
     from fleet.catalog import reference
     from planner.engine import size
 
     return size(
         model,
-        reference.accelerator("h200-141gb"),
+        reference.accelerator(GPU_SKUS[gpu]),
         layout=layout,
         context_tokens=max_model_len,
         engine="vllm",
@@ -198,7 +203,7 @@ def _project_figures(result) -> dict:
     }
 
 
-def project_cases(release: str, only: list[str]) -> list[dict]:
+def project_cases(release: str, only: list[str], gpu: str = "sm90") -> list[dict]:
     """Every case with the project's figures and what the oracle needs to reproduce the same inputs."""
     from planner.engine import EngineInputError, Layout, ModelArch, model_record_from_config, parse_startup_log
 
@@ -219,7 +224,7 @@ def project_cases(release: str, only: list[str]) -> list[dict]:
         chosen = None
         for tp, pp in ((1, 1), (2, 1), (4, 1), (8, 1), (8, 2), (8, 4)):
             try:
-                r = _project_size(model, Layout(tp=tp, pp=pp), release, length, None)
+                r = _project_size(model, Layout(tp=tp, pp=pp), release, length, None, gpu)
             except EngineInputError:
                 continue
             if r.fits and r.available_kv_cache_bytes > 0:
@@ -227,7 +232,11 @@ def project_cases(release: str, only: list[str]) -> list[dict]:
                 break
         if chosen is None:
             cases.append(
-                {"name": name, "kind": "config", "skip": "no layout up to tp 8 x pp 4 on H200 holds a request"}
+                {
+                    "name": name,
+                    "kind": "config",
+                    "skip": f"no layout up to tp 8 x pp 4 on {GPU_SKUS[gpu]} holds a request",
+                }
             )
             continue
         tp, pp, r = chosen
@@ -262,7 +271,7 @@ def project_cases(release: str, only: list[str]) -> list[dict]:
         pp = log.pipeline_parallel_size or 1
         length = log.max_concurrency_tokens or log.max_model_len or extra.get("max_model_len") or 8192
         gib = log.available_kv_cache_gib
-        r = _project_size(model, Layout(tp=tp, pp=pp), release, length, gib)
+        r = _project_size(model, Layout(tp=tp, pp=pp), release, length, gib, gpu)
         dtype = {"float16": "float16"}.get(log.dtype or "", "bfloat16")
         cases.append(
             {
@@ -643,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
     venv = args.venv or Path(f"/work/scratch/vllm-{args.vllm}")
     python, how = ensure_venv(venv, args.vllm, not args.no_install)
     started = time.time()
-    cases = project_cases(args.vllm, args.only)
+    cases = project_cases(args.vllm, args.only, args.gpu)
     payload = {
         "options": {
             "gpu": args.gpu,

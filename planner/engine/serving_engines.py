@@ -58,7 +58,7 @@ class AllocatorProfile:
     """An engine's allocator as the sizing engine reproduces it (``profiles/``).
 
     ``allocate(model, layout, *, available_bytes, max_model_len, kv_cache_dtype, block_size_tokens,
-    version, batch_tokens, prefix_caching, state_pool_ratio)`` returns its ``EngineAllocation``;
+    version, batch_tokens, prefix_caching, state_pool_ratio, device_name)`` returns its ``EngineAllocation``;
     ``newest`` is the newest release whose rules were read; ``running_limit`` the scheduler's own cap on
     running requests per data-parallel rank (None: the cache is the only limit)."""
 
@@ -109,6 +109,7 @@ def _vllm(
     batch_tokens: int,
     prefix_caching: bool | None,
     state_pool_ratio: float,
+    device_name: str | None = None,
 ) -> EngineAllocation:
     del state_pool_ratio  # SGLang's only
     return vllm_allocation(
@@ -121,6 +122,7 @@ def _vllm(
         version=version,
         batch_tokens=batch_tokens,
         prefix_caching=prefix_caching,
+        device_name=device_name,
     )
 
 
@@ -136,8 +138,13 @@ def _sglang(
     batch_tokens: int,
     prefix_caching: bool | None,
     state_pool_ratio: float,
+    device_name: str | None = None,
 ) -> EngineAllocation:
-    del batch_tokens, prefix_caching  # vLLM's only (SGLang's radix cache stays on, its default)
+    del (
+        batch_tokens,
+        prefix_caching,
+        device_name,
+    )  # vLLM's only (the page size does not follow the GPU here) (SGLang's radix cache stays on, its default)
     return sglang_allocation(
         model,
         layout,
@@ -266,12 +273,14 @@ def allocate(
     batch_tokens: int = 8192,
     prefix_caching: bool | None = None,
     state_pool_ratio: float = DEFAULT_MAMBA_FULL_MEMORY_RATIO,
+    device_name: str | None = None,
 ) -> EngineAllocation:
     """The allocation of ``available_bytes`` of KV cache memory per GPU by the profile ``engine``.
 
     For ``sglang``, ``available_bytes`` is SGLang's rest memory, ``block_size_tokens`` its
-    ``--page-size`` and ``state_pool_ratio`` its ``--mamba-full-memory-ratio``; ``batch_tokens`` and
-    ``prefix_caching`` are vLLM's only (SGLang's radix cache stays on, its default).
+    ``--page-size`` and ``state_pool_ratio`` its ``--mamba-full-memory-ratio``; ``batch_tokens``,
+    ``prefix_caching`` and ``device_name`` (the GPU's name: its generation picks vLLM's MLA backend) are
+    vLLM's only (SGLang's radix cache stays on, its default).
     """
     profile = allocator(engine)
     if profile is None:
@@ -288,6 +297,7 @@ def allocate(
         batch_tokens=batch_tokens,
         prefix_caching=prefix_caching,
         state_pool_ratio=state_pool_ratio,
+        device_name=device_name,
     )
 
 

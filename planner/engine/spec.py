@@ -18,13 +18,21 @@ Layer groups describe the attention/state layout of a model, one item per kind o
   ``state_dtype`` / ``conv_dtype``. A dtype left out is the serving engine's default for that
   variant (``planner.engine.profiles``); the ``generic`` profile uses fp32 state and bf16 conv.
 
-Every group has ``count`` (number of layers of that kind).
+Every group has ``count`` (number of layers of that kind). A group may also say where its layers sit in
+the decoder stack: ``layers``, the 0-based positions of its ``count`` layers (ascending), with
+``decoder_layers``, the stack's length (``num_hidden_layers``, layers without a cache included). Either
+every group gives both or none does; the positions of all groups are distinct. Serving engines split
+the stack between pipeline stages by position (vLLM ``get_pp_indices``), so with positions a profile
+knows each stage's layers; without them each stage is assumed to hold ``ceil(count / pp)`` layers of
+each group (an even split). The config importer writes positions where the order can matter (more than
+one group, or layers without a cache).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from .errors import EngineInputError, is_int
@@ -95,6 +103,10 @@ class LayerGroup:
     variant: str = ""
     #: The model family whose serving-engine defaults apply (``LINEAR_FAMILIES``); ``""``: none.
     family: str = ""
+    #: 0-based positions of the group's layers in the decoder stack, ascending; ``()``: not stated.
+    layers: tuple[int, ...] = ()
+    #: Layers of the decoder stack the positions are in (``num_hidden_layers``); 0 with no positions.
+    decoder_layers: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form: only the keys that matter for this kind (dtypes and variant when set)."""
@@ -108,14 +120,59 @@ class LayerGroup:
         for key in OPTIONAL_DTYPES[self.kind]:
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.layers:
+            out["layers"] = list(self.layers)
+            out["decoder_layers"] = self.decoder_layers
         return out
+
+
+#: Keys every kind of layer group may carry: where its layers sit in the decoder stack.
+POSITION_KEYS: tuple[str, ...] = ("layers", "decoder_layers")
+
+
+def _position_errors(groups: list[LayerGroup] | tuple[LayerGroup, ...], paths: list[str]) -> dict[str, list[str]]:
+    """Errors of the groups' ``layers`` / ``decoder_layers`` (positions in the decoder stack), by path."""
+    errors: dict[str, list[str]] = {}
+    stated = [bool(g.layers) or bool(g.decoder_layers) for g in groups]
+    if not any(stated):
+        return errors
+    if not all(stated):
+        errors["layer_groups"] = ["Give layers and decoder_layers for every layer group or for none."]
+        return errors
+    stacks = {g.decoder_layers for g in groups}
+    total = sum(g.count for g in groups)
+    if len(stacks) > 1:
+        errors["layer_groups"] = ["Every layer group must give the same decoder_layers."]
+        return errors
+    stack = stacks.pop()
+    if not is_int(stack) or not total <= stack <= MAX_LAYERS:
+        errors[f"{paths[0]}.decoder_layers"] = [
+            f"Must be a whole number from the {total:,} layers of the groups to {MAX_LAYERS:,}."
+        ]
+        return errors
+    seen: set[int] = set()
+    for g, path in zip(groups, paths, strict=True):
+        positions = g.layers
+        if len(positions) != g.count:
+            errors[f"{path}.layers"] = [f"Lists {len(positions):,} positions; count is {g.count:,}."]
+        elif any(not is_int(i) or not 0 <= i < stack for i in positions):
+            errors[f"{path}.layers"] = [f"Positions are whole numbers from 0 to {stack - 1:,} (decoder_layers - 1)."]
+        elif any(b <= a for a, b in pairwise(positions)):
+            errors[f"{path}.layers"] = ["Positions must be listed in ascending order, each once."]
+        elif seen & set(positions):
+            errors[f"{path}.layers"] = ["A position is already another layer group's."]
+        else:
+            seen |= set(positions)
+    return errors
 
 
 def parse_layer_groups(raw: Any) -> tuple[LayerGroup, ...]:
     """Validate a JSON list of layer groups and return them as ``LayerGroup`` objects.
 
     Raises ``EngineInputError`` with paths like ``layer_groups.1.kv_heads`` for every problem
-    found (unknown kind, missing or unknown keys, non-positive integers, unknown dtypes).
+    found (unknown kind, missing or unknown keys, non-positive integers, unknown dtypes, positions
+    (``layers`` / ``decoder_layers``, module docstring) given for some groups only, out of the stack,
+    out of order or shared).
     """
     errors: dict[str, list[str]] = {}
     if not isinstance(raw, list) or not raw:
@@ -132,7 +189,7 @@ def parse_layer_groups(raw: Any) -> tuple[LayerGroup, ...]:
                 f"Unknown layer kind {kind!r}; use one of {', '.join(LAYER_KINDS)}."
             )
             continue
-        allowed = {"kind", "count", *REQUIRED_KEYS[kind], *OPTIONAL_DTYPES[kind]}
+        allowed = {"kind", "count", *REQUIRED_KEYS[kind], *OPTIONAL_DTYPES[kind], *POSITION_KEYS}
         if kind == "linear":
             allowed |= {"variant", "family"}
         for key in sorted(set(item) - allowed):
@@ -174,10 +231,28 @@ def parse_layer_groups(raw: Any) -> tuple[LayerGroup, ...]:
                 values[key] = name
         if kind == "linear" and "conv_kernel" in values and values["conv_kernel"] < 1:
             errors.setdefault(f"{path}.conv_kernel", []).append("Must be at least 1.")
+        positions = item.get("layers")
+        if positions is not None:
+            if not isinstance(positions, list) or len(positions) > MAX_LAYERS:
+                errors.setdefault(f"{path}.layers", []).append(f"Must be a list of at most {MAX_LAYERS:,} positions.")
+            elif any(isinstance(i, bool) or not isinstance(i, int) for i in positions):
+                errors.setdefault(f"{path}.layers", []).append("Positions are whole numbers.")
+            else:
+                values["layers"] = tuple(positions)
+        stack = item.get("decoder_layers")
+        if stack is not None:
+            if isinstance(stack, bool) or not isinstance(stack, int) or not 1 <= stack <= MAX_LAYERS:
+                errors.setdefault(f"{path}.decoder_layers", []).append(
+                    f"Must be a whole number from 1 to {MAX_LAYERS:,}."
+                )
+            else:
+                values["decoder_layers"] = stack
         if not any(k.startswith(path) for k in errors):
             groups.append(LayerGroup(**values))
     if not errors and sum(g.count for g in groups) > MAX_LAYERS:
         errors["layer_groups"] = [f"A model has at most {MAX_LAYERS:,} layers (counts of all groups together)."]
+    if not errors:
+        errors.update(_position_errors(groups, [f"layer_groups.{i}" for i in range(len(groups))]))
     if errors:
         raise EngineInputError(errors)
     return tuple(groups)
@@ -401,6 +476,8 @@ def group_errors(groups: tuple[LayerGroup, ...]) -> dict[str, list[str]]:
         total += g.count if is_int(g.count) else 0
     if not errors and total > MAX_LAYERS:
         errors["layer_groups"] = [f"A model has at most {MAX_LAYERS:,} layers (counts of all groups together)."]
+    if not errors:
+        errors.update(_position_errors(groups, [f"layer_groups.{i}" for i in range(len(groups))]))
     return errors
 
 

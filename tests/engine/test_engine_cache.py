@@ -110,3 +110,60 @@ def test_unknown_kv_dtype_is_a_field_error():
     with pytest.raises(EngineInputError) as exc:
         kv_bytes_per_token(LLAMA_31_70B, "fp4x")
     assert set(exc.value.errors) == {"kv_cache_dtype"}
+
+
+def _positioned(full: list[int], sliding: list[int], stack: int, **extra) -> list[dict]:
+    return [
+        {"kind": "full", "count": len(full), "kv_heads": 8, "head_dim": 128, "layers": full, "decoder_layers": stack},
+        {"kind": "sliding", "count": len(sliding), "kv_heads": 8, "head_dim": 128, "window": 4096,
+         "layers": sliding, "decoder_layers": stack, **extra},
+    ]  # fmt: skip
+
+
+def test_layer_positions_parse_and_round_trip():
+    """A group may give its layers' 0-based positions in the decoder stack and the stack's length (layers
+    without a cache included): they parse to ``layers`` / ``decoder_layers`` and ``to_dict`` writes them back."""
+    raw = _positioned([1, 3], [0, 2, 5], 6)
+    groups = parse_layer_groups(raw)
+    assert groups[0].layers == (1, 3) and groups[1].decoder_layers == 6
+    assert [g.to_dict() for g in groups] == raw
+    # Without positions nothing changes (an even split between pipeline stages is assumed).
+    assert parse_layer_groups([{"kind": "full", "count": 4, "kv_heads": 8, "head_dim": 128}])[0].layers == ()
+
+
+@pytest.mark.parametrize(
+    ("raw", "path", "words"),
+    [
+        (
+            [
+                _positioned([1, 3], [0, 2], 4)[0],
+                {"kind": "sliding", "count": 2, "kv_heads": 8, "head_dim": 128, "window": 4096},
+            ],
+            "layer_groups",
+            "every layer group or for none",
+        ),
+        (_positioned([1, 3], [0, 2], 4, decoder_layers=5), "layer_groups", "same decoder_layers"),
+        (_positioned([1, 3], [0, 2], 3), "layer_groups.0.decoder_layers", "from the 4 layers"),
+        (_positioned([1, 3], [0, 2, 4], 6, count=2), "layer_groups.1.layers", "count is 2"),
+        (_positioned([1, 9], [0, 2], 4), "layer_groups.0.layers", "from 0 to 3"),
+        (_positioned([3, 1], [0, 2], 4), "layer_groups.0.layers", "ascending"),
+        (_positioned([1, 3], [0, 3], 4), "layer_groups.1.layers", "another layer group's"),
+        (_positioned([1, True], [0, 2], 4), "layer_groups.0.layers", "whole numbers"),
+        (_positioned([1, 3], [0, 2], 0), "layer_groups.0.decoder_layers", "from 1 to"),
+    ],
+)
+def test_layer_positions_are_validated(raw, path, words):
+    with pytest.raises(EngineInputError) as exc:
+        parse_layer_groups(raw)
+    assert path in exc.value.errors and words in " ".join(exc.value.errors[path])
+
+
+def test_layer_positions_are_bounded():
+    """At most MAX_LAYERS positions in a group (and in a model: they are as many as the counts)."""
+    from planner.engine.limits import MAX_LAYERS
+
+    too_many = [{"kind": "full", "count": 2, "kv_heads": 8, "head_dim": 128, "layers": list(range(MAX_LAYERS + 1)),
+                 "decoder_layers": MAX_LAYERS}]  # fmt: skip
+    with pytest.raises(EngineInputError) as exc:
+        parse_layer_groups(too_many)
+    assert "at most" in exc.value.errors["layer_groups.0.layers"][0]

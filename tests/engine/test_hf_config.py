@@ -239,6 +239,9 @@ def test_kimi_k3_kda_and_mla():
     """text_config of KimiK3ForConditionalGeneration: 69 KDA layers, 24 MLA (every 4th and the last)."""
     k3 = imported("moonshotai--Kimi-K3", total_params=2_800_000_000_000, active_params=104_000_000_000)
     rec = k3.record
+    # Two kinds of layer: each group names its layers' positions (0-based) in the 93-layer stack, which vLLM
+    # splits between pipeline stages by position (get_pp_indices).
+    mla_at = [*range(3, 92, 4), 92]
     assert rec["layer_groups"] == [
         {
             "kind": "linear",
@@ -249,8 +252,17 @@ def test_kimi_k3_kda_and_mla():
             "value_dim": 128,
             "conv_kernel": 4,
             "variant": "kda",
+            "layers": [i for i in range(93) if i not in mla_at],
+            "decoder_layers": 93,
         },
-        {"kind": "mla", "count": 24, "kv_lora_rank": 512, "qk_rope_head_dim": 64},
+        {
+            "kind": "mla",
+            "count": 24,
+            "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64,
+            "layers": mla_at,
+            "decoder_layers": 93,
+        },
     ]
     model = ModelArch.from_record(rec)
     # MLA: 24 layers x (512 + 64) x 2 B = 27,648 B per token (bf16 cache)
@@ -294,8 +306,22 @@ def test_nemotron_mamba2_hybrids_map_exactly():
         "conv_kernel": 4,
         "variant": "mamba2",
         "family": "nemotron_h",
+        "layers": groups[0]["layers"],
+        "decoder_layers": 118,  # the whole hybrid_override_pattern, MLP-only layers included
     }
-    assert groups[1] == {"kind": "full", "count": 10, "kv_heads": 8, "head_dim": 128}
+    assert groups[1] == {
+        "kind": "full",
+        "count": 10,
+        "kv_heads": 8,
+        "head_dim": 128,
+        "layers": groups[1]["layers"],
+        "decoder_layers": 118,
+    }
+    pattern = json.loads((FIXTURES / "nvidia--Nemotron-H-56B-Base-8K_config.json").read_text())[
+        "hybrid_override_pattern"
+    ]
+    assert groups[0]["layers"] == [i for i, c in enumerate(pattern) if c == "M"]
+    assert groups[1]["layers"] == [i for i, c in enumerate(pattern) if c == "*"]
     model = ModelArch.from_record(h56.record)
     # vLLM mamba2_state_shape: temporal (256, 64, 256) fp32; conv (3, 256 x 64 + 2 x 8 x 256) bf16
     assert state_bytes_per_sequence(model) == 54 * (256 * 64 * 256 * 4 + 3 * (16_384 + 4_096) * 2) == 912_605_184
@@ -310,16 +336,22 @@ def test_nemotron_mamba2_hybrids_map_exactly():
 
 
 def test_sliding_window_from_layer_types():
+    # Two kinds of layer: each group names its positions in the stack (count_groups).
     gpt = imported("openai--gpt-oss-120b").record
     assert gpt["layer_groups"] == [
-        {"kind": "sliding", "count": 18, "kv_heads": 8, "head_dim": 64, "window": 128},
-        {"kind": "full", "count": 18, "kv_heads": 8, "head_dim": 64},
-    ]
+        {"kind": "sliding", "count": 18, "kv_heads": 8, "head_dim": 64, "window": 128,
+         "layers": list(range(0, 36, 2)), "decoder_layers": 36},
+        {"kind": "full", "count": 18, "kv_heads": 8, "head_dim": 64,
+         "layers": list(range(1, 36, 2)), "decoder_layers": 36},
+    ]  # fmt: skip
     gemma = imported("google--gemma-4-26B-A4B").record
+    full_at = [5, 11, 17, 23, 29]
     assert gemma["layer_groups"] == [
-        {"kind": "sliding", "count": 25, "kv_heads": 8, "head_dim": 256, "window": 1024},
-        {"kind": "full", "count": 5, "kv_heads": 2, "head_dim": 512},  # global_head_dim, k_eq_v global heads
-    ]
+        {"kind": "sliding", "count": 25, "kv_heads": 8, "head_dim": 256, "window": 1024,
+         "layers": [i for i in range(30) if i not in full_at], "decoder_layers": 30},
+        # global_head_dim, k_eq_v global heads
+        {"kind": "full", "count": 5, "kv_heads": 2, "head_dim": 512, "layers": full_at, "decoder_layers": 30},
+    ]  # fmt: skip
 
 
 def test_qwen2_style_and_pattern_sliding_rules():
@@ -338,11 +370,12 @@ def test_qwen2_style_and_pattern_sliding_rules():
     }
     groups = model_record_from_config(base, name="q").record["layer_groups"]
     assert groups == [
-        {"kind": "full", "count": 2, "kv_heads": 2, "head_dim": 64},
-        {"kind": "sliding", "count": 2, "kv_heads": 2, "head_dim": 64, "window": 1024},
-    ]
+        {"kind": "full", "count": 2, "kv_heads": 2, "head_dim": 64, "layers": [0, 1], "decoder_layers": 4},
+        {"kind": "sliding", "count": 2, "kv_heads": 2, "head_dim": 64, "window": 1024,
+         "layers": [2, 3], "decoder_layers": 4},
+    ]  # fmt: skip
     off = model_record_from_config({**base, "use_sliding_window": False}, name="q").record["layer_groups"]
-    assert off == [{"kind": "full", "count": 4, "kv_heads": 2, "head_dim": 64}]
+    assert off == [{"kind": "full", "count": 4, "kv_heads": 2, "head_dim": 64}]  # one kind: no positions
     gemma3 = {**base, "model_type": "gemma3_text", "sliding_window_pattern": 2}
     del gemma3["use_sliding_window"]
     pattern = model_record_from_config(gemma3, name="g").record["layer_groups"]

@@ -95,6 +95,89 @@ def test_mla_deepseek_v3_tp8_block_64_not_split_by_tp():
     assert a.max_concurrency == pytest.approx(9_549 / 2_560)
 
 
+@pytest.mark.parametrize(
+    ("version", "device", "kv_dtype", "block"),
+    [
+        # Up to 0.17 platforms/cuda.py check_and_update_config forces FlashMLA's 64 on a Hopper (any KV dtype).
+        ("0.17.0", "NVIDIA H200 SXM 141GB", "bf16", 64),
+        ("0.11.1", "NVIDIA H100 SXM 80GB", "bf16", 64),
+        # From 0.18 the block is the first valid backend's of _get_backend_priorities: FLASH_ATTN_MLA's
+        # [MultipleOf(16)] keeps 16 with a bf16 KV cache; it takes no fp8, so FLASHMLA's [64] then.
+        ("0.18.0", "NVIDIA H200 SXM 141GB", "bf16", 16),
+        ("0.33.0", "NVIDIA H100 SXM 80GB", "bf16", 16),
+        ("0.33.0", "NVIDIA H200 SXM 141GB", "fp8", 64),
+        (None, None, "bf16", 16),  # no GPU named: Hopper
+        # Blackwell (SM 10.x): 0.10.0 forces nothing (FlashMLA is Hopper-only), 0.10.2-0.14 CUTLASS MLA's 128,
+        # 0.15-0.17 FlashInfer MLA's 64 (qk_nope_head_dim 128), from 0.18 FLASHINFER_MLA first, [32, 64]: 32.
+        ("0.10.0", "NVIDIA B200 192GB (HGX B200)", "bf16", 16),
+        ("0.11.1", "NVIDIA B200 192GB (HGX B200)", "bf16", 128),
+        ("0.14.0", "NVIDIA GB300 (Blackwell Ultra) 288GB, NVL72", "bf16", 128),
+        ("0.15.0", "NVIDIA B200 192GB (HGX B200)", "bf16", 64),
+        ("0.17.0", "NVIDIA B200 192GB (HGX B200)", "bf16", 64),
+        ("0.18.0", "NVIDIA B200 192GB (HGX B200)", "bf16", 32),
+        ("0.33.0", "NVIDIA GB300 (Blackwell Ultra) 288GB, NVL72", "fp8", 32),
+        # Other GPUs: no FlashMLA before 0.18, TRITON_MLA's [MultipleOf(16)] after.
+        ("0.11.1", "NVIDIA A100 SXM 80GB", "bf16", 16),
+        ("0.33.0", "NVIDIA L40S 48GB (PCIe)", "bf16", 16),
+    ],
+)
+def test_mla_block_follows_release_gpu_and_kv_dtype(version, device, kv_dtype, block):
+    """DeepSeek-V3 at tp 8 (read in the 0.10.0, 0.10.2, 0.11.1, 0.13.0, 0.14.0, 0.15.0, 0.16.0, 0.17.0, 0.18.0,
+    0.19.0, 0.22.0, 0.28.0 and 0.33.0 wheels' platforms/cuda.py and v1/attention/backends/mla/*.py). The page
+    is block x 576 x bytes: num_blocks scales by 1 / block."""
+    a = vllm_allocation(
+        DEEPSEEK_V3,
+        Layout(tp=8),
+        available_bytes=AVAILABLE,
+        max_model_len=163_840,
+        version=version,
+        kv_cache_dtype=kv_dtype,
+        device_name=device,
+    )
+    assert a.block_size_tokens == block
+    per_token = 576 * (1 if kv_dtype == "fp8" else 2)
+    assert a.num_blocks == 42_949_672_960 // (block * per_token) // 61
+
+
+def test_mla_deepseek_v3_tp8_block_16_on_hopper_from_0_18():
+    """DeepSeek-V3 at tp 8 under vLLM 0.33 on an H200: FLASH_ATTN_MLA keeps 16-token blocks: page 16 x 576 x 2 =
+    18,432 B; num_blocks = 42,949,672,960 // 18,432 // 61 = 38,199 (4 x 9,549 + 3); tokens
+    int(38,199 / 10,240 x 163,840) = 611,184 (64-token blocks: 611,136); 3.73x either way."""
+    r = size(DEEPSEEK_V3, H200, layout=Layout(tp=8), context_tokens=163_840, engine="vllm", available_kv_cache_gib=40)
+    a = r.allocation
+    assert (a.block_size_tokens, a.num_blocks) == (16, 38_199)
+    assert a.kv_cache_tokens == int(38_199 / 10_240 * 163_840) == 611_184
+    assert any("FLASH_ATTN_MLA" in n for n in a.assumptions)
+    b200 = size(
+        DEEPSEEK_V3,
+        reference.accelerator("b200-192gb"),
+        layout=Layout(tp=8),
+        context_tokens=163_840,
+        engine="vllm",
+        available_kv_cache_gib=40,
+    ).allocation
+    assert b200.block_size_tokens == 32 and any("FLASHINFER_MLA" in n for n in b200.assumptions)
+
+
+def test_gpu_generation_from_the_name():
+    from planner.engine.profiles.vllm import gpu_generation
+
+    names = {
+        "NVIDIA H100 SXM 80GB": "sm90",
+        "NVIDIA H200 SXM 141GB": "sm90",
+        "NVIDIA GH200 480GB": "sm90",
+        "NVIDIA B200 192GB (HGX B200)": "sm100",
+        "NVIDIA GB300 (Blackwell Ultra) 288GB, NVL72": "sm100",
+        "NVIDIA RTX PRO 6000 Blackwell": "sm120",
+        "NVIDIA A100 SXM 80GB": "sm8x",
+        "NVIDIA L40S 48GB (PCIe)": "sm8x",
+        "NVIDIA GeForce RTX 4090 24GB": "sm8x",
+        "AMD Instinct MI300X 192GB": "sm90",  # not recognised: Hopper assumed, and said
+    }
+    assert {n: gpu_generation(n)[0] for n in names} == names
+    assert "not recognised" in gpu_generation("AMD Instinct MI300X 192GB")[1]
+
+
 def test_block_size_override():
     """--block-size 32 on Llama-70B tp 4: page 32,768 B, num_blocks 16,384, tokens 524,288 (unchanged)."""
     a = vllm_allocation(
@@ -129,17 +212,24 @@ def test_kimi_linear_kda_state_fp32_and_mla_alignment_by_release():
 
 def test_k3_mla_hybrid_alignment_moves_to_128_at_0_27():
     """Kimi K3 at tp 1, bf16 KV: KDA state 96 x 128 x 128 x 4 B = 6,291,456 + conv 3 x 36,864 x 2 B = 221,184
-    -> 6,512,640 B per layer; MLA 1,152 B per token. vLLM 0.26.0 aligns MLA hybrids to the backend's kernel
-    block (64): 64 x cdiv(6,512,640, 73,728) = 64 x 89 = 5,696 tokens; 0.27.0 adds the 128 alignment for
-    use_mla (vllm/platforms/interface.py _align_hybrid_block_size, read in both wheels):
-    128 x cdiv(6,512,640, 147,456) = 128 x 45 = 5,760, kept by 0.33.0."""
+    -> 6,512,640 B per layer; MLA 1,152 B per token. vLLM 0.20-0.26 align MLA hybrids to the backend's smallest
+    kernel block (vllm/platforms/interface.py _align_hybrid_block_size): on a Hopper with a bf16 KV cache that is
+    FLASH_ATTN_MLA's 16 (first in platforms/cuda.py _get_backend_priorities): 16 x cdiv(6,512,640, 18,432) =
+    16 x 354 = 5,664 tokens (this test said 5,696 = 64 x 89 while the profile took FlashMLA's 64 for every
+    release); with an fp8 KV cache FLASHMLA's 64: 64 x cdiv(6,512,640, 36,864) = 64 x 177 = 11,328. 0.27.0 adds
+    the 128 alignment for use_mla (read in both wheels): 128 x cdiv(6,512,640, 147,456) = 128 x 45 = 5,760, kept
+    by 0.33.0, whatever the backend."""
     blocks = {
         version: vllm_allocation(
             KIMI_K3, Layout(), available_bytes=AVAILABLE, max_model_len=131_072, version=version
         ).block_size_tokens
         for version in ("0.26.0", "0.27.0", "0.33.0")
     }
-    assert blocks == {"0.26.0": 5_696, "0.27.0": 5_760, "0.33.0": 5_760}
+    assert blocks == {"0.26.0": 5_664, "0.27.0": 5_760, "0.33.0": 5_760}
+    fp8 = vllm_allocation(
+        KIMI_K3, Layout(), available_bytes=AVAILABLE, max_model_len=131_072, version="0.26.0", kv_cache_dtype="fp8"
+    )
+    assert fp8.block_size_tokens == 11_328
 
 
 def test_k3_alignment_64_vs_128():
@@ -312,3 +402,102 @@ def test_nemotron_h_state_dtype_follows_the_release():
     stated = _nemotron_h_56b(mamba_ssm_cache_dtype="bfloat16")
     a = vllm_allocation(stated, Layout(tp=4), available_bytes=AVAILABLE, max_model_len=8_192, version="0.33.0")
     assert (a.state_dtype, a.state_page_bytes) == ("bf16", 2_097_152 + 30_720)
+
+
+def test_pp_stages_split_by_layer_index():
+    """vllm/distributed/utils.py get_pp_indices (VLLM_PP_LAYER_PARTITION unset; the same in the 0.10.0, 0.16.0,
+    0.22.0 and 0.33.0 wheels): layers // pp each, the remainder one more each on the stages before the last,
+    from the second-to-last back."""
+    from planner.engine.profiles.vllm import pp_stages
+
+    assert pp_stages(93, 2) == [range(0, 47), range(47, 93)]
+    assert [len(r) for r in pp_stages(93, 4)] == [23, 23, 24, 23]
+    assert [len(r) for r in pp_stages(62, 4)] == [15, 16, 16, 15]
+    assert [len(r) for r in pp_stages(61, 1)] == [61]
+
+
+def _without_positions(model):
+    import dataclasses
+
+    groups = tuple(dataclasses.replace(g, layers=(), decoder_layers=0) for g in model.layer_groups)
+    return dataclasses.replace(model, layer_groups=groups)
+
+
+K3_STAGE_BYTES = 32_268_191_927  # the oracle's Kimi K3 case (H200, tp 8 x pp 2), docs/sizing.md
+
+
+def test_k3_pp2_stages_by_layer_position_from_0_11():
+    """Kimi K3 at tp 8 x pp 2 (vLLM 0.33, 1,048,576 tokens): get_pp_indices gives layers 0-46 and 47-92; the MLA
+    layers are 3, 7, ..., 91 and 92, so stage 0 holds 11 and stage 1 13. get_kv_cache_configs (0.11.0+) forms
+    the groups over the whole model (69 KDA + 24 MLA: group_size 24, 3 KDA groups of 23 + 1 MLA group), and
+    each stage's block holds its largest part of one group: 13 pages of 884,736 B on stage 1, which has the
+    fewest blocks: 32,268,191,927 // 884,736 // 13 = 2,805 blocks, int(2,805 / 1,372 x 1,048,576) = 2,143,772
+    tokens (vLLM 0.33's own allocator, bench/vllm_oracle.py). A record without positions keeps the even split
+    (ceil(24 / 2) = 12 MLA, 35 KDA: group_size 12, 3,039 blocks) and says so."""
+    a = vllm_allocation(KIMI_K3, Layout(tp=8, pp=2), available_bytes=K3_STAGE_BYTES, max_model_len=1_048_576)
+    assert (a.block_size_tokens, a.num_blocks, a.kv_cache_tokens) == (768, 2_805, 2_143_772)
+    assert a.num_blocks == K3_STAGE_BYTES // 884_736 // 13
+    assert [(g.kind, g.layers, g.padding_layers) for g in a.groups] == [("linear", 13, 2)] * 3 + [("mla", 13, 0)]
+    assert any("47 + 46 of 93 decoder layers" in n for n in a.assumptions)
+    # The KDA state one GPU holds: stage 0's 36 KDA layers x 814,080 B.
+    assert a.state_bytes_per_sequence_per_gpu == 36 * 814_080
+    even = vllm_allocation(
+        _without_positions(KIMI_K3), Layout(tp=8, pp=2), available_bytes=K3_STAGE_BYTES, max_model_len=1_048_576
+    )
+    assert (even.num_blocks, even.kv_cache_tokens) == (3_039, 2_322_611)
+    assert any("ceil(count / 2)" in n for n in even.assumptions)
+    # One stage: positions change nothing.
+    one = vllm_allocation(KIMI_K3, Layout(tp=8), available_bytes=AVAILABLE, max_model_len=131_072)
+    assert one == vllm_allocation(
+        _without_positions(KIMI_K3), Layout(tp=8), available_bytes=AVAILABLE, max_model_len=131_072
+    )
+
+
+def test_pp_stages_grouped_per_stage_before_0_11():
+    """vLLM 0.10.x formed each stage's groups from its own layers (v1/engine/core.py: get_kv_cache_config per
+    worker) and unify_kv_cache_configs asserted the stages' groups match: Kimi K3's stage 0 (36 KDA, 11 MLA:
+    group_size 11, 4 KDA groups) and stage 1 (33 KDA, 13 MLA: group_size 13, 3 KDA groups) do not, so the
+    profile refuses it there; 0.11.0 (get_kv_cache_configs, whole-model groups) sizes it. A model whose stages
+    group alike (gpt-oss, sliding and full alternating: 9 + 9 per stage) gets the same blocks either way."""
+    with pytest.raises(EngineInputError) as exc:
+        vllm_allocation(
+            KIMI_K3, Layout(tp=8, pp=2), available_bytes=K3_STAGE_BYTES, max_model_len=131_072, version="0.10.2"
+        )
+    assert "per pipeline stage" in exc.value.errors["engine_version"][0]
+    at_011 = vllm_allocation(
+        KIMI_K3, Layout(tp=8, pp=2), available_bytes=K3_STAGE_BYTES, max_model_len=131_072, version="0.11.0"
+    )
+    # 0.11.0 aligns MLA hybrids to 16 (HYBRID_ALIGNMENT; 64 from 0.11.1): 16 x cdiv(814,080, 18,432) = 720 tokens.
+    assert at_011.block_size_tokens == 720
+    assert at_011.num_blocks == K3_STAGE_BYTES // (720 * 1_152) // 13
+    gpt = _imported("openai--gpt-oss-120b")
+    assert all(g.layers for g in gpt.layer_groups)
+    blocks = {
+        v: vllm_allocation(
+            gpt, Layout(tp=2, pp=2), available_bytes=AVAILABLE, max_model_len=131_072, version=v
+        ).num_blocks
+        for v in ("0.10.2", "0.11.0")
+    }
+    assert blocks == {"0.10.2": 42_949_672_960 // 16_384 // 9, "0.11.0": 42_949_672_960 // 16_384 // 9}
+
+
+def _imported(name: str):
+    """A model imported from its published config (tests/fixtures/hf-configs), with its layers' positions."""
+    import json
+    from pathlib import Path
+
+    from planner.engine import ModelArch, model_record_from_config
+
+    path = Path(__file__).resolve().parents[1] / f"fixtures/hf-configs/{name}_config.json"
+    return ModelArch.from_record(model_record_from_config(json.loads(path.read_text()), name=name).record)
+
+
+def test_nemotron_stages_count_layers_without_a_cache():
+    """Nemotron-3-Ultra-550B's 108-layer pattern ends in MoE-only layers without a cache: get_pp_indices splits all
+    108 (54 + 54), which the record's decoder_layers says. At tp 8 x pp 2 (the oracle's case, identical to vLLM
+    0.33) the busiest stage's largest group part decides num_blocks, as in vLLM."""
+    ultra = _imported("nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16")
+    assert {g.decoder_layers for g in ultra.layer_groups} == {108}
+    assert sum(g.count for g in ultra.layer_groups) < 108
+    a = vllm_allocation(ultra, Layout(tp=8, pp=2), available_bytes=AVAILABLE, max_model_len=262_144)
+    assert any("54 + 54 of 108 decoder layers" in n for n in a.assumptions)

@@ -4,7 +4,8 @@ One ``Layer`` per decoder layer (multi-token-prediction layers are not decoder l
 out): its mixer (``gqa``, ``mla``, ``kda``, ``gdn``, ``mamba2``; ``None`` for a Nemotron-H MLP-only
 layer), the cache it keeps as a one-layer ``LayerGroup``, and its feed-forward block (``dense``,
 ``moe`` or ``none``). Equal one-layer groups are then counted into the model's ``layer_groups``, in
-the order they first appear. Each mapping follows the vLLM model that serves the architecture
+the order they first appear, with their layers' positions where the order can matter
+(``count_groups``). Each mapping follows the vLLM model that serves the architecture
 (``vllm/model_executor/models/*.py``, v0.33) and is spelled out in docs/sizing.md, "Importing a model
 from config.json":
 
@@ -53,12 +54,22 @@ class Layer:
 
 
 def count_groups(layers: Sequence[Layer]) -> tuple[LayerGroup, ...]:
-    """Equal one-layer groups counted together, in the order they first appear."""
-    counts: dict[LayerGroup, int] = {}
-    for layer in layers:
+    """Equal one-layer groups counted together, in the order they first appear.
+
+    Where the order of the layers can matter (more than one group, or layers without a cache), each
+    group also carries its layers' positions in the decoder stack (``layers``, 0-based) and the stack's
+    length (``decoder_layers``): serving engines split the stack between pipeline stages by position."""
+    positions: dict[LayerGroup, list[int]] = {}
+    for i, layer in enumerate(layers):
         if layer.group is not None:
-            counts[layer.group] = counts.get(layer.group, 0) + 1
-    return tuple(replace(group, count=count) for group, count in counts.items())
+            positions.setdefault(layer.group, []).append(i)
+    ordered = len(positions) > 1 or any(layer.group is None for layer in layers)
+    return tuple(
+        replace(group, count=len(where), layers=tuple(where), decoder_layers=len(layers))
+        if ordered
+        else replace(group, count=len(where))
+        for group, where in positions.items()
+    )
 
 
 def layer_count(r: ConfigReader) -> int:

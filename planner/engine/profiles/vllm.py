@@ -7,17 +7,29 @@ Read from vLLM's own source, per release (``pip download vllm==X --no-deps``; pa
   ``block_size x (kv_lora_rank + qk_rope_head_dim) x dtype`` (``MLAAttentionSpec``, one latent
   "head"); a linear-attention (mamba) layer one page per request holding its conv and recurrent
   state (``MambaSpec.page_size_bytes``, padded to ``page_size_padded``).
-* **Block size**: 16 tokens (``platforms/cuda.py``: ``cache_config.block_size = 16``); MLA models 64
-  (FlashMLA backend on Hopper; "Forcing kv cache block size to 64 for FlashMLA backend"); a user's
-  ``--block-size`` overrides. Hybrid (linear + attention) models raise the attention block so that
+* **Block size**: 16 tokens (``platforms/cuda.py``: ``cache_config.block_size = 16``); a user's
+  ``--block-size`` overrides. MLA models by release, GPU generation (``gpu_generation``, from the
+  accelerator's name) and KV dtype (``mla_block_size``). Up to 0.17 ``CudaPlatform.check_and_update_config``
+  forces the block of the backend it defaults to: 64 on Hopper (FlashMLA, "Forcing kv cache block size to
+  64 for FlashMLA backend"); on Blackwell nothing in 0.10.0 (FlashMLA is Hopper-only), 128 in 0.10.2-0.14
+  (CUTLASS MLA), 64 in 0.15-0.17 (FlashInfer MLA, ``qk_nope_head_dim`` 128); 16 elsewhere. From 0.18.0
+  ``Platform.update_block_size_for_backend`` (``platforms/interface.py``) takes the preferred block
+  (``AttentionBackend.get_preferred_block_size``, ``v1/attention/backend.py``) of the first backend of
+  ``_get_backend_priorities`` (``platforms/cuda.py``) that takes the configuration: on SM 9.x
+  FLASH_ATTN_MLA (``v1/attention/backends/mla/flashattn_mla.py``: ``major == 9``, KV dtypes auto / fp16 /
+  bf16, ``[MultipleOf(16)]``): 16, and with an fp8 KV cache FLASHMLA's ``[64]``; on SM 10.x FLASHINFER_MLA
+  (``flashinfer_mla.py``: ``[32, 64]``): 32; elsewhere TRITON_MLA's ``[MultipleOf(16)]``: 16 (read in the
+  0.10.0, 0.10.2, 0.11.1, 0.13.0-0.19.0, 0.22.0, 0.28.0 and 0.33.0 wheels). Hybrid (linear + attention)
+  models raise the attention block so that
   one attention page holds at least one state page, and pad the state page to equal it
   (``HybridAttentionMambaModelConfig.verify_and_update_config`` in ``model_executor/models/config.py``
   up to 0.19, ``Platform._align_hybrid_block_size`` in ``platforms/interface.py`` from 0.20):
   ``block = align x cdiv(state_page, align x attention_page_per_token)``, logged as "Setting
   attention block size to N tokens", and "Padding mamba page size by P%". ``align`` is 16; for MLA
-  hybrids 64 from 0.11.1 (128 with CUTLASS MLA) and 128 from 0.27.0 (``use_mla``: "TRTLLM/FlashInfer
-  MLA decode kernels require the physical number of kernel blocks to be aligned to 128"; 0.26.0 has
-  only the backend's smallest kernel block).
+  hybrids 64 in 0.11.1-0.19 (128 with CUTLASS MLA, not modelled); from 0.20 the backend's smallest kernel
+  block and at least the block chosen (FLASH_ATTN_MLA's 16 on a Hopper with bf16), and from 0.27.0 at
+  least 128 (``use_mla``: "TRTLLM/FlashInfer MLA decode kernels require the physical number of kernel
+  blocks to be aligned to 128"; 0.26.0 has only the backend's smallest kernel block).
 * **State dtypes** (``model_executor/layers/mamba/mamba_utils.py``, ``MambaStateDtypeCalculator``):
   gated DeltaNet and Mamba2 keep conv and recurrent state in the model dtype unless
   ``--mamba-ssm-cache-dtype`` (or, from 0.2x, a Qwen3.5 config's ``mamba_ssm_dtype``) says otherwise;
@@ -28,9 +40,22 @@ Read from vLLM's own source, per release (``pip download vllm==X --no-deps``; pa
 * **Groups** (``v1/core/kv_cache_utils.py`` ``_get_kv_cache_groups_uniform_page_size``; from 0.2x
   ``kv_cache_planning.py``): layers of one spec form a type; ``group_size`` is the smallest type's
   layer count (from 0.18 the largest's when it is under 1.5x the smallest); each type is cut into
-  ``cdiv(layers, group_size)`` groups, the last padded. A model with one spec has one group.
-* **Blocks**: ``num_blocks = available // page // group_size`` (``get_num_blocks``): every layer
-  slot of a group gets its own tensor of ``num_blocks`` pages, shared by one layer of each group.
+  ``cdiv(layers, group_size)`` groups, group ``i`` holding its layers ``[i::groups]``. A model with one
+  spec has one group.
+* **Pipeline stages** (``distributed/utils.py`` ``get_pp_indices``, every modelled release,
+  ``VLLM_PP_LAYER_PARTITION`` unset): the decoder stack is split by layer position, ``layers // pp``
+  each and the remainder one more each on the stages before the last, from the second-to-last back
+  (``pp_stages``). From 0.11.0 (``v1/core/kv_cache_utils.py`` ``get_kv_cache_configs``; 0.33
+  ``kv_cache_planning.py`` ``get_global_kv_cache_groups``) the groups are the whole model's, each
+  stage holds its part of each group and sizes its block by its largest part, and the smallest
+  ``num_blocks`` of the stages is kept; 0.10.x (``v1/engine/core.py``: ``get_kv_cache_config`` per
+  worker, ``unify_kv_cache_configs``) grouped each stage on its own and required the stages' groups to
+  match (refused here when they do not). This needs the layers' positions (``LayerGroup.layers``, written
+  by the config importer); a record without them is taken as ``ceil(count / pp)`` layers of each group
+  on the busiest stage, and the assumptions say so.
+* **Blocks**: ``num_blocks = available // page // slots`` (``get_num_blocks``), ``slots`` the most layers
+  of one group on one stage (``group_size`` at pp 1): every layer slot gets its own tensor of
+  ``num_blocks`` pages, shared by one layer of each group.
 * **Concurrency** ("Maximum concurrency for L tokens per request: X x"): ``num_blocks / sum over
   groups of blocks per request at L`` (``get_max_concurrency_for_kv_cache_config``); a request holds
   ``cdiv(L, block)`` blocks of an attention group, ``cdiv(min(window - 1 + in_flight, L), block)
@@ -61,6 +86,7 @@ token, per-layer KV dtype skips.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..errors import EngineInputError
@@ -89,6 +115,8 @@ class VllmRelease:
     since: str
     logged_tokens: str  # "per_group" | "concurrency"
     group_size_rule: str  # "min" | "min_or_max"
+    #: The least alignment of an MLA hybrid's attention block: fixed up to 0.19 (16, then 64 from 0.11.1), the
+    #: ``use_mla`` floor from 0.27 (128); 0 in 0.20-0.26, which align to the backend's smallest kernel block only.
     mla_hybrid_alignment: int
     source: str
     #: Nemotron-H's recurrent state dtype when its config states none (``NemotronHForCausalLMConfig``).
@@ -97,6 +125,16 @@ class VllmRelease:
     in_flight_batches: bool = False
     #: Prefix caching on by default for hybrid (linear + attention) models (0.28+), so mamba "align" mode.
     hybrid_prefix_caching: bool = False
+    #: KV cache groups formed over the whole model and projected onto each pipeline stage (0.11.0+,
+    #: ``get_kv_cache_configs``); before, each stage formed its own groups (``get_kv_cache_config`` per worker).
+    global_groups: bool = True
+    #: The MLA block follows the first attention backend of ``platforms/cuda.py`` ``_get_backend_priorities``
+    #: that takes the configuration (0.18+, ``Platform.update_block_size_for_backend``); before, ``CudaPlatform.
+    #: check_and_update_config`` forced the block of the backend it defaulted to.
+    mla_backend_priorities: bool = True
+    #: The MLA block forced on Blackwell (SM 10.x) before ``mla_backend_priorities``: 16 (none forced), 128
+    #: (CUTLASS MLA), 64 (FlashInfer MLA).
+    blackwell_mla_block: int = 0
 
 
 #: The modelled releases, oldest first; each holds until the next.
@@ -108,6 +146,30 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
         HYBRID_ALIGNMENT,
         "vllm 0.10.x-0.11.0 v1/core/kv_cache_utils.py: GPU KV cache size = num_blocks // len(groups) * min_block_size "
         "(_get_kv_cache_config_uniform_page_size; one group: num_blocks * block_size)",
+        global_groups=False,
+        mla_backend_priorities=False,
+        blackwell_mla_block=DEFAULT_BLOCK_SIZE,
+    ),
+    VllmRelease(
+        "0.10.2",
+        "per_group",
+        "min",
+        HYBRID_ALIGNMENT,
+        "vllm 0.10.2 platforms/cuda.py check_and_update_config: MLA on Blackwell (is_device_capability(100)) "
+        "defaults to CUTLASS MLA, block forced to 128 (0.10.0: FlashMLA only, Hopper only)",
+        global_groups=False,
+        mla_backend_priorities=False,
+        blackwell_mla_block=128,
+    ),
+    VllmRelease(
+        "0.11.0",
+        "per_group",
+        "min",
+        HYBRID_ALIGNMENT,
+        "vllm 0.11.0 v1/core/kv_cache_utils.py get_kv_cache_configs: KV cache groups of the whole model, projected "
+        "onto each pipeline stage (0.10.x: get_kv_cache_config per worker, then unify_kv_cache_configs)",
+        mla_backend_priorities=False,
+        blackwell_mla_block=128,
     ),
     VllmRelease(
         "0.11.1",
@@ -115,28 +177,43 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
         "min",
         64,
         "vllm 0.11.1 model_executor/models/config.py: MLA hybrids align the attention block to 64 (FlashMLA)",
+        mla_backend_priorities=False,
+        blackwell_mla_block=128,
+    ),
+    VllmRelease(
+        "0.15.0",
+        "per_group",
+        "min",
+        64,
+        "vllm 0.15.0 platforms/cuda.py check_and_update_config: MLA on Blackwell defaults to FlashInfer MLA "
+        "(qk_nope_head_dim 128), block forced to 64 (0.11.1-0.14: CUTLASS MLA, 128)",
+        mla_backend_priorities=False,
+        blackwell_mla_block=64,
     ),
     VllmRelease(
         "0.18.0",
         "per_group",
         "min_or_max",
         64,
-        "vllm 0.18.0 v1/core/kv_cache_utils.py: group_size = max layers when max < 1.5 x min",
+        "vllm 0.18.0 v1/core/kv_cache_utils.py: group_size = max layers when max < 1.5 x min; platforms/interface.py "
+        "update_block_size_for_backend: the block is the attention backend's preferred size (0.17: forced in "
+        "platforms/cuda.py check_and_update_config)",
     ),
     VllmRelease(
         "0.20.0",
         "per_group",
         "min_or_max",
-        64,
+        0,
         "vllm 0.20.0 model_executor/models/config.py NemotronHForCausalLMConfig: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "
-        "float32 (float16 up to 0.19)",
+        "float32 (float16 up to 0.19); platforms/interface.py _align_hybrid_block_size aligns hybrids to the "
+        "backend's smallest kernel block",
         "fp32",
     ),
     VllmRelease(
         "0.22.0",
         "concurrency",
         "min_or_max",
-        64,
+        0,
         "vllm 0.22.0 v1/core/kv_cache_utils.py: GPU KV cache size = int(max_concurrency * max_model_len)",
         "fp32",
     ),
@@ -144,7 +221,7 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
         "0.26.0",
         "concurrency",
         "min_or_max",
-        64,
+        0,
         "vllm 0.26.0 v1/kv_cache_interface.py SlidingWindowSpec.max_admission_blocks_per_request: window - 1 + "
         "max_in_flight_tokens (max_concurrent_batches x max_num_batched_tokens; 0.25: max_num_batched_tokens)",
         "fp32",
@@ -175,6 +252,76 @@ VLLM_RELEASES: tuple[VllmRelease, ...] = (
 )
 #: The newest release whose source was read for these rules.
 NEWEST_VLLM: str = "0.33.0"
+
+
+#: GPU generations by device name (lower case), as ``platforms/cuda.py`` tells them by compute capability:
+#: ``sm90`` Hopper (9.0), ``sm100`` data-centre Blackwell (10.x: B200, GB200, B300, GB300), ``sm120``
+#: workstation Blackwell (12.x), ``sm8x`` Ampere / Ada (8.x). First match wins.
+GPU_GENERATIONS: tuple[tuple[str, str], ...] = (
+    ("sm100", r"\bg?b(?:100|200|300)\b"),
+    ("sm90", r"\bg?h(?:100|200|800|20)\b"),
+    ("sm120", r"\brtx\s*(?:pro\s*\d{4}\s*blackwell|50\d0)\b"),
+    ("sm8x", r"\b(?:a100|a800|a10g?|a30|a40|a6000|l40s?|l4|rtx\s*(?:30|40)\d0)\b"),
+)
+#: Labels of the generations, for the assumptions.
+GPU_LABELS: dict[str, str] = {
+    "sm90": "Hopper, SM 9.x",
+    "sm100": "Blackwell, SM 10.x",
+    "sm120": "Blackwell workstation, SM 12.x",
+    "sm8x": "Ampere / Ada, SM 8.x",
+}
+
+
+def gpu_generation(device_name: str | None) -> tuple[str, str]:
+    """``(generation, why)`` of the GPU named ``device_name`` (``GPU_GENERATIONS``); Hopper when it is not named
+    or not recognised (an AMD GPU's ROCm backends are not modelled), and ``why`` says so."""
+    name = (device_name or "").lower()
+    for generation, pattern in GPU_GENERATIONS:
+        if re.search(pattern, name):
+            return generation, f"{device_name}: {GPU_LABELS[generation]}"
+    if not name:
+        return "sm90", "no GPU named: Hopper (SM 9.x) assumed"
+    return "sm90", f"{device_name}: generation not recognised (ROCm or another CUDA GPU): Hopper's (SM 9.x) assumed"
+
+
+def mla_block_size(rules: VllmRelease, generation: str, kv_cache_dtype: str) -> tuple[int, str]:
+    """``(block, why)``: the MLA block vLLM picks under ``rules`` on a GPU of ``generation`` (module docstring,
+    "Block size"). From 0.18 it is the preferred block of the first backend of ``_get_backend_priorities`` that
+    takes the KV dtype, which is also the smallest kernel block hybrids align to from 0.20."""
+    quantized = kv_cache_dtype.startswith("fp8")
+    if rules.mla_backend_priorities:
+        if generation == "sm90":
+            if quantized:
+                return 64, "FLASHMLA's [64]: FLASH_ATTN_MLA, first on SM 9.x, takes no fp8 KV cache"
+            return 16, "FLASH_ATTN_MLA, first on SM 9.x, kernel blocks [MultipleOf(16)]: the default 16 stays"
+        if generation == "sm100":
+            return 32, (
+                "FLASHINFER_MLA, first on SM 10.x, kernel blocks [32, 64]: the smallest, 32 (it needs qk_nope_head_dim "
+                "64 or 128, as DeepSeek-V3 and Kimi have; else CUTLASS_MLA's 128: give block_size_tokens)"
+            )
+        return 16, "TRITON_MLA (FLASH_ATTN_MLA / FLASHMLA / FLASHINFER_MLA need SM 9.x or 10.x): [MultipleOf(16)]"
+    if generation == "sm90":
+        return 64, "FlashMLA on Hopper: 'Forcing kv cache block size to 64 for FlashMLA backend'"
+    if generation == "sm100":
+        why = {
+            DEFAULT_BLOCK_SIZE: "no block forced on Blackwell (FlashMLA is Hopper-only in this release)",
+            128: "CUTLASS MLA on Blackwell: 'Forcing kv cache block size to 128 for CUTLASS_MLA backend'",
+            64: "FlashInfer MLA on Blackwell (qk_nope_head_dim 128; else CUTLASS MLA's 128: give block_size_tokens): "
+            "'Forcing kv cache block size to 64 for FlashInferMLA backend'",
+        }[rules.blackwell_mla_block]
+        return rules.blackwell_mla_block, why
+    return DEFAULT_BLOCK_SIZE, "no MLA block forced on this GPU (FlashMLA needs SM 9.x): the default 16"
+
+
+def pp_stages(layers: int, pp: int) -> list[range]:
+    """The decoder layers of each pipeline stage (``distributed/utils.py`` ``get_pp_indices``, every modelled
+    release, ``VLLM_PP_LAYER_PARTITION`` unset): ``layers // pp`` each, the remainder one more each on the stages
+    before the last, counted back from the second-to-last."""
+    per = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        per[-i] += 1
+    starts = [sum(per[:i]) for i in range(pp)]
+    return [range(start, start + n) for start, n in zip(starts, per, strict=True)]
 
 
 def default_max_num_seqs(device_name: str, device_memory_bytes: int) -> tuple[int, str]:
@@ -237,31 +384,115 @@ class _Type:
     page_per_token: int  # attention types; 0 for state
     state_page: int  # state types; 0 for attention
     window: int
+    #: The type's layers' positions in the decoder stack (whole model), when the record gives them.
+    positions: tuple[int, ...] = ()
 
 
 def _types(
-    model: ModelArch, layout: Layout, element_bytes: int, rules: VllmRelease
+    model: ModelArch, layout: Layout, element_bytes: int, rules: VllmRelease, *, whole_model: bool = False
 ) -> tuple[list[_Type], tuple[str, str, str] | None]:
-    """Layer types on one GPU (the busiest pipeline stage), merged when their specs are equal."""
+    """Layer types, merged when their specs are equal: of the whole model (``whole_model``, with the layers'
+    positions) or else on one GPU, ``ceil(count / pp)`` of each group (the busiest stage of an even split)."""
     merged: dict[tuple, _Type] = {}
     dtypes: tuple[str, str, str] | None = None
     for group in model.layer_groups:
-        layers = ceil_div(group.count, layout.pp)
+        layers = group.count if whole_model else ceil_div(group.count, layout.pp)
+        positions = group.layers if whole_model else ()
         if group.kind == "linear":
             state, conv, why = state_dtypes(group, rules)
             dtypes = dtypes or (state, conv, why)
             page = _state_page(group, layout.tp, state, conv)
             key: tuple = ("linear", page)
-            item = _Type("linear", layers, 0, page, 0)
+            item = _Type("linear", layers, 0, page, 0, positions)
         else:
             per_token = _attention_page_per_token(group, layout.tp, element_bytes)
             window = group.window if group.kind == "sliding" else 0
             key = (group.kind, per_token, window)
-            item = _Type(group.kind, layers, per_token, 0, window)
+            item = _Type(group.kind, layers, per_token, 0, window, positions)
         if key in merged:
-            item = _Type(item.kind, merged[key].layers + layers, item.page_per_token, item.state_page, item.window)
+            both = tuple(sorted(merged[key].positions + positions))
+            item = _Type(
+                item.kind, merged[key].layers + layers, item.page_per_token, item.state_page, item.window, both
+            )
         merged[key] = item
     return list(merged.values()), dtypes
+
+
+def _group_size(counts: list[int], rules: VllmRelease) -> int:
+    """``group_size`` of types of ``counts`` layers (``_get_kv_cache_groups_uniform_page_size``)."""
+    if len(counts) == 1:
+        return counts[0]
+    size = min(counts)
+    if rules.group_size_rule == "min_or_max" and max(counts) < 1.5 * min(counts):
+        size = max(counts)
+    return size
+
+
+def _split(types: list[_Type], group_size: int) -> list[tuple[_Type, tuple[int, ...]]]:
+    """Each type cut into ``cdiv(layers, group_size)`` groups, group ``i`` holding ``positions[i::groups]``."""
+    out = []
+    for t in types:
+        n = ceil_div(t.layers, group_size)
+        out += [(t, t.positions[i::n]) for i in range(n)]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Stages:
+    """Where a record with layer positions puts vLLM's groups on the busiest pipeline stage."""
+
+    groups: list[tuple[_Type, int]]  # (type, layers of the group on the busiest stage), in group order
+    group_size: int  # the whole model's (global groups) or the busiest stage's (per-stage groups)
+    slots: int  # layer slots (tensors) on the busiest stage: num_blocks = available // page // slots
+    note: str
+
+
+def _stages(types: list[_Type], stack: int, layout: Layout, rules: VllmRelease, version: str) -> _Stages:
+    """vLLM's groups of a model whose layers' positions are known, split between ``layout.pp`` stages by
+    position (``pp_stages``). From 0.11.0 the groups are the whole model's (``get_kv_cache_configs``): each
+    stage holds the part of each group in its layers and sizes its block by its largest part, and the stage
+    with the fewest blocks sets ``num_blocks`` for all. Before, each stage formed its own groups from its own
+    layers (and ``unify_kv_cache_configs`` required them to match)."""
+    stages = pp_stages(stack, layout.pp)
+    split = [f"{len(r)}" for r in stages]
+    if rules.global_groups:
+        group_size = _group_size([t.layers for t in types], rules)
+        groups = _split(types, group_size)
+        per_stage = [[sum(1 for i in where if i in r) for _, where in groups] for r in stages]
+        busiest = max(range(len(stages)), key=lambda s: max(per_stage[s]))
+        slots = max(per_stage[busiest])
+        note = (
+            f"Pipeline stages by layer position (get_pp_indices: {' + '.join(split)} of {stack} decoder layers); "
+            f"KV cache groups over the whole model (group_size {group_size}), each stage holding its part of each "
+            f"group; stage {busiest} has the most layers in one group, {slots}: num_blocks = available // page "
+            f"// {slots} (the smallest of the stages')."
+        )
+        return _Stages([(t, per_stage[busiest][k]) for k, (t, _) in enumerate(groups)], group_size, slots, note)
+    plans = []
+    for r in stages:
+        here = [
+            _Type(t.kind, n, t.page_per_token, t.state_page, t.window, tuple(i for i in t.positions if i in r))
+            for t in types
+            if (n := sum(1 for i in t.positions if i in r))
+        ]
+        size = _group_size([t.layers for t in here], rules)
+        plans.append((here, size))
+    shapes = {tuple((t.kind, ceil_div(t.layers, size)) for t in here) for here, size in plans}
+    if len(shapes) > 1:
+        raise EngineInputError.single(
+            "engine_version",
+            f"vLLM {version} forms KV cache groups per pipeline stage and requires every stage's to match "
+            f"(unify_kv_cache_configs); at pp {layout.pp} this model's stages ({' + '.join(split)} layers) form "
+            "different groups. From 0.11.0 the groups are the whole model's.",
+        )
+    stage, (here, size) = max(enumerate(plans), key=lambda item: item[1][1])
+    groups = [(t, len(where)) for t, where in _split(here, size)]
+    note = (
+        f"Pipeline stages by layer position (get_pp_indices: {' + '.join(split)} of {stack} decoder layers); "
+        f"vLLM {version} groups each stage's layers on their own: stage {stage}'s group_size {size} is the largest, "
+        f"num_blocks = available // page // {size}."
+    )
+    return _Stages(groups, size, size, note)
 
 
 def vllm_allocation(
@@ -275,18 +506,22 @@ def vllm_allocation(
     version: str | None = None,
     batch_tokens: int = 8192,
     prefix_caching: bool | None = None,
+    device_name: str | None = None,
 ) -> EngineAllocation:
     """vLLM's allocation for ``model`` under ``layout`` with ``available_bytes`` of KV cache memory per GPU.
 
     ``max_model_len`` (tokens) is what the logged concurrency is quoted at; ``block_size_tokens`` is
     ``--block-size``; ``prefix_caching`` (``--enable-prefix-caching``; None: the release's default, on
-    for hybrids from 0.28.0) puts hybrid models in mamba "align" mode (one more state block per request).
+    for hybrids from 0.28.0) puts hybrid models in mamba "align" mode (one more state block per request);
+    ``device_name`` the GPU's name, whose generation picks the MLA backend (``gpu_generation``; None: Hopper).
     Raises ``EngineInputError`` keyed by ``engine_version`` / ``block_size_tokens`` / ``layer_groups`` for
     what the allocator cannot take.
     """
     version, rules = vllm_release(version)
     element_bytes = int(DTYPE_BYTES[kv_cache_dtype])
-    types, dtypes = _types(model, layout, element_bytes, rules)
+    positions = bool(model.layer_groups) and all(g.layers for g in model.layer_groups)
+    staged = positions and layout.pp > 1
+    types, dtypes = _types(model, layout, element_bytes, rules, whole_model=staged)
     hybrid = any(t.kind == "linear" for t in types)
     default_caching = prefix_caching is None
     if default_caching:
@@ -303,15 +538,13 @@ def vllm_allocation(
     if not attention:
         raise EngineInputError.single("layer_groups", "vLLM needs at least one attention layer to size blocks.")
 
-    base_block = block_size_tokens or (MLA_BLOCK_SIZE if has_mla else DEFAULT_BLOCK_SIZE)
+    generation, gpu_why = gpu_generation(device_name)
+    mla_block, mla_why = mla_block_size(rules, generation, kv_cache_dtype)
+    base_block = block_size_tokens or (mla_block if has_mla else DEFAULT_BLOCK_SIZE)
     if block_size_tokens is None:
         notes.append(
             f"Block size {base_block} tokens ("
-            + (
-                "MLA: FlashMLA's 64 on Hopper; CUTLASS MLA on Blackwell uses 128, give block_size_tokens"
-                if has_mla
-                else "vLLM's default on CUDA"
-            )
+            + (f"MLA, {gpu_why}: {mla_why}" if has_mla else "vLLM's default on CUDA")
             + ")."
         )
     else:
@@ -331,8 +564,9 @@ def vllm_allocation(
     if states:
         state_page = max(t.state_page for t in states)
         if parse_version(version) >= (0, 20):
-            # kernel_block_alignment_size = max(smallest kernel block, cache_config.block_size)
-            align = max(MLA_BLOCK_SIZE if has_mla else HYBRID_ALIGNMENT, base_block)
+            # kernel_block_alignment_size = max(smallest kernel block, cache_config.block_size), and from 0.27
+            # at least 128 for MLA (rules.mla_hybrid_alignment; 0 in 0.20-0.26)
+            align = max(mla_block if has_mla else HYBRID_ALIGNMENT, base_block)
             if has_mla:
                 align = max(align, rules.mla_hybrid_alignment)
         else:
@@ -353,34 +587,40 @@ def vllm_allocation(
         )
     page = block * page_per_token
 
-    # Groups.
-    counts = [t.layers for t in types]
-    if len(types) == 1:
-        group_size = counts[0]
+    # Groups: (type, layers of the group on the busiest stage), the group size and the busiest stage's slots.
+    if staged:
+        plan = _stages(types, model.layer_groups[0].decoder_layers, layout, rules, version)
+        placed, slots = plan.groups, plan.slots
+        notes.append(plan.note)
     else:
-        group_size = min(counts)
-        if rules.group_size_rule == "min_or_max" and max(counts) < 1.5 * min(counts):
-            group_size = max(counts)
-    groups: list[CacheGroup] = []
-    for t in types:
-        n_groups = ceil_div(t.layers, group_size)
-        pad = n_groups * group_size - t.layers
-        scale = page_per_token // t.page_per_token if t.page_per_token else 1
-        for i in range(n_groups):
-            groups.append(
-                CacheGroup(
-                    kind=t.kind,
-                    layers=group_size,
-                    block_size_tokens=0 if t.kind == "linear" else block * scale,
-                    page_bytes=page,
-                    window=t.window,
-                    extra_blocks=(1 if prefix_caching else 0)
-                    if t.kind == "linear"
-                    else (1 if t.kind == "sliding" else 0),
-                    padding_layers=pad if i == n_groups - 1 else 0,
-                    batch_tokens=in_flight if t.kind == "sliding" else 0,
-                )
+        group_size = slots = _group_size([t.layers for t in types], rules)  # one stage's
+
+        placed = []
+        for t in types:
+            n_groups = ceil_div(t.layers, group_size)
+            pad = n_groups * group_size - t.layers
+            placed += [(t, group_size - (pad if i == n_groups - 1 else 0)) for i in range(n_groups)]
+        if layout.pp > 1:
+            notes.append(
+                f"Pipeline stages assumed to hold ceil(count / {layout.pp}) layers of each layer group (the record "
+                "gives no layer positions; vLLM splits the stack by position, get_pp_indices, so the busiest "
+                "stage may hold more of one kind)."
             )
+    groups: list[CacheGroup] = []
+    for t, held in placed:
+        scale = page_per_token // t.page_per_token if t.page_per_token else 1
+        groups.append(
+            CacheGroup(
+                kind=t.kind,
+                layers=slots,
+                block_size_tokens=0 if t.kind == "linear" else block * scale,
+                page_bytes=page,
+                window=t.window,
+                extra_blocks=(1 if prefix_caching else 0) if t.kind == "linear" else (1 if t.kind == "sliding" else 0),
+                padding_layers=slots - held,
+                batch_tokens=in_flight if t.kind == "sliding" else 0,
+            )
+        )
     if any(t.kind == "sliding" for t in attention):
         notes.append(
             f"Sliding-window requests hold at most window - 1 + {in_flight:,} in-flight tokens ("
@@ -390,10 +630,10 @@ def vllm_allocation(
         )  # fmt: skip
     if len(groups) > 1:
         notes.append(
-            f"{len(groups)} KV cache groups of {group_size} layer slots share {group_size} tensors of "
+            f"{len(groups)} KV cache groups of {slots} layer slots share {slots} tensors of "
             f"num_blocks pages each (vLLM hybrid allocator)."
         )
-    num_blocks = max(0, available_bytes // page // group_size)
+    num_blocks = max(0, available_bytes // page // slots)
     need = sum(g.blocks_per_request(max_model_len) for g in groups)
     concurrency = num_blocks / need if need else 0.0
     min_block = min(g.block_size_tokens for g in groups if g.block_size_tokens)
@@ -404,7 +644,7 @@ def vllm_allocation(
         tokens = int(concurrency * max_model_len)
         formula = "int(max_concurrency x max_model_len)"
     notes.append(
-        f"num_blocks = {available_bytes:,} B // {page:,} B per page // {group_size} = {num_blocks:,}; logged tokens = "
+        f"num_blocks = {available_bytes:,} B // {page:,} B per page // {slots} = {num_blocks:,}; logged tokens = "
         f"{formula} = {tokens:,}; concurrency at {max_model_len:,} tokens = {num_blocks:,} / {need} blocks per request "
         f"= {concurrency:.2f}x."
     )
@@ -417,12 +657,18 @@ def vllm_allocation(
         )  # fmt: skip
     elif states and default_caching:
         notes.append(f"Prefix caching off (vLLM {version} keeps it opt-in for hybrids; on by default from 0.28.0).")
-    state_total = state_gpu = 0
+    state_total = 0
+    per_stage = [0] * layout.pp
+    stages = pp_stages(model.layer_groups[0].decoder_layers, layout.pp) if staged else []
     for group in model.layer_groups:
         if group.kind == "linear":
             state, conv, _ = state_dtypes(group, rules)
             state_total += layer_state_bytes(group, 1, state, conv) * group.count
-            state_gpu += layer_state_bytes(group, layout.tp, state, conv) * ceil_div(group.count, layout.pp)
+            one = layer_state_bytes(group, layout.tp, state, conv)
+            for s in range(layout.pp):
+                held = sum(1 for i in group.layers if i in stages[s]) if staged else ceil_div(group.count, layout.pp)
+                per_stage[s] += one * held
+    state_gpu = max(per_stage)
     return EngineAllocation(
         engine="vllm",
         engine_version=version,

@@ -349,6 +349,7 @@ def _prepare(
         key = (
             ("allocation", engine, layout, max(0, p.cache), p.max_model_len, kv_cache_dtype, p.batch_tokens),
             state_pool_ratio,
+            accelerator.name,
         )
         p.alloc = c.text(
             key,
@@ -364,6 +365,7 @@ def _prepare(
                 batch_tokens=p.batch_tokens,
                 prefix_caching=engine.prefix_caching,
                 state_pool_ratio=state_pool_ratio,
+                device_name=accelerator.name,
             ),
         )
         p.alloc = limit_running(p.alloc, accelerator)
