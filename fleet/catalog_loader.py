@@ -115,6 +115,10 @@ def load_catalog(directory: Path = CATALOG_DIR) -> LoadReport:
     for i, item in enumerate(_read("api_prices.json", directory)):
         values = _fields(ApiPrice, item)
         slug = values.pop("slug")
+        provider = Provider.objects.named(values.get("provider") or "")
+        if provider is None:
+            raise CatalogError(f"api_prices.json[{i}]: provider {values.get('provider')!r} is not in providers.json")
+        values["provider"] = provider.name  # its providers.json spelling
         if (model_slug := values.get("model")) is not None:
             if model_slug not in models:
                 raise CatalogError(f"api_prices.json[{i}]: unknown model {model_slug!r}")

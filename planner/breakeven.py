@@ -190,9 +190,14 @@ def resolve(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Re
     if request.api_price is not None and inline:
         errors["api_price"] = ["Give either an API price slug or inline prices, not both."]
     elif request.api_price is None and len(inline) != len(PRICE_FIELDS):
+        missing = "Required unless api_price names a stored price."
+        if not inline and model is not None and not ApiPrice.objects.filter(model=model).exists():
+            # Nothing to price the API side on, and no stored price to name: say so of the model.
+            said = no_api_price_note(model)
+            errors["api_price"] = [f"{said} Give its three prices inline, or record one and name it."]
         for name in PRICE_FIELDS:
             if getattr(request, name) is None:
-                errors[name] = ["Required unless api_price names a stored price."]
+                errors[name] = [missing]
     for name in ("monthly_input_tokens", "monthly_output_tokens"):
         if getattr(request, name) is None and request.workload is None:
             errors[name] = ["Required unless a workload is given."]
@@ -439,8 +444,12 @@ def compare(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Br
     if throughput_note:
         figures["assumptions"].append(throughput_note)
     figures["memory_deficit_gib_per_gpu"] = deficit / GIB if deficit else None
-    # Which model each side prices, and whether they are the same one (never silently different).
-    figures["models"] = compared_models(model, api)
+    # Which model each side prices, and whether they are the same one (never silently different); when
+    # they differ, whether the rented model has an API price on record at all (one query, only then).
+    rented_priced = None
+    if model is not None and (api is None or api.model_id != model.pk):
+        rented_priced = ApiPrice.objects.filter(model=model).exists()
+    figures["models"] = compared_models(model, api, rented_priced)
     if figures["models"]["note"]:
         figures["assumptions"].insert(0, figures["models"]["note"])
     # The live speed correction behind the capacity (planner.corrections.calibration_of), or None.
@@ -484,16 +493,26 @@ def _memory_deficit(
     return None if result.fits else result.deficit_bytes
 
 
-def compared_models(rented: ModelSpec | None, api: ApiPrice | None) -> dict[str, Any]:
+def no_api_price_note(model: ModelSpec) -> str:
+    """What a comparison says of a model with no API price on record (the page and the API alike)."""
+    return f"No API price on record for {model.name}."
+
+
+def compared_models(
+    rented: ModelSpec | None, api: ApiPrice | None, rented_priced: bool | None = None
+) -> dict[str, Any]:
     """The model the GPUs serve and the one the API price is for, ``same`` (None: cannot tell) and,
     unless they are the same, a sentence saying what is compared (the seeds' tiers: 1 rent the big
-    model, 2 a smaller model on one's own accelerator, 3 the hosted API)."""
+    model, 2 a smaller model on one's own accelerator, 3 the hosted API). ``rented_priced``: whether the
+    rented model has any API price on record (None: not looked up); ``rented_api_priced`` says so, and
+    when it has none the sentence starts with ``no_api_price_note``."""
     priced = api.model if api is not None else None
     body: dict[str, Any] = {
         "rented": rented.slug if rented else None,
         "api": priced.slug if priced else None,
         "api_model_name": api.model_name if api else None,
         "same": None,
+        "rented_api_priced": rented_priced,
         "note": "",
     }
     if rented is None:
@@ -507,6 +526,7 @@ def compared_models(rented: ModelSpec | None, api: ApiPrice | None) -> dict[str,
         )
     elif priced.pk == rented.pk:
         body["same"] = True
+        body["rented_api_priced"] = True
     else:
         body["same"] = False
         smaller = rented.total_params < priced.total_params
@@ -519,6 +539,8 @@ def compared_models(rented: ModelSpec | None, api: ApiPrice | None) -> dict[str,
             f"The GPUs serve {rented.name}, the API price is for {priced.name}. This is {why}; "
             "it only answers the question if the rented model is good enough for the workload."
         )
+    if rented is not None and rented_priced is False:
+        body["note"] = f"{no_api_price_note(rented)} {body['note']}"
     return body
 
 

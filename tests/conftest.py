@@ -298,7 +298,7 @@ CHAT_WORKLOAD = {
 def chat_served(db):
     """The catalogue, a chat workload served by 2 replicas of Llama 3.1 70B at tp 4 on H100s (8 GPUs at
     acme's own quote of the seeds' 2.50 USD/GPU-hour) and an API price for the same model (20 USD/M
-    output, 1/5 input)."""
+    output, 1/5 input): the only one for Llama (the catalogue's own Llama prices are removed)."""
     from datetime import timedelta
     from io import StringIO
 
@@ -313,6 +313,7 @@ def chat_served(db):
     acme = acme_quoting_the_seeds_rate(sku)
     cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider=acme, team="t")
     model = ModelSpec.objects.get(slug="llama-3.1-70b")
+    ApiPrice.objects.filter(model=model).delete()  # the catalogue's, so that acme's below is the one compared
     deployment = Deployment.objects.create(
         slug="llama", cluster=cluster, model=model, tp=4, replicas=2, kv_cache_dtype="fp8", workload=workload
     )

@@ -52,6 +52,7 @@ def test_a_changed_quote_recomputes_snapshots_and_breakevens_and_flags_the_decis
     call_command("load_catalog", stdout=StringIO())
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
     model = ModelSpec.objects.get(slug="llama-3.1-70b")
+    ApiPrice.objects.filter(model=model).delete()  # the catalogue's: acme's below is Llama's only API price
     workload = Workload.objects.create(**CHAT)
     acme = acme_quoting_the_seeds_rate(sku)
     cluster = Cluster.objects.create(slug="c", name="C", sku=sku, nodes=1, provider=acme, team="t")
@@ -130,6 +131,7 @@ def test_a_new_cheaper_api_price_flips_the_review_within_one_cycle_naming_it(mon
     call_command("load_catalog", stdout=StringIO())
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
     model = ModelSpec.objects.get(slug="llama-3.1-70b")
+    ApiPrice.objects.filter(model=model).delete()  # the catalogue's: acme's below is Llama's only API price
     workload = Workload.objects.create(**CHAT)
     cluster = Cluster.objects.create(
         slug="c", name="C", sku=sku, nodes=1, provider=acme_quoting_the_seeds_rate(sku), team="t"

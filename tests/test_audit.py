@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from fleet.catalog_loader import CATALOG_DIR
-from fleet.models import Cluster, Deployment, GpuQuote, HardwareSku, Provider, Workload
+from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, Provider, Workload
 from fleet.poller import run_poll_cycle
 from fleet.polling.fakeserver import FakeEngineServer
 from planner.models import Decision
@@ -160,7 +160,8 @@ def test_load_catalog_twice_adds_nothing_and_a_changed_figure_is_one_entry(tmp_p
     call_command("load_catalog", stdout=StringIO())
     first = LogEntry.objects.count()
     # SKUs, quotes, providers, models, API prices
-    assert first == HardwareSku.objects.count() + GpuQuote.objects.count() + Provider.objects.count() + 11 + 1
+    catalogue = HardwareSku.objects.count() + GpuQuote.objects.count() + Provider.objects.count()
+    assert first == catalogue + 11 + ApiPrice.objects.count()
     call_command("load_catalog", stdout=StringIO())
     assert LogEntry.objects.count() == first
     assert {(e.actor_id, e.additional_data["via"]) for e in LogEntry.objects.all()} == {

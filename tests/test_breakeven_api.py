@@ -297,3 +297,36 @@ def test_capacity_of_an_unregistered_layout_and_storage_cost(viewer_api, catalog
     assert Decimal(r["storage_usd_per_month"]) == (weights_gb * Decimal("0.10")).quantize(Decimal("0.01"))
     bad = viewer_api.post(URL, {**body, "gpus": 6}, format="json")
     assert bad.status_code == 400 and "tp" in bad.json()
+
+
+def _catalogue_api_prices() -> list[dict]:
+    import json
+
+    from fleet.catalog_loader import CATALOG_DIR
+
+    return json.loads((CATALOG_DIR / "api_prices.json").read_text())
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("price", _catalogue_api_prices(), ids=lambda p: p["slug"])
+def test_every_catalogue_api_price_compares_with_its_own_model(viewer_api, catalog, price):
+    """Issue 26: every catalogue model with a price answers rent vs API on that price, the same model on
+    both sides, at the price and date recorded."""
+    body = {
+        "gpus": 8,
+        "usd_per_gpu_hour": "2.50",
+        "model": price["model"],
+        "api_price": price["slug"],
+        "monthly_input_tokens": 1_000_000_000,
+        "monthly_output_tokens": 100_000_000,
+        "cache_hit_rate": 0.5,
+    }
+    r = viewer_api.post(URL, body, format="json")
+    assert r.status_code == 200, r.json()
+    r = r.json()
+    assert r["models"]["same"] is True and r["models"]["rented"] == price["model"]
+    used = r["api_price_used"]
+    assert (used["slug"], used["provider"], used["quoted_on"]) == (price["slug"], price["provider"], price["quoted_on"])
+    assert Decimal(used["output_usd_per_mtok"]) == Decimal(price["output_usd_per_mtok"])
+    assert r["monthly_rent_usd"] == "14400.00" and Decimal(r["monthly_api_usd"]) > 0
+    assert r["breakeven_output_tokens_per_month"] > 0 and r["cheaper"] in ("rent", "api")

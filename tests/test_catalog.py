@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from fleet.catalog_loader import CATALOG_DIR
-from fleet.models import ApiPrice, GpuQuote, HardwareSku, ModelSpec
+from fleet.models import ApiPrice, GpuQuote, HardwareSku, ModelSpec, Provider
 
 SKUS = {
     "h100-sxm-80gb",
@@ -134,3 +134,59 @@ def test_a_skus_scaleup_domain_reaches_the_engine_and_the_api(viewer_api):
     assert sku.to_engine().scaleup_domain == 72
     body = viewer_api.get("/api/v1/skus/gb300-288gb/").json()
     assert body["scaleup_domain_gpus"] == 72
+
+
+def _catalogue(name: str) -> list[dict]:
+    return json.loads((CATALOG_DIR / name).read_text())
+
+
+def test_every_api_price_is_dated_sourced_and_names_a_catalogue_provider_and_model():
+    """Issue 26: each hosted-API price says when and where it was read, for which catalogue model, from a
+    provider of providers.json (kind model-api); no cache discount listed: the hit price is the miss price,
+    and the source says so."""
+    providers = {p["name"]: p for p in _catalogue("providers.json")}
+    models = {m["slug"] for m in _catalogue("models.json")}
+    prices = _catalogue("api_prices.json")
+    assert len({p["slug"] for p in prices}) == len(prices)
+    for p in prices:
+        assert p["provider"] in providers, p["slug"]
+        assert providers[p["provider"]]["kind"] == "model-api" and providers[p["provider"]]["source"]
+        assert p["model"] in models, p["slug"]
+        date.fromisoformat(p["quoted_on"])
+        hit, miss, out = (Decimal(p[k]) for k in ApiPrice.PRICES)
+        assert 0 <= hit <= miss and out > 0, p["slug"]
+        assert "commit" in p["source"] or "Seed article" in p["source"], p["slug"]
+        if hit == miss:
+            assert "no cache-hit discount" in p["source"], p["slug"]
+    # Each priced model has at least one price from an inference provider beside its own lab's, where found.
+    by_model: dict[str, set[str]] = {}
+    for p in prices:
+        by_model.setdefault(p["model"], set()).add(p["provider"])
+    assert by_model["kimi-k3"] >= {"Moonshot AI", "Fireworks AI"}
+    assert by_model["kimi-k2"] >= {"Moonshot AI", "Groq"} and by_model["deepseek-v3"] >= {"DeepSeek", "Together AI"}
+    assert "OpenAI" not in by_model["gpt-oss-120b"]  # OpenAI sells no API for its open-weight model
+    assert models - set(by_model) == {"kimi-linear-48b-a3b"}  # no public price found (README)
+
+
+@pytest.mark.django_db
+def test_the_api_prices_load_with_their_providers():
+    call_command("load_catalog", stdout=StringIO())
+    prices = _catalogue("api_prices.json")
+    assert ApiPrice.objects.count() == len(prices)
+    loaded = ApiPrice.objects.get(slug="deepseek-v3-deepseek")
+    assert (loaded.provider, loaded.model.slug, loaded.quoted_on) == ("DeepSeek", "deepseek-v3", date(2025, 7, 12))
+    kinds = dict(Provider.objects.filter(name__in={p["provider"] for p in prices}).values_list("name", "kind"))
+    assert set(kinds.values()) == {"model-api"} and len(kinds) == len({p["provider"] for p in prices})
+    assert Provider.objects.get(name="Groq").source.startswith("Hosted inference API")
+
+
+@pytest.mark.django_db
+def test_an_api_price_of_a_provider_missing_from_providers_json_fails(tmp_path):
+    for name in ("skus.json", "models.json", "providers.json", "gpu_quotes.json", "api_prices.json"):
+        (tmp_path / name).write_text((CATALOG_DIR / name).read_text())
+    prices = json.loads((tmp_path / "api_prices.json").read_text())
+    prices[1]["provider"] = "Nobody Inc"
+    (tmp_path / "api_prices.json").write_text(json.dumps(prices))
+    with pytest.raises(CommandError, match=r"api_prices.json\[1\]: provider 'Nobody Inc' is not in providers.json"):
+        call_command("load_catalog", "--dir", str(tmp_path))
+    assert not ApiPrice.objects.exists()

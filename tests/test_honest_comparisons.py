@@ -38,8 +38,9 @@ def test_the_catalogue_api_price_names_the_model_it_prices(catalog, viewer_api):
     assert ApiPrice.objects.get(slug="kimi-k3-api").model.slug == "kimi-k3"
     r = viewer_api.get("/api/v1/api-prices/kimi-k3-api/").json()
     assert r["model"] == "kimi-k3"
-    assert viewer_api.get("/api/v1/api-prices/?model=kimi-k3").json()["count"] == 1
-    assert viewer_api.get("/api/v1/api-prices/?model=llama-3.1-70b").json()["count"] == 0
+    assert viewer_api.get("/api/v1/api-prices/?model=kimi-k3").json()["count"] == 2  # Moonshot AI, Fireworks AI
+    assert viewer_api.get("/api/v1/api-prices/?model=llama-3.1-70b").json()["count"] == 2  # Together AI, DeepInfra
+    assert viewer_api.get("/api/v1/api-prices/?model=kimi-linear-48b-a3b").json()["count"] == 0
 
 
 @pytest.mark.django_db
@@ -58,7 +59,10 @@ def test_a_llama_deployment_against_the_kimi_k3_api_says_it_compares_different_m
 def test_the_same_model_on_both_sides_has_no_caveat(catalog, viewer_api):
     _deployment("k3", "kimi-k3", "b200-192gb", 8)
     r = viewer_api.post(URL, {"deployment": "k3", "api_price": "kimi-k3-api", **VOLUME}, format="json").json()
-    assert r["models"] == {"rented": "kimi-k3", "api": "kimi-k3", "api_model_name": "kimi-k3", "same": True, "note": ""}
+    assert r["models"] == {
+        "rented": "kimi-k3", "api": "kimi-k3", "api_model_name": "kimi-k3", "same": True, "rented_api_priced": True,
+        "note": "",
+    }  # fmt: skip
 
 
 @pytest.mark.django_db
@@ -114,8 +118,10 @@ def test_the_page_preselects_an_api_price_of_the_deployments_model_or_says_they_
     client.force_login(make_user("v", "viewer"))
     workload = _workload()
     _deployment("llama", "llama-3.1-70b", "h100-sxm-80gb", 4, replicas=2, kv_cache_dtype="fp8", workload=workload)
+    ApiPrice.objects.filter(model__slug="llama-3.1-70b").delete()  # the catalogue's: Llama unpriced, as before
     page = client.get("/rent-vs-api/").content.decode()
     assert 'id="models-compared"' in page and "Different models" in page
+    assert "No API price on record for Llama-3.1-70B-Instruct." in page
     ApiPrice.objects.create(
         slug="llama-api", provider="Host", model_name="llama-3.1-70b-instruct",
         model=ModelSpec.objects.get(slug="llama-3.1-70b"), input_cache_hit_usd_per_mtok="0.1",
@@ -164,3 +170,46 @@ def test_what_if_quotes_speed_at_the_concurrency_its_pool_admits(catalog):
     assert 0 < admitted < unified.result.max_concurrent_sequences_per_replica
     assert speed_of(split).batch == admitted
     assert speed_of(unified).batch == unified.result.max_concurrent_sequences_per_replica
+
+
+#: The catalogue's models with no API price on record (issue 26: no public price was found for them).
+UNPRICED = {"kimi-linear-48b-a3b"}
+
+
+@pytest.mark.django_db
+def test_a_model_without_an_api_price_is_said_to_have_none(catalog, viewer_api, client, make_user):
+    """Issue 26: a model with no API price on record is named as such, by the API and on the page, never
+    silently priced on another model's API."""
+    priced = set(ApiPrice.objects.exclude(model=None).values_list("model__slug", flat=True))
+    assert set(ModelSpec.objects.values_list("slug", flat=True)) - priced == UNPRICED
+    linear = ModelSpec.objects.get(slug="kimi-linear-48b-a3b")
+    said = "No API price on record for Kimi-Linear-48B-A3B-Instruct."
+    # Nothing to price the API side on: a 400 that names the model.
+    body = {"gpus": 8, "sku": "h100-sxm-80gb", "model": linear.slug, **VOLUME}
+    r = viewer_api.post(URL, body, format="json")
+    assert r.status_code == 400 and r.json()["api_price"][0].startswith(said)
+    # Priced on another model's API (picked): said first, then which models are compared.
+    r = viewer_api.post(URL, {**body, "api_price": "kimi-k3-api"}, format="json").json()
+    assert r["models"]["same"] is False and r["models"]["rented_api_priced"] is False
+    assert r["models"]["note"].startswith(said) and "the API price is for Kimi K3" in r["models"]["note"]
+    assert r["assumptions"][0] == r["models"]["note"]
+    # Inline prices: said too.
+    inline = {"input_cache_hit_usd_per_mtok": "0.1", "input_cache_miss_usd_per_mtok": "1", "output_usd_per_mtok": "2"}
+    r = viewer_api.post(URL, {**body, **inline}, format="json").json()
+    assert r["models"]["note"].startswith(said)
+    # The page, on a deployment serving it: the caveat says so beside the API price it picked instead.
+    client.force_login(make_user("v", "viewer"))
+    _deployment("linear", linear.slug, "h100-sxm-80gb", 2, workload=_workload())
+    page = client.get("/rent-vs-api/").content.decode()
+    caveat = page.split('id="models-compared"')[1].split("</p>")[0]
+    assert "Different models." in caveat and said in caveat
+
+
+@pytest.mark.django_db
+def test_a_priced_model_has_no_such_note(catalog, viewer_api):
+    body = {"gpus": 8, "sku": "h100-sxm-80gb", "model": "llama-3.1-70b", "api_price": "kimi-k3-api", **VOLUME}
+    r = viewer_api.post(URL, body, format="json").json()
+    assert r["models"]["rented_api_priced"] is True and "No API price on record" not in r["models"]["note"]
+    del body["api_price"]
+    r = viewer_api.post(URL, body, format="json")  # no price given: the usual refusal, no word of the model
+    assert r.status_code == 400 and "api_price" not in r.json()

@@ -35,15 +35,18 @@ class ProviderManager(models.Manager.from_queryset(ProviderQuerySet)):
 
 
 class Provider(TimeStamped):
-    """A company or site that rents or runs GPUs (its quotes and its clusters name it)."""
+    """A company or site that rents or runs GPUs (its quotes and its clusters name it), or that sells a
+    hosted model API by the token (its API prices name it)."""
 
     class Kind(models.TextChoices):
         CLOUD = "cloud", "Cloud"
         NEO_CLOUD = "neo-cloud", "Neo-cloud (GPU specialist)"
         OWN = "own", "Own data centre"
+        MODEL_API = "model-api", "Hosted model API (per token)"
 
     name = models.CharField(max_length=100, help_text="Unique whatever the case: 'CoreWeave' and 'coreweave' are one.")
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CLOUD)
+    source = models.TextField(blank=True, help_text="Where the provider and its kind were read (the catalogue's rows).")
 
     objects = ProviderManager()
 

@@ -49,7 +49,8 @@ def world(make_user):
 def test_rent_vs_api_says_when_it_compares_two_models(open_page, live_server, world):
     """It priced the demo Llama-70B deployment against the Kimi K3 API without a word."""
     page = open_page("viewer")
-    page.goto(f"{live_server.url}/rent-vs-api/")
+    # Llama has API prices of its own in the catalogue (the page would preselect one): K3's, picked.
+    page.goto(f"{live_server.url}/rent-vs-api/?workload=chat&deployment=llama&api_price=kimi-k3-api")
     caveat = page.locator("#models-compared")
     assert caveat.is_visible()
     text = caveat.inner_text()
