@@ -35,6 +35,7 @@ def world(make_user):
             base_url="http://127.0.0.1:8000", last_status="up", last_polled=now - timedelta(seconds=age),
             last_metrics={"requests_running": 4.0, "kv_cache_usage": 0.2},
         )  # fmt: skip
+    ApiPrice.objects.filter(model=llama).delete()  # the catalogue's own Llama prices: this test's one is the API
     ApiPrice.objects.create(
         slug="llama-hosted", provider="Hosted", model_name="llama-3.1-70b-instruct", model=llama,
         input_cache_hit_usd_per_mtok=Decimal("0.10"), input_cache_miss_usd_per_mtok=Decimal("0.90"),
