@@ -7,6 +7,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
 from fleet.api import views
+from planner.api.budgets import BudgetViewSet
 from planner.api.calibrations import CalibrationViewSet
 from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
 from planner.api.estimate import EstimateView
@@ -49,6 +50,7 @@ router.register("workloads", views.WorkloadViewSet, basename="workload")
 router.register("decisions", DecisionViewSet, basename="decision")
 router.register("plans", PlanViewSet, basename="plan")
 router.register("calibrations", CalibrationViewSet, basename="calibration")
+router.register("budgets", BudgetViewSet, basename="budget")
 
 urlpatterns = [
     # The schema needs a login like the rest of the API; the Swagger UI page sends people to log in.
