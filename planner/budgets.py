@@ -46,7 +46,7 @@ from fleet.models import Cluster, ClusterState
 from fleet.polling import UrlRefused, check_url, fetch
 from planner.engine import calendar_month_label
 from planner.models import Budget, BudgetAlert
-from planner.spend import month_text, spend_report
+from planner.spend import month_after, month_text, spend_report
 
 log = logging.getLogger(__name__)
 
@@ -283,11 +283,15 @@ class BudgetRow:
 
 
 def budget_rows(report: dict[str, Any]) -> list[BudgetRow]:
-    """Every budget with its figures for the report's month and its latest ``SHOWN_ALERTS`` alerts
-    (two queries)."""
+    """Every budget with its figures for the report's month and its alerts of the ``SHOWN_ALERTS`` months
+    up to it (two queries)."""
     budgets = list(Budget.objects.select_related("cluster"))
     alerts: dict[int, list[BudgetAlert]] = {b.pk: [] for b in budgets}
-    for alert in BudgetAlert.objects.filter(budget__in=budgets).order_by("budget_id", "-month", "-created"):
+    # At most one alert a month: the SHOWN_ALERTS months up to the report's are all there is to read.
+    since = date(*month_after(report["year"], report["month"], 1 - SHOWN_ALERTS), 1)
+    until = date(report["year"], report["month"], 1)
+    rows = BudgetAlert.objects.filter(budget__in=budgets, month__gte=since, month__lte=until)
+    for alert in rows.order_by("budget_id", "-month", "-created"):
         if len(alerts[alert.budget_id]) < SHOWN_ALERTS:
             alerts[alert.budget_id].append(alert)
     return [BudgetRow(figures_for(b, report), alerts[b.pk]) for b in budgets]

@@ -24,6 +24,11 @@ Every setting a deployment may change is read from the environment:
   together), ``FLEETCAP_LOGIN_FAILURE_LIMIT``,
   ``FLEETCAP_LOGIN_COOLOFF_MINUTES``; ``FLEETCAP_POLL_ALLOWED_NETWORKS`` / ``_PORTS`` /
   ``FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS`` (poller egress), ``FLEETCAP_BIND`` (the web server's port).
+* Budget alerts (docs/operations.md, "Budgets and alerts"): ``FLEETCAP_BUDGET_CHECK_S``,
+  ``FLEETCAP_BUDGET_WEBHOOK_TIMEOUT_S`` / ``_ALLOWED_NETWORKS`` / ``_ALLOWED_PORTS`` / ``_VERIFY_TLS``,
+  ``FLEETCAP_BUDGET_ALERT_MAX_ATTEMPTS``; email: ``FLEETCAP_EMAIL_BACKEND``, ``_HOST``, ``_PORT``,
+  ``_HOST_USER``, ``_HOST_PASSWORD`` (or ``..._FILE``), ``_USE_TLS``, ``_USE_SSL``, ``_TIMEOUT_S``,
+  ``_FILE_PATH``, ``FLEETCAP_EMAIL_FROM``.
 * ``FLEETCAP_REDIS_KEY_PREFIX``: a prefix for every key in Redis (broker, Redis result backend, cache),
   so several installations or benchmark runs share one Redis db (default none).
 """
