@@ -46,7 +46,7 @@ SECRET_SET, SECRET_NONE = "(set)", "(none)"
 #: Fields of every record never recorded: every save moves ``updated``.
 UNTRACKED = ("created", "updated")
 #: Fields shown under another name in the pages and the API (the stored name says "encrypted").
-SHOWN_AS = {"api_key_encrypted": "api_key"}
+SHOWN_AS = {"api_key_encrypted": "api_key", "webhook_secret_encrypted": "webhook_secret"}
 ACTIONS = {LogEntry.Action.CREATE: "create", LogEntry.Action.UPDATE: "update", LogEntry.Action.DELETE: "delete"}
 
 

@@ -1,6 +1,7 @@
 """The outbound guard's settings as registration and the poller pass them to ``fleet.polling``.
 
-One home for them, so that registering an endpoint (``fleet.registration.check_endpoint``) and polling
+One home for them (and for a budget alert's webhook: ``webhook_guard_kwargs``), so that registering an
+endpoint (``fleet.registration.check_endpoint``) and polling
 it (``fleet.poller``) apply the same rules: the allowed networks and ports, and the ports refused on
 loopback. Those are this installation's own services (docs/polling.md, "Guard rules"): a poller on the
 machine of its own database, broker, cache or web server must not be pointed at them, and nothing
@@ -82,5 +83,16 @@ def guard_kwargs() -> dict[str, Any]:
     return {
         "allowed_networks": tuple(settings.POLL_ALLOWED_NETWORKS),
         "allowed_ports": tuple(settings.POLL_ALLOWED_PORTS),
+        "loopback_refused_ports": loopback_refused_ports(),
+    }
+
+
+def webhook_guard_kwargs() -> dict[str, Any]:
+    """The guard's keyword arguments for a budget alert's webhook: its own allowed networks and ports
+    (``BUDGET_WEBHOOK_ALLOWED_NETWORKS``, default the poller's; ``BUDGET_WEBHOOK_ALLOWED_PORTS``, default
+    any) and the loopback ports the poller refuses (this installation's own services)."""
+    return {
+        "allowed_networks": tuple(settings.BUDGET_WEBHOOK_ALLOWED_NETWORKS),
+        "allowed_ports": tuple(settings.BUDGET_WEBHOOK_ALLOWED_PORTS),
         "loopback_refused_ports": loopback_refused_ports(),
     }

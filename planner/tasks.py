@@ -110,3 +110,22 @@ def refresh_answers(
     if deployments is None and workloads is None:
         return fan_out()
     return refresh(deployments or [], workloads or [], served)
+
+
+# No retries: beat sends it every BUDGET_CHECK_S (an hour), and each run looks at every budget afresh;
+# what a run could not deliver stays on its alert and is delivered by the next (planner.budgets).
+# Saving a budget sends one for that budget through the outbox.
+@shared_task(
+    name="planner.check_budgets",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=600,
+    time_limit=660,
+    max_retries=0,
+)
+def check_budgets(self, budget_ids: list[int] | None = None) -> dict[str, int]:
+    """Project every budget's month end and alert once per budget and month (``planner.budgets``)."""
+    from planner.budgets import check_budgets as check
+
+    return check(budget_ids=budget_ids).as_dict()

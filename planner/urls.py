@@ -1,8 +1,9 @@
-"""Pages of the planner: the fleet's headroom, models, what-if, route, plans, rent vs API, spend, decisions."""
+"""Pages of the planner: the fleet's headroom, models, what-if, route, plans, rent vs API, spend, budgets,
+decisions."""
 
 from django.urls import path
 
-from planner.views import costs, fleet, models, plans, prefix_cache, route, whatif
+from planner.views import budgets, costs, fleet, models, plans, prefix_cache, route, whatif
 
 urlpatterns = [
     path("", fleet.fleet, name="fleet"),
@@ -30,6 +31,9 @@ urlpatterns = [
     path("rent-vs-api/decide/", costs.record_decision, name="record-decision"),
     path("rent-vs-api/recompute/", costs.recompute_breakeven, name="recompute-breakeven"),
     path("spend/", costs.spend, name="spend"),
+    path("budgets/new/", budgets.budget_form, name="budget-new"),
+    path("budgets/<int:pk>/edit/", budgets.budget_form, name="budget-edit"),
+    path("budgets/<int:pk>/delete/", budgets.budget_delete, name="budget-delete"),
     path("decisions/", costs.decisions, name="decisions"),
     path("decisions/export.csv", costs.decisions_csv, name="decisions-csv"),
     path("decisions/<int:pk>/history/", costs.decision_history, name="decision-history"),

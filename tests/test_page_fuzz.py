@@ -121,7 +121,7 @@ class World:
 
 def _records() -> dict[str, Any]:
     from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
-    from planner.models import Decision, Plan
+    from planner.models import Budget, Decision, Plan
 
     call_command("load_catalog", verbosity=0)
     sku = HardwareSku.objects.get(slug="h100-sxm-80gb")
@@ -143,10 +143,12 @@ def _records() -> dict[str, Any]:
     GpuQuote.objects.create(sku=sku, provider=cluster.provider, usd_per_gpu_hour="2.5", quoted_on=date(2026, 1, 1))
     plan = Plan.objects.create(model=model, workload=workload, options={})
     decision = Decision.record(workload=workload, tier=3, note="", figures={}, inputs={}, user=None)
+    budget = Budget.objects.create(team="ml", amount_usd=100, emails=["fin@example.com"])
     return {
         "sku": sku.slug, "cluster": cluster.slug, "deployment": deployment.slug, "model": model.slug,
         "workload": workload.slug, "quote": GpuQuote.objects.filter(sku=sku).first().pk,
         "api_price": ApiPrice.objects.first().slug, "plan": plan.pk, "decision": decision.pk,
+        "budget": budget.pk,
     }  # fmt: skip
 
 
@@ -163,6 +165,7 @@ SAMPLE_KWARGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "plans": lambda k: {"pk": k["plan"]},
     "decisions": lambda k: {"pk": k["decision"]},
     "history": lambda k: {"kind": "deployment", "key": k["deployment"]},
+    "budgets": lambda k: {"pk": k["budget"]},
 }
 
 

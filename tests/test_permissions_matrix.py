@@ -41,6 +41,7 @@ EVERYONE = frozenset({"viewer", "finance", "platform", "admin", "superuser"})
 INVENTORY = frozenset({"platform", "admin", "superuser"})
 PRICING = frozenset({"finance", "admin", "superuser"})
 DECIDERS = frozenset({"finance", "admin", "superuser"})
+BUDGETERS = frozenset({"finance", "admin", "superuser"})
 PLANNERS = frozenset({"finance", "platform", "admin", "superuser"})
 POLLERS = frozenset({"platform", "admin", "superuser"})
 ADMINS = frozenset({"admin", "superuser"})
@@ -72,6 +73,8 @@ API_RECORDS = [
     ("api-prices", "{api_price}", "fleet.apiprice", PRICING),
     # Clusters (platform) and quotes (finance) name a provider: both may add one.
     ("providers", "{provider}", "fleet.provider", INVENTORY | PRICING),
+    # Budgets (issue 26): finance and admin manage them; every role reads them.
+    ("budgets", "{budget}", "planner.budget", BUDGETERS),
 ]
 
 
@@ -147,6 +150,9 @@ PAGE_ROUTES = [
     Route("page", "post", "/workloads/{workload}/delete/", INVENTORY, ("fleet.delete_workload",)),
     # A computation (POST for its uploaded trace): whoever may read its inputs.
     Route("page", "post", "/prefix-cache/", EVERYONE, ("fleet.view_modelspec", "fleet.view_hardwaresku")),
+    Route("page", "post", "/budgets/new/", BUDGETERS, ("planner.add_budget",)),
+    Route("page", "post", "/budgets/{budget}/edit/", BUDGETERS, ("planner.change_budget",)),
+    Route("page", "post", "/budgets/{budget}/delete/", BUDGETERS, ("planner.delete_budget",)),
 ]
 
 BEAT_MODELS = ("periodictask", "clockedschedule", "crontabschedule", "solarschedule", "intervalschedule")
@@ -234,7 +240,7 @@ def _records() -> dict[str, Any]:
         WorkerHeartbeat,
         Workload,
     )
-    from planner.models import Calibration, Decision, Plan
+    from planner.models import Budget, Calibration, Decision, Plan
 
     sku = HardwareSku.objects.create(
         slug="h100-sxm-80gb", name="H100 SXM 80GB", vendor="NVIDIA", hbm_gb=80, hbm_bandwidth_tbps=3.35,
@@ -264,6 +270,7 @@ def _records() -> dict[str, Any]:
     plan = Plan.objects.create(model=model, workload=workload, options={})
     decision = Decision.record(workload=workload, tier=3, note="", figures={}, inputs={}, user=None)
     calibration = Calibration.objects.create(deployment=deployment, measured_on=date(2026, 1, 1))
+    budget = Budget.objects.create(team="ml", amount_usd=100)
     poll = EndpointPoll.objects.create(deployment=deployment, polled_at=timezone.now(), status="up")
     heartbeat = WorkerHeartbeat.objects.create(worker="w1", last_seen=timezone.now())
     outbox_message = OutboxMessage.objects.create(task="fleet.poll_one", args=[1])
@@ -282,7 +289,7 @@ def _records() -> dict[str, Any]:
         "deployment": deployment.slug, "deployment_pk": deployment.pk, "quote": quote.pk,
         "provider": cluster.provider_id,
         "api_price": api_price.slug, "api_price_pk": api_price.pk, "plan": plan.pk, "decision": decision.pk,
-        "calibration": calibration.pk,
+        "calibration": calibration.pk, "budget": budget.pk,
         "state": ClusterState.objects.get(cluster=cluster).pk, "poll": poll.pk, "heartbeat": heartbeat.pk,
         "outbox": outbox_message.pk,
         "user": someone.pk, "group": Group.objects.get(name="viewer").pk,
@@ -442,6 +449,8 @@ OFFERED = [
     ("/plans/", "/plans/start/", PLANNERS),
     ("/plans/{plan}/", "/cancel/", ADMINS),
     ("/decisions/", "Compare and decide", DECIDERS),
+    ("/spend/", "Add a budget", BUDGETERS),
+    ("/spend/", "/budgets/{budget}/edit/", BUDGETERS),
     ("/quotes/", "Add a quote", PRICING),
     ("/quotes/", "/quotes/{quote}/edit/", PRICING),
     ("/quotes/", "/quotes/{quote}/delete/", PRICING),

@@ -88,7 +88,7 @@ REDACTED = "[redacted]"
 
 @dataclass(frozen=True)
 class FetchResult:
-    """What one guarded GET returned.
+    """What one guarded request (a GET, or a webhook's POST) returned.
 
     ``status`` is the HTTP status (None when no response arrived), ``body`` at most ``max_bytes``
     bytes, ``elapsed_s`` the wall time of the whole request in seconds. ``error`` is None on a
@@ -266,8 +266,11 @@ async def fetch_async(
     connect_timeout_s: float | None = None,
     read_timeout_s: float | None = None,
     verify: bool | str = True,
+    method: str = "GET",
+    data: bytes | None = None,
 ) -> FetchResult:
-    """GET ``url`` through the guard. Never raises for network trouble: see ``FetchResult.error``.
+    """GET ``url`` (or ``method`` with the body ``data``: a budget alert's webhook POST) through the guard.
+    Never raises for network trouble: see ``FetchResult.error``.
 
     ``timeout_s`` is the overall deadline in seconds (resolution, connect, TLS, headers and body);
     ``connect_timeout_s`` and ``read_timeout_s`` (seconds, default: only the deadline) bound a single
@@ -317,7 +320,9 @@ async def fetch_async(
         async with (
             asyncio.timeout(timeout_s),
             session,
-            session.get(parsed, headers=request_headers, ssl=tls or True, allow_redirects=False) as response,
+            session.request(
+                method, parsed, data=data, headers=request_headers, ssl=tls or True, allow_redirects=False
+            ) as response,
         ):
             status = response.status
             ctype = response.headers.get("Content-Type", "")

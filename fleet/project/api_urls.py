@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from fleet.api import views
 from fleet.api.schema import DocsView, SchemaView
+from planner.api.budgets import BudgetViewSet
 from planner.api.calibrations import CalibrationViewSet
 from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
 from planner.api.estimate import EstimateView
@@ -47,6 +48,7 @@ router.register("workloads", views.WorkloadViewSet, basename="workload")
 router.register("decisions", DecisionViewSet, basename="decision")
 router.register("plans", PlanViewSet, basename="plan")
 router.register("calibrations", CalibrationViewSet, basename="calibration")
+router.register("budgets", BudgetViewSet, basename="budget")
 
 urlpatterns = [
     # The contract: public unless FLEETCAP_API_SCHEMA_PUBLIC=0 (then a token or a session), built once per

@@ -24,6 +24,11 @@ Every setting a deployment may change is read from the environment:
   together), ``FLEETCAP_LOGIN_FAILURE_LIMIT``,
   ``FLEETCAP_LOGIN_COOLOFF_MINUTES``; ``FLEETCAP_POLL_ALLOWED_NETWORKS`` / ``_PORTS`` /
   ``FLEETCAP_POLL_LOOPBACK_REFUSED_PORTS`` (poller egress), ``FLEETCAP_BIND`` (the web server's port).
+* Budget alerts (docs/operations.md, "Budgets and alerts"): ``FLEETCAP_BUDGET_CHECK_S``,
+  ``FLEETCAP_BUDGET_WEBHOOK_TIMEOUT_S`` / ``_ALLOWED_NETWORKS`` / ``_ALLOWED_PORTS`` / ``_VERIFY_TLS``,
+  ``FLEETCAP_BUDGET_ALERT_MAX_ATTEMPTS``; email: ``FLEETCAP_EMAIL_BACKEND``, ``_HOST``, ``_PORT``,
+  ``_HOST_USER``, ``_HOST_PASSWORD`` (or ``..._FILE``), ``_USE_TLS``, ``_USE_SSL``, ``_TIMEOUT_S``,
+  ``_FILE_PATH``, ``FLEETCAP_EMAIL_FROM``.
 * ``FLEETCAP_REDIS_KEY_PREFIX``: a prefix for every key in Redis (broker, Redis result backend, cache),
   so several installations or benchmark runs share one Redis db (default none).
 """
@@ -352,6 +357,8 @@ POLL_CYCLE_S = 5.0
 #: is shared for at most, per version of its records (fleet/page_cache.py); 0: computed per request
 #: (the pages benchmark measures that way).
 PAGE_CACHE_S = float(os.environ.get("FLEETCAP_PAGE_CACHE_S", "5"))
+#: Seconds between the budget checks beat sends (planner.check_budgets): an hour by default.
+BUDGET_CHECK_S = float(os.environ.get("FLEETCAP_BUDGET_CHECK_S", "3600"))
 CELERY_BEAT_SCHEDULE = {
     "poll-cycle": {"task": "fleet.poll_cycle", "schedule": POLL_CYCLE_S, "options": {"expires": 30}},
     "send-outbox": {"task": "fleet.send_outbox", "schedule": 10.0, "options": {"expires": 60}},
@@ -363,6 +370,13 @@ CELERY_BEAT_SCHEDULE = {
     # Every deployment's capacity snapshot, every workload's breakeven and every decision's review,
     # recomputed in batches (planner.snapshots); changes send their own recomputation at once.
     "refresh-answers": {"task": "planner.refresh_answers", "schedule": 300.0, "options": {"expires": 600}},
+    # Every budget's month end projected from the month's spend; an alert once per budget and month
+    # (planner.budgets, docs/operations.md, "Budgets and alerts").
+    "check-budgets": {
+        "task": "planner.check_budgets",
+        "schedule": BUDGET_CHECK_S,
+        "options": {"expires": BUDGET_CHECK_S},
+    },
 }
 #: A capacity snapshot older than this is shown as stale (seconds): three beats of "refresh-answers".
 SNAPSHOT_MAX_AGE_S = float(os.environ.get("FLEETCAP_SNAPSHOT_MAX_AGE_S", "900"))
@@ -437,6 +451,31 @@ SPEED_CORRECTION_MAX_AGE_HOURS = float(os.environ.get("FLEETCAP_SPEED_CORRECTION
 ROUTE_STALE_POLL_INTERVALS = float(os.environ.get("FLEETCAP_ROUTE_STALE_POLL_INTERVALS", "3"))
 ROUTE_STALE_MIN_S = float(os.environ.get("FLEETCAP_ROUTE_STALE_MIN_S", "120"))
 ROUTE_API_CACHE_BLOCK_TOKENS = envint("FLEETCAP_ROUTE_API_CACHE_BLOCK_TOKENS", 128)
+
+# Budget alerts (planner/budgets.py; docs/operations.md, "Budgets and alerts"). A webhook goes through the
+# outbound guard like every outbound request: its own allowed networks (default: the poller's) and
+# ports (default: any), the loopback ports the poller refuses, always-refused metadata addresses.
+BUDGET_WEBHOOK_ALLOWED_NETWORKS = envlist("FLEETCAP_BUDGET_WEBHOOK_ALLOWED_NETWORKS", ",".join(POLL_ALLOWED_NETWORKS))
+BUDGET_WEBHOOK_ALLOWED_PORTS = envports("FLEETCAP_BUDGET_WEBHOOK_ALLOWED_PORTS")
+#: Seconds a webhook POST may take, connect to last byte of the answer.
+BUDGET_WEBHOOK_TIMEOUT_S = float(os.environ.get("FLEETCAP_BUDGET_WEBHOOK_TIMEOUT_S", "5"))
+BUDGET_WEBHOOK_VERIFY_TLS = env_tls_verify("FLEETCAP_BUDGET_WEBHOOK_VERIFY_TLS")
+#: Deliveries of one channel of one alert tried at most this often (one per check) before it gives up.
+BUDGET_ALERT_MAX_ATTEMPTS = envint("FLEETCAP_BUDGET_ALERT_MAX_ATTEMPTS", 24)
+#: Email through Django's backends: SMTP by default; ``FLEETCAP_EMAIL_BACKEND`` names another (console,
+#: filebased with ``FLEETCAP_EMAIL_FILE_PATH``). The password may come from ``..._FILE``.
+EMAIL_BACKEND = os.environ.get("FLEETCAP_EMAIL_BACKEND") or "django.core.mail.backends.smtp.EmailBackend"
+EMAIL_HOST = os.environ.get("FLEETCAP_EMAIL_HOST") or "localhost"
+EMAIL_PORT = envint("FLEETCAP_EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("FLEETCAP_EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envsecret("FLEETCAP_EMAIL_HOST_PASSWORD") or ""
+EMAIL_USE_TLS = envbool("FLEETCAP_EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = envbool("FLEETCAP_EMAIL_USE_SSL", False)
+#: Seconds an SMTP connection may block (Django's default is forever).
+EMAIL_TIMEOUT = float(os.environ.get("FLEETCAP_EMAIL_TIMEOUT_S", "10"))
+if os.environ.get("FLEETCAP_EMAIL_FILE_PATH"):
+    EMAIL_FILE_PATH = os.environ["FLEETCAP_EMAIL_FILE_PATH"]
+DEFAULT_FROM_EMAIL = os.environ.get("FLEETCAP_EMAIL_FROM") or "fleetcap@localhost"
 
 LOGGING = {
     "version": 1,

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 from fleet.permissions import create_permissions_now, grant
-from planner.permissions import GRANTS
+from planner.permissions import GRANTS_0006 as GRANTS  # the table as this migration applied it
 
 
 def grant_roles(apps, schema_editor):
