@@ -74,7 +74,7 @@ def _records() -> dict[str, Any]:
     """The catalogue, the first ``SMALL`` of the fleet, a quote, a plan and a decision: the keys of the
     pages with arguments."""
     from fleet.models import ApiPrice, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
-    from planner.models import Decision, Plan
+    from planner.models import Budget, Decision, Plan
 
     call_command("load_catalog", stdout=StringIO())
     _grow_fleet(0, SMALL)
@@ -86,9 +86,11 @@ def _records() -> dict[str, Any]:
     )
     plan = Plan.objects.create(model=model, workload=workload, options={})
     decision = Decision.record(workload=workload, tier=3, note="", figures={}, inputs={}, user=None)
+    budget = Budget.objects.create(team="platform", amount_usd="1000")
     return {
         "sku": sku.slug, "cluster": "c-0", "deployment": "d-0", "model": model.slug, "workload": workload.slug,
         "quote": quote.pk, "api_price": ApiPrice.objects.first().slug, "plan": plan.pk, "decision": decision.pk,
+        "budget": budget.pk,
     }  # fmt: skip
 
 
@@ -103,6 +105,7 @@ SAMPLE_KWARGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "api-prices": lambda k: {"slug": k["api_price"]},
     "plans": lambda k: {"pk": k["plan"]},
     "decisions": lambda k: {"pk": k["decision"]},
+    "budgets": lambda k: {"pk": k["budget"]},
     "history": lambda k: {"kind": "deployment", "key": k["deployment"]},
 }
 
