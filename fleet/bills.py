@@ -301,7 +301,7 @@ class _Run:
                             "BillingCurrency",
                             f"{row.currency}: no exchange rate to USD on record for "
                             f"{row.charge_period_start.date()} (one dated that day or up to {RATE_MAX_AGE_DAYS} "
-                            "days before; finance records rates on the exchange rates page).",
+                            "days before; finance records one with POST /api/v1/exchange-rates/).",
                         )
                     month = _month(row)
                     first = month if first is None or month < first else first

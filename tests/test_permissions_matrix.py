@@ -72,6 +72,7 @@ API_RECORDS = [
     ("api-prices", "{api_price}", "fleet.apiprice", PRICING),
     # Clusters (platform) and quotes (finance) name a provider: both may add one.
     ("providers", "{provider}", "fleet.provider", INVENTORY | PRICING),
+    ("exchange-rates", "{exchange_rate}", "fleet.exchangerate", PRICING),
 ]
 
 
@@ -96,6 +97,10 @@ def api_routes() -> list[Route]:
         Route("api", "post", "/api/v1/deployments/{deployment}/poll/", POLLERS, ("fleet.poll_deployment",)),
         Route("api", "post", "/api/v1/models/import/", INVENTORY, ("fleet.add_modelspec",)),
         Route("api", "post", "/api/v1/decisions/", DECIDERS, ("planner.add_decision",)),
+        # Cloud bills: finance uploads a FOCUS file and may delete a bill (its rows with it); never edited.
+        Route("api", "post", "/api/v1/bills/", PRICING, ("fleet.add_cloudbill",)),
+        Route("api", "delete", "/api/v1/bills/{bill}/", PRICING, ("fleet.delete_cloudbill",)),
+        *(Route("api", method, "/api/v1/bills/{bill}/", NOBODY) for method in ("put", "patch")),
         *(Route("api", method, decision, NOBODY) for method in ("put", "patch", "delete")),
         Route("api", "post", "/api/v1/plans/", PLANNERS, ("planner.add_plan",)),
         # The world's plan was started by nobody in the world: only cancel_any_plan (admin) may cancel it;
@@ -133,6 +138,7 @@ PAGE_ROUTES = [
     Route("page", "post", "/rent-vs-api/recompute/", EVERYONE, ("fleet.view_gpuquote", "fleet.view_apiprice")),
     Route("page", "post", "/decisions/{decision}/supersede/", DECIDERS, ("planner.add_decision",)),
     # The price book (finance) and the catalogue (platform): fleet/views/prices.py, catalogue.py.
+    Route("page", "post", "/bills/upload/", PRICING, ("fleet.add_cloudbill",)),
     Route("page", "post", "/quotes/new/", PRICING, ("fleet.add_gpuquote",)),
     Route("page", "post", "/quotes/{quote}/edit/", PRICING, ("fleet.change_gpuquote",)),
     Route("page", "post", "/quotes/{quote}/delete/", PRICING, ("fleet.delete_gpuquote",)),
@@ -223,10 +229,12 @@ def _records() -> dict[str, Any]:
 
     from fleet.models import (
         ApiPrice,
+        CloudBill,
         Cluster,
         ClusterState,
         Deployment,
         EndpointPoll,
+        ExchangeRate,
         GpuQuote,
         HardwareSku,
         ModelSpec,
@@ -276,7 +284,12 @@ def _records() -> dict[str, Any]:
     }
     beat["periodictask"] = PeriodicTask.objects.create(name="t", task="t", interval=beat["intervalschedule"])
     Token.objects.create(user=someone)
+    bill = CloudBill.objects.create(
+        filename="b.csv", size_bytes=1, sha256="-", tag_key="fleetcap-cluster", status="done"
+    )
+    rate = ExchangeRate.objects.create(currency="EUR", on=date(2026, 1, 1), usd_per_unit="1.1")
     return {
+        "bill": bill.pk, "exchange_rate": rate.pk,
         "sku": sku.slug, "sku_pk": sku.pk, "cluster": cluster.slug, "cluster_pk": cluster.pk,
         "model": model.slug, "model_pk": model.pk, "workload": workload.slug, "workload_pk": workload.pk,
         "deployment": deployment.slug, "deployment_pk": deployment.pk, "quote": quote.pk,

@@ -7,6 +7,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
 from fleet.api import views
+from fleet.api.bills import BillViewSet, ExchangeRateViewSet
 from planner.api.calibrations import CalibrationViewSet
 from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
 from planner.api.estimate import EstimateView
@@ -46,6 +47,8 @@ router.register("providers", views.ProviderViewSet, basename="provider")
 router.register("api-prices", views.ApiPriceViewSet, basename="apiprice")
 router.register("models", views.ModelSpecViewSet, basename="modelspec")
 router.register("workloads", views.WorkloadViewSet, basename="workload")
+router.register("bills", BillViewSet, basename="cloudbill")
+router.register("exchange-rates", ExchangeRateViewSet, basename="exchangerate")
 router.register("decisions", DecisionViewSet, basename="decision")
 router.register("plans", PlanViewSet, basename="plan")
 router.register("calibrations", CalibrationViewSet, basename="calibration")
