@@ -472,8 +472,8 @@ class Billed:
 
 
 def billed_by_cluster(year: int, month: int) -> Billed:
-    """Three queries: billed USD per cluster (Usage, Credit, Adjustment; corrections count in the month of
-    the period they correct), the unmatched rows, and the categories not compared."""
+    """Four queries: billed USD per cluster (Usage, Credit, Adjustment; corrections count in the month of
+    the period they correct), the unmatched rows, the categories not compared, and the bills behind them."""
     rows = done_rows(date(year, month, 1))
     compared = rows.exclude(charge_category__in=NOT_COMPARED)
     per = (
