@@ -57,6 +57,9 @@ CHARGE_CATEGORIES = frozenset({"Usage", "Purchase", "Tax", "Credit", "Adjustment
 CORRECTION = "Correction"
 #: The longest cell read (a Tags object of many keys is the longest real one: a few KB).
 MAX_CELL_CHARS = 64 * 1024
+#: The longest line read (bytes): no real row is near it, and a file of one endless line (or of one
+#: line of millions of empty cells) would otherwise be read into memory whole.
+MAX_LINE_BYTES = 4 * 1024 * 1024
 #: The largest cost a row may hold, in its currency: beyond any real charge, and within the stored
 #: column (24 digits, 10 after the point).
 MAX_COST = Decimal("1e13")
@@ -167,9 +170,11 @@ class _Lines:
 
     def __iter__(self) -> Iterator[str]:
         decoder = codecs.getincrementaldecoder("utf-8-sig")("strict")
-        for chunk in self.raw:
+        while chunk := self.raw.readline(MAX_LINE_BYTES + 1):
             self.bytes_read += len(chunk)
             self.line += 1
+            if len(chunk) > MAX_LINE_BYTES:
+                raise FocusError(self.line, None, f"A line of more than {MAX_LINE_BYTES:,} bytes (line {self.line}).")
             try:
                 text = decoder.decode(chunk)
             except UnicodeDecodeError:

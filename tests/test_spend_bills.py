@@ -212,6 +212,14 @@ def test_a_ragged_row_and_a_file_not_utf8_are_refused(june, tmp_path):
     assert "Not UTF-8" in _refused(tmp_path, latin).error
 
 
+def test_an_endless_line_is_refused_without_reading_it_whole(june, tmp_path):
+    from fleet.focus import MAX_LINE_BYTES
+
+    content = focus_csv(good_rows(1)) + b"," * (MAX_LINE_BYTES + 10) + b"\n"
+    bill = _refused(tmp_path, content)
+    assert bill.error_row == 3 and "A line of more than 4,194,304 bytes" in bill.error
+
+
 def test_a_missing_column_is_refused_at_once_and_nothing_is_kept(june, tmp_path, settings):
     columns = [c for c in COLUMNS if c != "ChargeClass"]
     with pytest.raises(InputError) as exc:
