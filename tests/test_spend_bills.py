@@ -3,10 +3,11 @@ again without duplicates; malformed files refused with row and column and nothin
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from django.core.management import call_command
@@ -109,6 +110,14 @@ def test_a_bill_reconciles_against_modelled_spend_and_imports_again_without_dupl
 
     settings.BILL_VARIANCE_PCT = 5
     assert spend_for_month(2026, 6, today=AFTER).billed["clusters"][0]["flagged"] is True
+    out = StringIO()
+    with mock.patch("django.utils.timezone.now", return_value=datetime(2026, 8, 2, 12, tzinfo=UTC)):
+        call_command("spend", "--month", "2026-06", stdout=out)
+    assert (
+        "c8                      billed       15200.00 modelled       14400.00 variance       800.00 (5.6 %)  FLAGGED"
+        in (out.getvalue())
+    )
+    assert "unmatched: 246.90 USD in 2 row(s)" in out.getvalue()
 
     stored = BillRow.objects.count()
     again = import_path(write(tmp_path, "june-again.csv", june_bill()))
