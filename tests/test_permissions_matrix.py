@@ -161,6 +161,7 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     **{f"fleet.{m}": (INVENTORY,) * 3 for m in fleet_permissions.INVENTORY},
     **{f"fleet.{m}": (PRICING,) * 3 for m in fleet_permissions.PRICING},
     "fleet.provider": (INVENTORY | PRICING,) * 3,
+    "fleet.exchangerate": (PRICING,) * 3,
     # System-written records: read-only in the admin; the admin role may delete (all permissions).
     **{
         f"fleet.{m}": (NOBODY, NOBODY, ADMINS)
@@ -179,7 +180,8 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
 }
 ADMIN_KEYS = {"hardwaresku": "{sku_pk}", "modelspec": "{model_pk}", "workload": "{workload_pk}",
               "cluster": "{cluster_pk}", "deployment": "{deployment_pk}", "gpuquote": "{quote}",
-              "provider": "{provider}", "apiprice": "{api_price_pk}", "clusterstate": "{state}",
+              "provider": "{provider}", "exchangerate": "{exchange_rate}", "apiprice": "{api_price_pk}",
+              "clusterstate": "{state}",
               "endpointpoll": "{poll}",
               "workerheartbeat": "{heartbeat}",
               "outboxmessage": "{outbox}", "plan": "{plan}", "decision": "{decision}", "user": "{user}",
