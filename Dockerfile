@@ -20,7 +20,7 @@ COPY . .
 # Static files collected once into the image (whitenoise serves them from gunicorn). The settings need
 # a secret key to import; this throwaway one exists only in this build step.
 RUN useradd --system --uid 10001 --home-dir /var/lib/fleetcap fleetcap \
-    && mkdir -p /var/lib/fleetcap \
+    && mkdir -p /var/lib/fleetcap/bills \
     && FLEETCAP_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput -v0 \
     && chown -R fleetcap /var/lib/fleetcap
 

@@ -18,6 +18,7 @@ from fleet.models import (
     ClusterState,
     Deployment,
     EndpointPoll,
+    ExchangeRate,
     GpuQuote,
     HardwareSku,
     ModelSpec,
@@ -99,6 +100,15 @@ class GpuQuoteAdmin(admin.ModelAdmin):
     list_filter = ("pricing_kind", "provider", "sku")
     list_select_related = ("sku", "provider")
     date_hierarchy = "quoted_on"
+
+
+@admin.register(ExchangeRate)
+class ExchangeRateAdmin(admin.ModelAdmin):
+    """USD per unit of a currency on a date: what a cloud bill in that currency needs (finance)."""
+
+    list_display = ("currency", "on", "usd_per_unit", "source")
+    list_filter = ("currency",)
+    date_hierarchy = "on"
 
 
 @admin.register(ApiPrice)

@@ -7,10 +7,20 @@ class FleetConfig(AppConfig):
 
     def ready(self) -> None:
         from fleet import audit, permission_cache, rate_limits  # noqa: F401 (rate_limits: its system check)
-        from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
+        from fleet.models import (
+            ApiPrice,
+            Cluster,
+            Deployment,
+            ExchangeRate,
+            GpuQuote,
+            HardwareSku,
+            ModelSpec,
+            Provider,
+            Workload,
+        )
 
         # The audit trail (fleet/audit.py): every create, update and delete of these records.
-        for model in (HardwareSku, Cluster, ModelSpec, Workload, GpuQuote, ApiPrice, Provider):
+        for model in (HardwareSku, Cluster, ModelSpec, Workload, GpuQuote, ApiPrice, Provider, ExchangeRate):
             audit.register(model)
         # The poller's live state and leases change every poll: never recorded (and written by raw
         # UPDATEs); the API key only as set or not.

@@ -482,3 +482,16 @@ class WorkloadForm(BoundedModelForm):
         model = Workload
         fields = ["name", "slug", "team", *Workload.FIGURES]
         labels = {"p95_context_tokens": "p95 context (tokens)", "prefix_cache_hit_rate": "Prefix cache hit rate (0-1)"}
+
+
+class BillUploadForm(forms.Form):
+    """Upload a FOCUS cost and usage CSV (``fleet.bills.submit_bill`` stores it and queues its import)."""
+
+    file = UploadField(label="FOCUS CSV", help_text="A FOCUS 1.0-1.2 cost and usage export (UTF-8 CSV).")
+    tag_key = forms.CharField(
+        label="Cluster tag key",
+        required=False,
+        max_length=128,
+        help_text="The tag whose value is a cluster's slug, for rows whose ResourceId is not one "
+        "(default fleetcap-cluster).",
+    )

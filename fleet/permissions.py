@@ -1,8 +1,8 @@
 """Roles are Django groups holding Django model permissions; this module is fleet's table of them.
 
 * ``viewer``: view every record.
-* ``finance``: view; add, change and delete GPU quotes and API prices (planner: record decisions,
-  start and cancel plans).
+* ``finance``: view; add, change and delete GPU quotes and API prices, cloud bills (upload a FOCUS
+  file) and exchange rates (planner: record decisions, start and cancel plans).
 * ``platform``: view; add, change and delete the inventory (SKUs, clusters, deployments, models,
   workloads) and poll a deployment now (planner: start and cancel plans).
 * ``admin``: every permission of both apps except those nothing honours (planner: changing or
@@ -39,11 +39,16 @@ MODELS: tuple[str, ...] = (
     "capacitysnapshot",
     "provider",
     "scheduledrun",
+    "cloudbill",
+    "billrow",
+    "exchangerate",
 )
 #: Records the platform team writes (a cluster names its provider: platform may add one).
 INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload", "provider")
 #: Records finance writes (a quote names its provider: finance may add one).
 PRICING: tuple[str, ...] = ("gpuquote", "apiprice", "provider")
+#: Records finance writes about what was billed (a bill's rows are the import's: admin alone edits them).
+BILLING: tuple[str, ...] = ("cloudbill", "exchangerate")
 #: Declared in ``Deployment.Meta.permissions``: ``POST /api/v1/deployments/<slug>/poll/``.
 POLL = "poll_deployment"
 
@@ -59,7 +64,7 @@ WRITE = ("add", "change", "delete")
 
 def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
     view_all = codenames(["view"], models)
-    pricing = [m for m in PRICING if m in models]
+    pricing = [m for m in (*PRICING, *BILLING) if m in models]
     inventory = [m for m in INVENTORY if m in models]
     return {
         "viewer": view_all,
@@ -77,14 +82,20 @@ def _without(*later: str) -> dict[str, frozenset[str]]:
     return _table(tuple(m for m in MODELS if m not in later))
 
 
+#: The models migration 0022 added (cloud bills): in no table before it.
+LATER_0022 = ("cloudbill", "billrow", "exchangerate")
 #: The table as migration 0002 applied it, before the outbox existed (0007 applies ``GRANTS_0007``).
-GRANTS_0002: dict[str, frozenset[str]] = _without("outboxmessage", "capacitysnapshot", "provider", "scheduledrun")
+GRANTS_0002: dict[str, frozenset[str]] = _without(
+    "outboxmessage", "capacitysnapshot", "provider", "scheduledrun", *LATER_0022
+)
 #: The table as migration 0007 applied it, before capacity snapshots existed (0014 applies ``GRANTS_0014``).
-GRANTS_0007: dict[str, frozenset[str]] = _without("capacitysnapshot", "provider", "scheduledrun")
+GRANTS_0007: dict[str, frozenset[str]] = _without("capacitysnapshot", "provider", "scheduledrun", *LATER_0022)
 #: The table as migration 0014 applied it, before providers were records (0018 applies ``GRANTS_0018``).
-GRANTS_0014: dict[str, frozenset[str]] = _without("provider", "scheduledrun")
-#: The table as migration 0018 applied it, before scheduled runs were recorded (0020 applies ``GRANTS``).
-GRANTS_0018: dict[str, frozenset[str]] = _without("scheduledrun")
+GRANTS_0014: dict[str, frozenset[str]] = _without("provider", "scheduledrun", *LATER_0022)
+#: The table as migration 0018 applied it, before scheduled runs were recorded (0020 applies ``GRANTS_0020``).
+GRANTS_0018: dict[str, frozenset[str]] = _without("scheduledrun", *LATER_0022)
+#: The table as migration 0020 applied it, before cloud bills (0022 applies ``GRANTS``).
+GRANTS_0020: dict[str, frozenset[str]] = _without(*LATER_0022)
 #: role -> fleet permission codenames.
 GRANTS: dict[str, frozenset[str]] = _table(MODELS)
 

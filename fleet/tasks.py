@@ -118,6 +118,32 @@ def apply_cluster_changes_task(self) -> list[str]:
     return Cluster.apply_due_changes()
 
 
+# A 200 MB bill reads in about a minute or two (docs/benchmarks.md, "Bill import"). Retried with the run's
+# token on a database blip only (its rows deleted first); a refusal is stored on the bill, never retried.
+# Idempotent: the bill is claimed by a conditional UPDATE, and a row already stored is never written again.
+@shared_task(
+    name="fleet.import_bill",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=1800,
+    time_limit=1860,
+    max_retries=4,
+)
+def import_bill_task(self, bill_id: str, token: str | None = None) -> str:
+    """Import a stored FOCUS bill (task id = bill id)."""
+    from celery.utils.time import get_exponential_backoff_interval
+
+    from fleet.bills import ImportInterrupted, run_import
+
+    try:
+        bill = run_import(bill_id, token=token)
+    except ImportInterrupted as exc:
+        wait = get_exponential_backoff_interval(2, self.request.retries, 60, full_jitter=True)
+        raise self.retry(args=[bill_id], kwargs={"token": exc.token}, exc=exc, countdown=wait) from exc
+    return "gone" if bill is None else bill.status
+
+
 @shared_task(name="fleet.prune_polls", bind=True, acks_late=True, ignore_result=True, **RETRY_ON_TRANSIENT)
 def prune_polls_task(self) -> dict[str, int]:
     """Roll old polls into hourly rows and drop what is past retention (beat: hourly; idempotent:

@@ -4,7 +4,7 @@ and the catalogue (SKUs, workloads); records' change history; the pickers' sugge
 from django.urls import path
 
 from fleet.pickers import PICKERS
-from fleet.views import catalogue, health, history, inventory, pickers, prices
+from fleet.views import bills, catalogue, health, history, inventory, pickers, prices
 
 urlpatterns = [
     path("clusters/new/", inventory.cluster_form, name="cluster-new"),
@@ -27,6 +27,9 @@ urlpatterns = [
     path("workloads/new/", catalogue.workload_form, name="workload-new"),
     path("workloads/<str:slug>/edit/", catalogue.workload_form, name="workload-edit"),
     path("workloads/<str:slug>/delete/", catalogue.workload_delete, name="workload-delete"),
+    path("bills/", bills.bill_list, name="bills"),
+    path("bills/upload/", bills.bill_upload, name="bill-upload"),
+    path("bills/<uuid:pk>/", bills.bill_detail, name="bill"),
     path("history/<str:kind>/<str:key>/", history.record_history, name="history"),
     *(path(f"pick/{p.kind}/", pickers.suggestions_view(p), name=p.url_name) for p in PICKERS.values()),
     path("healthz", health.healthz, name="healthz"),

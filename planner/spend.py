@@ -12,9 +12,12 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
+
 from fleet import page_cache
+from fleet.bills import Billed, billed_by_cluster
 from fleet.errors import InputError
-from fleet.models import ClusterState, Deployment
+from fleet.models import CloudBill, ClusterState, Deployment, ExchangeRate
 from fleet.models.polls import left_out_text
 from fleet.poll_rollups import left_out_totals, running_totals
 from fleet.prices import PriceBook
@@ -87,6 +90,8 @@ class SpendReport:
     #: Per deployment slug, the untrusted polls of the month's actual days left out of its utilisation
     #: and idle cost, per reason (``fleet.models.polls.poll_distrust``).
     left_out: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Billed against modelled per cluster (``reconcile``), when the report was made with ``detail``.
+    billed: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the API's body): Decimals as strings, USD 2 decimals, rates and fractions 4."""
@@ -139,6 +144,7 @@ class SpendReport:
                 for t in self.trend
             ],
             "assumptions": list(s.assumptions),
+            "billed": self.billed,
         }
 
 
@@ -172,10 +178,66 @@ def spend_report(raw_month: str | None, today: date, pricing_kind: str = "on-dem
     the page, the API and its CSV for ``fleet.page_cache.window_s()`` (the report is the same for everyone
     allowed to read it). InputError with field names: a bad month."""
     year, month = month_or_error(raw_month, today)
-    parts = (month_text(year, month), pricing_kind, today.isoformat())
+    parts = (month_text(year, month), pricing_kind, today.isoformat(), str(settings.BILL_VARIANCE_PCT))
     return page_cache.shared(
-        "spend", parts, lambda: spend_for_month(year, month, today=today, pricing_kind=pricing_kind).to_dict()
+        "spend",
+        parts,
+        lambda: spend_for_month(year, month, today=today, pricing_kind=pricing_kind).to_dict(),
+        version=_spend_version,
     )
+
+
+def _spend_version() -> str:
+    """The fleet's version with the bills' (an import finishing, a bill deleted) and the exchange rates'."""
+    return page_cache.fleet_version((CloudBill, ("finished_at",)), (ExchangeRate, ("updated",)))
+
+
+def _pct(value: Decimal) -> str:
+    return str(value.quantize(Decimal("0.1")))
+
+
+def reconcile(spend: MonthSpend, billed: Billed, threshold_pct: float) -> dict[str, Any]:
+    """Billed (done FOCUS bills, ``fleet.bills.billed_by_cluster``) against modelled spend (each cluster's
+    actual cost: the days through today) per cluster: variance = billed - modelled, in USD and as a
+    percentage of modelled; flagged beyond ``threshold_pct`` either way, or billed where nothing was
+    modelled (or modelled unpriced). Without any bill for the month, no cluster is compared."""
+    threshold = Decimal(str(threshold_pct))
+    modelled: dict[str, Decimal | None] = {}
+    for line in spend.clusters:
+        priced = line.actual.gpu_hours or not line.actual.unpriced_gpu_hours
+        modelled[line.name] = line.actual.cost_usd if priced else None
+    rows = []
+    if billed.bills:
+        for slug in sorted(set(modelled) | set(billed.by_cluster)):
+            bill_usd = billed.by_cluster.get(slug, Decimal(0))
+            model_usd = modelled.get(slug, Decimal(0))
+            if model_usd is None:
+                variance = pct = None
+                flagged = True
+            else:
+                variance = bill_usd - model_usd
+                pct = variance * 100 / model_usd if model_usd else None
+                flagged = abs(pct) > threshold if pct is not None else bool(bill_usd)
+            rows.append(
+                {
+                    "cluster": slug,
+                    "billed_usd": dec_str(bill_usd),
+                    "modelled_usd": dec_str(model_usd),
+                    "variance_usd": dec_str(variance),
+                    "variance_pct": None if pct is None else _pct(pct),
+                    "flagged": flagged,
+                    "rows": billed.rows_by_cluster.get(slug, 0),
+                }
+            )
+    return {
+        "threshold_pct": _pct(threshold),
+        "bills": billed.bills,
+        "clusters": rows,
+        "flagged": sum(r["flagged"] for r in rows),
+        "unmatched_usd": dec_str(billed.unmatched_usd),
+        "unmatched_rows": billed.unmatched_rows,
+        "not_compared_usd": dec_str(billed.not_compared_usd),
+    }
 
 
 def _utilisation(
@@ -277,7 +339,8 @@ def spend_for_month(
                 months.append(_trend_month(inputs, segments, y, m, today, rate))
             y, m = month_after(y, m)
         months.append(result)
-    return SpendReport(result, months, pricing_kind, left_out)
+    billed = reconcile(result, billed_by_cluster(year, month), settings.BILL_VARIANCE_PCT) if detail else None
+    return SpendReport(result, months, pricing_kind, left_out, billed)
 
 
 #: Deployment lines the spend page shows (the costliest); the API and the CSV carry every line.

@@ -50,7 +50,10 @@ def test_the_five_services_and_a_migrate_step(compose):
     for name in ("postgres", "redis"):
         assert compose["services"][name]["healthcheck"]["test"], name
     used = {v.split(":")[0] for s in compose["services"].values() for v in s.get("volumes", [])}
-    assert used == set(compose["volumes"]) == {"pgdata", "redisdata"}
+    # bills: uploaded cloud bills, shared by web (stores) and worker (imports).
+    assert used == set(compose["volumes"]) == {"pgdata", "redisdata", "bills"}
+    for name in ("web", "worker"):
+        assert "bills:/var/lib/fleetcap/bills" in compose["services"][name]["volumes"], name
 
 
 def test_required_secrets_fail_loudly_when_unset():

@@ -120,7 +120,17 @@ class World:
 
 
 def _records() -> dict[str, Any]:
-    from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
+    from fleet.models import (
+        ApiPrice,
+        CloudBill,
+        Cluster,
+        Deployment,
+        GpuQuote,
+        HardwareSku,
+        ModelSpec,
+        Provider,
+        Workload,
+    )
     from planner.models import Budget, Decision, Plan
 
     call_command("load_catalog", verbosity=0)
@@ -144,7 +154,11 @@ def _records() -> dict[str, Any]:
     plan = Plan.objects.create(model=model, workload=workload, options={})
     decision = Decision.record(workload=workload, tier=3, note="", figures={}, inputs={}, user=None)
     budget = Budget.objects.create(team="ml", amount_usd=100, emails=["fin@example.com"])
+    bill = CloudBill.objects.create(
+        filename="b.csv", size_bytes=1, sha256="-", tag_key="fleetcap-cluster", status="done"
+    )
     return {
+        "bill": bill.pk,
         "sku": sku.slug, "cluster": cluster.slug, "deployment": deployment.slug, "model": model.slug,
         "workload": workload.slug, "quote": GpuQuote.objects.filter(sku=sku).first().pk,
         "api_price": ApiPrice.objects.first().slug, "plan": plan.pk, "decision": decision.pk,
@@ -164,6 +178,7 @@ SAMPLE_KWARGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "api-prices": lambda k: {"slug": k["api_price"]},
     "plans": lambda k: {"pk": k["plan"]},
     "decisions": lambda k: {"pk": k["decision"]},
+    "bills": lambda k: {"pk": k["bill"]},
     "history": lambda k: {"kind": "deployment", "key": k["deployment"]},
     "budgets": lambda k: {"pk": k["budget"]},
 }
@@ -648,6 +663,7 @@ def test_every_page_form_is_found(world):
         ("rent-vs-api", "GET", "RentVsApiForm", {"gpus", "hours_per_day"}),
         ("record-decision", "POST", "DecisionForm", {"tier", "note", "gpus"}),
         ("spend", "GET", "SpendForm", {"month"}),
+        ("bill-upload", "POST", "BillUploadForm", {"file", "tag_key"}),
         ("plan-start", "POST", "PlanForm", {"max_nodes"}),
         ("deployment-calibrate", "POST", "CalibrationForm", {"log", "upload"}),
         ("deployment", "GET", "PollRangeForm", {"range", "start"}),

@@ -73,7 +73,7 @@ def _grow_fleet(start: int, stop: int) -> None:
 def _records() -> dict[str, Any]:
     """The catalogue, the first ``SMALL`` of the fleet, a quote, a plan and a decision: the keys of the
     pages with arguments."""
-    from fleet.models import ApiPrice, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
+    from fleet.models import ApiPrice, CloudBill, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
     from planner.models import Budget, Decision, Plan
 
     call_command("load_catalog", stdout=StringIO())
@@ -87,7 +87,11 @@ def _records() -> dict[str, Any]:
     plan = Plan.objects.create(model=model, workload=workload, options={})
     decision = Decision.record(workload=workload, tier=3, note="", figures={}, inputs={}, user=None)
     budget = Budget.objects.create(team="platform", amount_usd="1000")
+    bill = CloudBill.objects.create(
+        filename="b.csv", size_bytes=1, sha256="-", tag_key="fleetcap-cluster", status="done"
+    )
     return {
+        "bill": bill.pk,
         "sku": sku.slug, "cluster": "c-0", "deployment": "d-0", "model": model.slug, "workload": workload.slug,
         "quote": quote.pk, "api_price": ApiPrice.objects.first().slug, "plan": plan.pk, "decision": decision.pk,
         "budget": budget.pk,
@@ -106,6 +110,7 @@ SAMPLE_KWARGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "plans": lambda k: {"pk": k["plan"]},
     "decisions": lambda k: {"pk": k["decision"]},
     "budgets": lambda k: {"pk": k["budget"]},
+    "bills": lambda k: {"pk": k["bill"]},
     "history": lambda k: {"kind": "deployment", "key": k["deployment"]},
 }
 

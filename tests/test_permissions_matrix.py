@@ -75,6 +75,7 @@ API_RECORDS = [
     ("providers", "{provider}", "fleet.provider", INVENTORY | PRICING),
     # Budgets (issue 26): finance and admin manage them; every role reads them.
     ("budgets", "{budget}", "planner.budget", BUDGETERS),
+    ("exchange-rates", "{exchange_rate}", "fleet.exchangerate", PRICING),
 ]
 
 
@@ -99,6 +100,10 @@ def api_routes() -> list[Route]:
         Route("api", "post", "/api/v1/deployments/{deployment}/poll/", POLLERS, ("fleet.poll_deployment",)),
         Route("api", "post", "/api/v1/models/import/", INVENTORY, ("fleet.add_modelspec",)),
         Route("api", "post", "/api/v1/decisions/", DECIDERS, ("planner.add_decision",)),
+        # Cloud bills: finance uploads a FOCUS file and may delete a bill (its rows with it); never edited.
+        Route("api", "post", "/api/v1/bills/", PRICING, ("fleet.add_cloudbill",)),
+        Route("api", "delete", "/api/v1/bills/{bill}/", PRICING, ("fleet.delete_cloudbill",)),
+        *(Route("api", method, "/api/v1/bills/{bill}/", NOBODY) for method in ("put", "patch")),
         *(Route("api", method, decision, NOBODY) for method in ("put", "patch", "delete")),
         Route("api", "post", "/api/v1/plans/", PLANNERS, ("planner.add_plan",)),
         # The world's plan was started by nobody in the world: only cancel_any_plan (admin) may cancel it;
@@ -136,6 +141,7 @@ PAGE_ROUTES = [
     Route("page", "post", "/rent-vs-api/recompute/", EVERYONE, ("fleet.view_gpuquote", "fleet.view_apiprice")),
     Route("page", "post", "/decisions/{decision}/supersede/", DECIDERS, ("planner.add_decision",)),
     # The price book (finance) and the catalogue (platform): fleet/views/prices.py, catalogue.py.
+    Route("page", "post", "/bills/upload/", PRICING, ("fleet.add_cloudbill",)),
     Route("page", "post", "/quotes/new/", PRICING, ("fleet.add_gpuquote",)),
     Route("page", "post", "/quotes/{quote}/edit/", PRICING, ("fleet.change_gpuquote",)),
     Route("page", "post", "/quotes/{quote}/delete/", PRICING, ("fleet.delete_gpuquote",)),
@@ -161,6 +167,7 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     **{f"fleet.{m}": (INVENTORY,) * 3 for m in fleet_permissions.INVENTORY},
     **{f"fleet.{m}": (PRICING,) * 3 for m in fleet_permissions.PRICING},
     "fleet.provider": (INVENTORY | PRICING,) * 3,
+    "fleet.exchangerate": (PRICING,) * 3,
     # System-written records: read-only in the admin; the admin role may delete (all permissions).
     **{
         f"fleet.{m}": (NOBODY, NOBODY, ADMINS)
@@ -179,7 +186,8 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
 }
 ADMIN_KEYS = {"hardwaresku": "{sku_pk}", "modelspec": "{model_pk}", "workload": "{workload_pk}",
               "cluster": "{cluster_pk}", "deployment": "{deployment_pk}", "gpuquote": "{quote}",
-              "provider": "{provider}", "apiprice": "{api_price_pk}", "clusterstate": "{state}",
+              "provider": "{provider}", "exchangerate": "{exchange_rate}", "apiprice": "{api_price_pk}",
+              "clusterstate": "{state}",
               "endpointpoll": "{poll}",
               "workerheartbeat": "{heartbeat}",
               "outboxmessage": "{outbox}", "plan": "{plan}", "decision": "{decision}", "user": "{user}",
@@ -229,10 +237,12 @@ def _records() -> dict[str, Any]:
 
     from fleet.models import (
         ApiPrice,
+        CloudBill,
         Cluster,
         ClusterState,
         Deployment,
         EndpointPoll,
+        ExchangeRate,
         GpuQuote,
         HardwareSku,
         ModelSpec,
@@ -283,7 +293,12 @@ def _records() -> dict[str, Any]:
     }
     beat["periodictask"] = PeriodicTask.objects.create(name="t", task="t", interval=beat["intervalschedule"])
     Token.objects.create(user=someone)
+    bill = CloudBill.objects.create(
+        filename="b.csv", size_bytes=1, sha256="-", tag_key="fleetcap-cluster", status="done"
+    )
+    rate = ExchangeRate.objects.create(currency="EUR", on=date(2026, 1, 1), usd_per_unit="1.1")
     return {
+        "bill": bill.pk, "exchange_rate": rate.pk,
         "sku": sku.slug, "sku_pk": sku.pk, "cluster": cluster.slug, "cluster_pk": cluster.pk,
         "model": model.slug, "model_pk": model.pk, "workload": workload.slug, "workload_pk": workload.pk,
         "deployment": deployment.slug, "deployment_pk": deployment.pk, "quote": quote.pk,

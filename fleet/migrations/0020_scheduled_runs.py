@@ -5,11 +5,11 @@ from django.db import migrations, models
 
 
 def grant_roles(apps, schema_editor):
-    """Every role reads scheduled runs; admins hold the rest (fleet.permissions.GRANTS)."""
-    from fleet.permissions import GRANTS, create_permissions_now, grant
+    """Every role reads scheduled runs; admins hold the rest (fleet.permissions.GRANTS_0020)."""
+    from fleet.permissions import GRANTS_0020, create_permissions_now, grant
 
     create_permissions_now(apps, "fleet")
-    grant(apps, "fleet", GRANTS)
+    grant(apps, "fleet", GRANTS_0020)
 
 
 def drop_grants(apps, schema_editor):

@@ -1,5 +1,6 @@
 """fleet's records: inventory, models, workloads, prices, polls and operational state."""
 
+from .bills import BillRow, CloudBill, ExchangeRate
 from .history import ClusterState
 from .inventory import Cluster, Deployment, HardwareSku
 from .ops import OutboxMessage, ScheduledRun, WorkerHeartbeat
@@ -12,13 +13,16 @@ from .workloads import Workload
 
 __all__ = [
     "ApiPrice",
+    "BillRow",
     "CapacitySnapshot",
+    "CloudBill",
     "Cluster",
     "ClusterState",
     "DailyPollCount",
     "Deployment",
     "EndpointPoll",
     "EndpointPollHourly",
+    "ExchangeRate",
     "GpuQuote",
     "HardwareSku",
     "ModelSpec",

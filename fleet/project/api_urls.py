@@ -4,6 +4,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from fleet.api import views
+from fleet.api.bills import BillViewSet, ExchangeRateViewSet
 from fleet.api.schema import DocsView, SchemaView
 from planner.api.budgets import BudgetViewSet
 from planner.api.calibrations import CalibrationViewSet
@@ -45,6 +46,8 @@ router.register("providers", views.ProviderViewSet, basename="provider")
 router.register("api-prices", views.ApiPriceViewSet, basename="apiprice")
 router.register("models", views.ModelSpecViewSet, basename="modelspec")
 router.register("workloads", views.WorkloadViewSet, basename="workload")
+router.register("bills", BillViewSet, basename="cloudbill")
+router.register("exchange-rates", ExchangeRateViewSet, basename="exchangerate")
 router.register("decisions", DecisionViewSet, basename="decision")
 router.register("plans", PlanViewSet, basename="plan")
 router.register("calibrations", CalibrationViewSet, basename="calibration")

@@ -411,6 +411,21 @@ PLAN_LEASE_S = float(os.environ.get("FLEETCAP_PLAN_LEASE_S", "60"))
 #: without waiting for PLAN_LEASE_S (docs/reliability.md, "Plan leases").
 PLAN_HEARTBEAT_S = float(os.environ.get("FLEETCAP_PLAN_HEARTBEAT_S", "1"))
 
+# Cloud bills (FOCUS files: fleet/bills.py, docs/operations.md "Cloud bills").
+#: Where an uploaded bill waits for its worker (web and workers must share it: one volume in compose).
+BILL_DIR = Path(os.environ.get("FLEETCAP_BILL_DIR", VAR_DIR / "bills"))
+#: The largest FOCUS file accepted (bytes; the API answers 400 above it): a month of a large account.
+BILL_MAX_BYTES = envint("FLEETCAP_BILL_MAX_BYTES", 1024 * 1024 * 1024)
+#: The tag whose value names a bill row's cluster (by slug) when its ResourceId does not.
+BILL_CLUSTER_TAG = os.environ.get("FLEETCAP_BILL_CLUSTER_TAG", "fleetcap-cluster")
+#: Billed against modelled, per cluster and month: a variance beyond this many percent is flagged.
+BILL_VARIANCE_PCT = float(os.environ.get("FLEETCAP_BILL_VARIANCE_PCT", "10"))
+#: Rows read, checked and written per batch (one query to look up duplicates, one INSERT).
+BILL_BATCH_ROWS = envint("FLEETCAP_BILL_BATCH_ROWS", 2000)
+#: An import holds its bill this long without renewing (renewed every batch); past it, a redelivered
+#: task takes the bill over (the worker died) and starts it again.
+BILL_LEASE_S = float(os.environ.get("FLEETCAP_BILL_LEASE_S", "120"))
+
 # Endpoint polling (fleet/polling, docs/polling.md). Every outbound request goes through the
 # guard: only these networks (CIDR, comma separated) may be reached; link-local and cloud
 # metadata addresses are always refused.

@@ -351,6 +351,34 @@ class SpendLeftOutSerializer(serializers.Serializer):
     text = serializers.CharField(help_text="What the spend page says about them.")
 
 
+class BilledClusterSerializer(serializers.Serializer):
+    """One cluster's month: what its FOCUS bills charged against what the model priced."""
+
+    cluster = serializers.CharField()
+    billed_usd = _usd("Usage, credits and adjustments of done bills charged this month (corrections included).")
+    modelled_usd = _usd("The cluster's actual (spent) USD as modelled; null: unpriced.", allow_null=True)
+    variance_usd = _usd("billed - modelled; null when modelled is unpriced.", allow_null=True)
+    variance_pct = serializers.CharField(
+        allow_null=True, help_text="variance / modelled x 100, 1 decimal; null when nothing was modelled."
+    )
+    flagged = serializers.BooleanField(
+        help_text="|variance_pct| beyond threshold_pct, or billed where nothing (or nothing priced) was modelled."
+    )
+    rows = serializers.IntegerField(help_text="Bill rows behind billed_usd.")
+
+
+class BilledSerializer(serializers.Serializer):
+    """Billed against modelled (``fleet.bills``): no cluster is compared in a month no bill charged."""
+
+    threshold_pct = serializers.CharField(help_text="FLEETCAP_BILL_VARIANCE_PCT (default 10.0).")
+    bills = serializers.IntegerField(help_text="Done bills with rows charged this month.")
+    clusters = BilledClusterSerializer(many=True)
+    flagged = serializers.IntegerField()
+    unmatched_usd = _usd("Rows no cluster matched (listed on each bill's page and /api/v1/bills/<id>/rows/).")
+    unmatched_rows = serializers.IntegerField()
+    not_compared_usd = _usd("Tax and Purchase rows: stored, not compared (the model prices GPU-hours).")
+
+
 class SpendResponseSerializer(serializers.Serializer):
     """``GET /api/v1/spend/``: a month's spend, actual (days through ``today``) and projected (the rest)
     apart, by cluster, deployment, team, provider and model, with warnings and a 12-month trend."""
@@ -392,6 +420,7 @@ class SpendResponseSerializer(serializers.Serializer):
     )
     trend = SpendTrendSerializer(many=True, help_text="The 12 months ending with this one.")
     assumptions = serializers.ListField(child=serializers.CharField())
+    billed = BilledSerializer(help_text="Billed (FOCUS bills) against modelled per cluster and the variance.")
 
 
 class SpendView(APIView):

@@ -54,6 +54,21 @@ class Command(BaseCommand):
             ("  projected", "projected_gpu_hours", "projected_cost_usd"),
         ):
             self.stdout.write(f"{label:<62}{data[hours]:>14}{data[usd]:>14}")
+        billed = data.get("billed") or {}
+        if billed.get("clusters"):
+            self.stdout.write(
+                f"-- billed against modelled ({billed['bills']} FOCUS bill(s); "
+                f"flagged beyond {billed['threshold_pct']} %)"
+            )
+            for r in billed["clusters"]:
+                pct = f"{r['variance_pct']} %" if r["variance_pct"] is not None else "n/a"
+                flag = "  FLAGGED" if r["flagged"] else ""
+                self.stdout.write(
+                    f"{r['cluster']:<24}billed {r['billed_usd']:>14} modelled {r['modelled_usd'] or 'unpriced':>14} "
+                    f"variance {r['variance_usd'] or 'n/a':>12} ({pct}){flag}"
+                )
+            if billed["unmatched_rows"]:
+                self.stdout.write(f"  unmatched: {billed['unmatched_usd']} USD in {billed['unmatched_rows']} row(s)")
         for w in data["warnings"]:
             self.stdout.write(f"  ! {w['message']}")
         for a in data["assumptions"]:
