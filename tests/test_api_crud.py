@@ -205,6 +205,8 @@ def test_api_root_lists_every_endpoint(viewer_api):
         "plans",
         "calibrations",
         "budgets",
+        "bills",
+        "exchange-rates",
     }
     assert set(root) == records | {"sizing", "estimate", "breakeven", "spend", "prefix-cache", "route", "route-litellm"}
     assert root["sizing"].endswith("/api/v1/sizing/")
