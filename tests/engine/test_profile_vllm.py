@@ -160,7 +160,7 @@ def test_mla_deepseek_v3_tp8_block_16_on_hopper_from_0_18():
 
 
 def test_gpu_generation_from_the_name():
-    from planner.engine.profiles.vllm import gpu_generation
+    from planner.engine.gpus import gpu_generation
 
     names = {
         "NVIDIA H100 SXM 80GB": "sm90",

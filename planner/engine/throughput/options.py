@@ -50,11 +50,11 @@ where a name ends in ``_gbps``. Sources for every default: docs/throughput.md, "
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import EngineInputError
+from ..gpus import is_datacentre_blackwell
 from ..limits import (
     MAX_BATCH,
     MAX_CONTEXT_TOKENS,
@@ -205,21 +205,13 @@ def _number(value: Any) -> bool:
 #: regime of wide-EP DeepSeek (768-1,408 sequences per GPU over 48 ranks: 1,000-1,900 rows per expert); smaller
 #: groups are the tile model's (``gemm_tile_tokens``) business.
 BLACKWELL_GROUPED_GEMM_EFFICIENCY: dict[str, float] = {"fp4": 0.40, "fp8": 0.42}
-#: SKU names of the Blackwell family (the catalogue's B200, GB200 and GB300 rows; B300 by the same rule).
-_BLACKWELL_NAME = re.compile(r"\b(G?B[23]00|Blackwell)\b", re.IGNORECASE)
-
-
-def is_blackwell(accelerator: Accelerator) -> bool:
-    """Whether ``accelerator`` is an NVIDIA Blackwell part (SM100), by its name (the catalogue names say
-    B200 / GB200 / GB300 or "Blackwell"; the engine's ``Accelerator`` has no architecture field)."""
-    return bool(_BLACKWELL_NAME.search(accelerator.name or ""))
 
 
 def grouped_gemm_efficiency(accelerator: Accelerator, rate_format: str, options: ThroughputOptions) -> float:
     """Efficiency of the MoE expert (grouped) GEMMs at ``rate_format`` on ``accelerator``: on Blackwell the
     measured ``BLACKWELL_GROUPED_GEMM_EFFICIENCY`` scaled by ``compute_efficiency / DEFAULT_COMPUTE_EFFICIENCY``,
     elsewhere (and for bf16) ``compute_efficiency``."""
-    measured = BLACKWELL_GROUPED_GEMM_EFFICIENCY.get(rate_format) if is_blackwell(accelerator) else None
+    measured = BLACKWELL_GROUPED_GEMM_EFFICIENCY.get(rate_format) if is_datacentre_blackwell(accelerator.name) else None
     if measured is None:
         return options.compute_efficiency
     if options.compute_efficiency == DEFAULT_COMPUTE_EFFICIENCY:
