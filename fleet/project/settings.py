@@ -360,7 +360,10 @@ PAGE_CACHE_S = float(os.environ.get("FLEETCAP_PAGE_CACHE_S", "5"))
 #: Seconds between the budget checks beat sends (planner.check_budgets): an hour by default.
 BUDGET_CHECK_S = float(os.environ.get("FLEETCAP_BUDGET_CHECK_S", "3600"))
 CELERY_BEAT_SCHEDULE = {
-    "poll-cycle": {"task": "fleet.poll_cycle", "schedule": POLL_CYCLE_S, "options": {"expires": 30}},
+    # A cycle's message older than two intervals is superseded by a newer one: dropped, so a worker behind
+    # on its queue (prefetched messages under load) cannot keep starting cycles long after beat stopped,
+    # and /healthz says "stopped" within 2 x 2 intervals of beat's last send (fleet.models.ops.polling_state).
+    "poll-cycle": {"task": "fleet.poll_cycle", "schedule": POLL_CYCLE_S, "options": {"expires": 2 * POLL_CYCLE_S}},
     "send-outbox": {"task": "fleet.send_outbox", "schedule": 10.0, "options": {"expires": 60}},
     # Every 5 s: a plan whose run died (silent for PLAN_SILENT_AFTER_S) is sent again within seconds.
     "recover-plans": {"task": "planner.recover_plans", "schedule": 5.0, "options": {"expires": 30}},
