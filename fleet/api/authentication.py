@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 
 #: The schemes accepted before the key, compared case-insensitively (RFC 9110: the scheme is case-insensitive).
-KEYWORDS: tuple[str, ...] = ("token", "bearer")
+KEYWORDS: tuple[bytes, ...] = (b"token", b"bearer")
 
 
 class ApiTokenAuthentication(TokenAuthentication):
@@ -25,14 +26,15 @@ class ApiTokenAuthentication(TokenAuthentication):
 
     def authenticate(self, request: Any) -> Any:
         auth = get_authorization_header(request).split()
-        if not auth or auth[0].lower().decode(errors="replace") not in KEYWORDS:
+        if not auth or auth[0].lower() not in KEYWORDS:
             return None
-        # DRF checks the keyword itself: hand it the header with the keyword it expects.
-        self.keyword = auth[0].decode(errors="replace")
+        if len(auth) != 2:
+            raise exceptions.AuthenticationFailed("Give the token after the scheme: Authorization: Bearer <key>.")
         try:
-            return super().authenticate(request)
-        finally:
-            self.keyword = "Bearer"
+            key = auth[1].decode()
+        except UnicodeError:
+            raise exceptions.AuthenticationFailed("The token holds characters a key never has.") from None
+        return self.authenticate_credentials(key)
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):

@@ -212,8 +212,10 @@ def model_record_from_config(
         raise EngineInputError.single("config", f"The dimensions give {counts.total:,} parameters, more than 10^15.")
 
     parts = None
+    summary: tuple[str, str | None] = (weight_format or "", None)
     if weight_format is None:
         parts = weight_parts(config, quant_config, counts.modules, model_type, notes)
+        summary = record_formats(parts)
     total = given_total if given_total is not None else counts.total
     active = given_active if given_active is not None else counts.active
     assumptions = parameter_notes(counts, given_total, given_active, experts)
@@ -240,8 +242,8 @@ def model_record_from_config(
         "vocab_size": vocab,
         "max_context_tokens": context,
         "attention_heads": heads,
-        "weight_format": weight_format or record_formats(parts)[0],
-        "expert_weight_format": None if weight_format else record_formats(parts)[1],
+        "weight_format": weight_format or summary[0],
+        "expert_weight_format": None if weight_format else summary[1],
         # A linear group's dtypes appear only where the config states them (None otherwise): the
         # serving-engine profile decides the defaults for its variant.
         "layer_groups": [g.to_dict() for g in groups],
