@@ -18,7 +18,9 @@ Modules, one concept each:
 - ``economics``: one cluster's results (``monthly_rent``, ``unit_economics``, ``weights_download``,
   ``weights_storage``);
 - ``breakeven``: the rent-versus-API comparison (``breakeven``);
-- ``quotes``: GPU quotes in force on a date;
+- ``quotes``: GPU quotes in force on a date (an owned cluster's own cost among them);
+- ``owned``: what an owned cluster costs (depreciation, energy, colocation, support, staff) and the buy
+  option of rent vs API;
 - ``spend``: monthly spend from a dated cluster history;
 - ``ledger``: a month's spend actual and projected apart, per deployment, with quote warnings;
 - ``volumes``: token volumes observed by polls (rate x covered seconds over a window, scaled to a month).
@@ -58,6 +60,16 @@ from .ledger import (
     utilisation_from_polls,
 )
 from .money import MAX_PRICE_USD
+from .owned import (
+    DEFAULT_USEFUL_LIFE_MONTHS,
+    BuyOption,
+    ElectricityPrice,
+    OwnedCluster,
+    OwnedMonth,
+    Power,
+    Purchase,
+    buy_option,
+)
 from .quotes import (
     DEFAULT_PRICING_KIND,
     PRICE_BASES,
@@ -66,6 +78,7 @@ from .quotes import (
     Quote,
     basis_of,
     next_quote_change,
+    owned_price,
     price_in_force,
     rate_from_quotes,
     superseded,
@@ -75,6 +88,7 @@ from .volumes import MONTH_S, ObservedVolume, RateSample, hour_coverage_s, obser
 
 __all__ = [
     "DEFAULT_PRICING_KIND",
+    "DEFAULT_USEFUL_LIFE_MONTHS",
     "MAX_PRICE_USD",
     "MONTH_S",
     "PRICE_BASES",
@@ -82,13 +96,19 @@ __all__ = [
     "STATUSES",
     "UNASSIGNED",
     "BreakevenResult",
+    "BuyOption",
     "Cheaper",
     "ClusterState",
     "DeploymentShare",
     "DownloadResult",
+    "ElectricityPrice",
     "MonthSpend",
     "ObservedVolume",
+    "OwnedCluster",
+    "OwnedMonth",
+    "Power",
     "PriceInForce",
+    "Purchase",
     "Quote",
     "Rate",
     "RateSample",
@@ -104,6 +124,7 @@ __all__ = [
     "breakeven",
     "breakeven_output_tokens",
     "breakeven_output_tokens_mix",
+    "buy_option",
     "capacity_output_tokens",
     "download_seconds",
     "gpu_hours",
@@ -112,6 +133,7 @@ __all__ = [
     "monthly_rent",
     "next_quote_change",
     "observed_volume",
+    "owned_price",
     "price_in_force",
     "rate_from_quotes",
     "rent_usd",

@@ -7,9 +7,12 @@ K3 launch). A quote is *in force* on day ``on`` when it was quoted on or before 
 kind the latest such quote wins (a newer quote supersedes the provider's older ones; an expired
 newer quote does not).
 
-A quote has one of three bases (``Quote.basis``):
+A quote has one of four bases (``Quote.basis``):
 
 - ``own``: a quote a provider issued to the fleet (a contract, a negotiated or reserved rate);
+- ``owned``: an owned cluster's own cost per GPU-hour (``owned.OwnedCluster``: depreciation, energy,
+  colocation, support, staff), dated to its calendar month; the price in force of an owned cluster
+  is only this (``owned_price``), never a rental quote;
 - ``list``: a provider's public price list, read on a date;
 - ``assumption``: a figure no provider issued (the seeds' 2.50 USD per GPU-hour). It is never in
   force: a person may pick it for a comparison (the request names it), and every figure priced on
@@ -31,14 +34,15 @@ provider name in alphabetical order.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from ..errors import EngineInputError
-from .money import MILLS, Fields, as_day, dec_str, price_text
+from .money import MILLS, Fields, Number, as_day, calendar_month_days, dec_str, price_text
+from .owned import OwnedCluster
 
 __all__ = [
     "DEFAULT_PRICING_KIND",
@@ -48,6 +52,7 @@ __all__ = [
     "Quote",
     "basis_of",
     "next_quote_change",
+    "owned_price",
     "price_in_force",
     "rate_from_quotes",
 ]
@@ -59,15 +64,15 @@ DEFAULT_PRICING_KIND = "on-demand"
 """The pricing kind a deployment's GPU-hours are priced at unless a request says otherwise (every
 page, ``/metrics``, snapshots, routing, rent vs API)."""
 
-PRICE_BASES = ("own", "list", "assumption")
-"""What a quote is (the module): a provider's quote to the fleet, its public list price, or an
-assumption no provider issued."""
+PRICE_BASES = ("own", "list", "assumption", "owned")
+"""What a quote is (the module): a provider's quote to the fleet, its public list price, an
+assumption no provider issued, or an owned cluster's own cost."""
 
 
-def basis_of(*, list_price: bool, assumption: bool) -> str:
-    """A quote's basis (``PRICE_BASES``): ``assumption`` when no provider issued it, else ``list`` for a
-    public list price, else ``own``."""
-    return "assumption" if assumption else "list" if list_price else "own"
+def basis_of(*, list_price: bool, assumption: bool, owned: bool = False) -> str:
+    """A quote's basis (``PRICE_BASES``): ``owned`` for an owned cluster's own cost, ``assumption`` when
+    no provider issued it, else ``list`` for a public list price, else ``own``."""
+    return "owned" if owned else "assumption" if assumption else "list" if list_price else "own"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +82,8 @@ class Quote:
     ``sku`` is the SKU's slug (or any stable key); ``valid_until`` is inclusive, ``None`` when the
     quote has no end date. ``id`` is the database id when the quote came from a row.
     ``list_price``: a public price list's figure, not a quote the fleet holds; ``assumption``: a figure
-    no provider issued (``provider`` is then ``""``; see the module).
+    no provider issued (``provider`` is then ``""``; see the module); ``owned``: an owned cluster's own
+    cost for the month from ``quoted_on`` to ``valid_until`` (``owned_price``).
     """
 
     sku: str
@@ -89,6 +95,7 @@ class Quote:
     id: int | None = None
     list_price: bool = False
     assumption: bool = False
+    owned: bool = False
 
     def __post_init__(self) -> None:
         f = Fields()
@@ -101,6 +108,8 @@ class Quote:
             f.add("valid_until", "Must be a date or None.")
         if self.list_price and self.assumption:
             f.add("list_price", "An assumption is not a provider's list price.")
+        if self.owned and (self.list_price or self.assumption):
+            f.add("owned", "An owned cluster's cost is neither a list price nor an assumption.")
         f.raise_if_any()
         object.__setattr__(self, "usd_per_gpu_hour", rate)
         object.__setattr__(self, "quoted_on", as_day(self.quoted_on))
@@ -134,7 +143,7 @@ class Quote:
     @property
     def basis(self) -> str:
         """``own``, ``list`` or ``assumption`` (``basis_of``)."""
-        return basis_of(list_price=self.list_price, assumption=self.assumption)
+        return basis_of(list_price=self.list_price, assumption=self.assumption, owned=self.owned)
 
     def in_force(self, on: date) -> bool:
         """Quoted on or before ``on`` and not expired (``valid_until >= on``)."""
@@ -154,6 +163,8 @@ class Quote:
             out["list_price"] = True
         if self.assumption:
             out["assumption"] = True
+        if self.owned:
+            out["owned"] = True
         return out
 
 
@@ -199,6 +210,12 @@ class PriceInForce:
             return (
                 f"Priced at {rate} USD per GPU-hour, an assumption no provider quoted (picked for this "
                 f"comparison, dated {since}): not a price in force."
+            )
+        if self.basis == "owned":
+            until = self.quote.valid_until.isoformat() if self.quote.valid_until else since
+            return (
+                f"Priced at {rate} USD per GPU-hour: the cluster is owned, so its own cost from {since} to {until} "
+                "(depreciation, energy, colocation, support, staff) over its GPU-hours switched on."
             )
         whose = "public list price" if self.basis == "list" else "quote"
         return (
@@ -248,7 +265,7 @@ def price_in_force(
     if kind not in PRICING_KINDS:
         raise EngineInputError.single("kind", f"Unknown pricing kind {kind!r}; use one of {', '.join(PRICING_KINDS)}.")
     day = _day(on)
-    pool = (q for q in quotes if q.sku == sku and q.pricing_kind == kind and not q.assumption)
+    pool = (q for q in quotes if q.sku == sku and q.pricing_kind == kind and not q.assumption and not q.owned)
     latest = _latest_per_provider(pool, day)
     if provider is not None:
         name = provider.casefold()
@@ -259,6 +276,30 @@ def price_in_force(
         if candidates:
             return PriceInForce(min(candidates, key=_cheapest_key))
     return None
+
+
+def owned_price(
+    owned: OwnedCluster,
+    on: date | datetime,
+    *,
+    sku: str,
+    provider: str,
+    gpus: int,
+    hours_per_day: Number = 24,
+    kind: str = "on-demand",
+    utilisation: Decimal | None = None,
+) -> PriceInForce | None:
+    """An owned cluster's price in force on ``on``: its own cost per GPU-hour that day
+    (``OwnedCluster.rate`` with ``gpus`` on ``hours_per_day`` hours at ``utilisation``, None: full
+    load), as a quote of basis ``owned`` dated to the day's calendar month; None: unpriced that day (no
+    purchase in service, no electricity price on record). The pricing kind does not change it."""
+    day = _day(on)
+    rate = owned.rate(day, gpus, hours_per_day, utilisation)
+    if rate is None:
+        return None
+    first = day.replace(day=1)
+    last = day.replace(day=calendar_month_days(day.year, day.month))
+    return PriceInForce(Quote(sku, provider, rate, kind, first, last, owned=True))
 
 
 def superseded(quotes: Iterable[Quote], on: date | datetime) -> set[int]:
@@ -292,9 +333,16 @@ def next_quote_change(quotes: Iterable[Quote], on: date | datetime, sku: str | N
     return min(days, default=None)
 
 
-def rate_from_quotes(quotes: Iterable[Quote], kind: str = "on-demand") -> Callable[[Any, date], Decimal | None]:
+def rate_from_quotes(
+    quotes: Iterable[Quote],
+    kind: str = "on-demand",
+    owned: Mapping[str, OwnedCluster] | None = None,
+    utilisation: Mapping[tuple[str, int, int], Decimal] | None = None,
+) -> Callable[[Any, date], Decimal | None]:
     """A rate lookup for ``ledger.spend_month``: ``(state, day) -> USD per GPU-hour | None``: the price
-    in force for the state's cluster (``price_in_force`` with its SKU and provider) that day; None:
+    in force for the state's cluster that day (an owned one's own cost, ``owned_price``, with the
+    state's GPUs and hours at the cluster's ``utilisation`` of that month, keyed ``(cluster slug, year,
+    month)``, full load when absent; any other's ``price_in_force`` with its SKU and provider); None:
     unpriced. Memoised per stretch of days on which the quotes in force cannot change."""
     if kind not in PRICING_KINDS:
         raise EngineInputError.single("kind", f"Unknown pricing kind {kind!r}; use one of {', '.join(PRICING_KINDS)}.")
@@ -311,7 +359,14 @@ def rate_from_quotes(quotes: Iterable[Quote], kind: str = "on-demand") -> Callab
     }
     memo: dict[tuple[str, str, int], Decimal | None] = {}
 
+    owned = owned or {}
+    utilisation = utilisation or {}
+
     def lookup(state: Any, day: date) -> Decimal | None:
+        mine = owned.get(state.cluster) if owned else None
+        if mine is not None:
+            u = utilisation.get((state.cluster, day.year, day.month))
+            return mine.rate(day, state.gpus, state.hours_per_day, u)
         key = (state.sku, state.provider.casefold(), bisect_right(changes.get(state.sku, ()), day))
         if key not in memo:
             found = price_in_force(by_sku.get(state.sku, ()), day, sku=state.sku, provider=state.provider, kind=kind)
