@@ -22,7 +22,16 @@ from django.db.models import Model, ProtectedError, QuerySet, RestrictedError
 
 from fleet.errors import InputError
 from fleet.models import ApiPrice, GpuQuote
-from planner.engine import PRICING_KINDS, PriceInForce, Quote, next_quote_change, price_in_force, superseded
+from fleet.owned import OwnedBook
+from planner.engine import (
+    PRICING_KINDS,
+    PriceInForce,
+    Quote,
+    next_quote_change,
+    owned_price,
+    price_in_force,
+    superseded,
+)
 
 #: A slug's date suffix (``kimi-k3-api-2026-12-01``): replaced, not stacked, by the next price's.
 DATED_SLUG = re.compile(r"-\d{4}-\d{2}-\d{2}$")
@@ -43,6 +52,7 @@ class PriceBook:
         self.sku_ids = None if sku_ids is None else frozenset(sku_ids)
         self._by_sku: dict[str, list[Quote]] = {}
         self._by_id = {q.id: q for q in quotes}
+        self._owned: OwnedBook | None = None
         for q in quotes:
             self._by_sku.setdefault(q.sku, []).append(q)
 
@@ -73,16 +83,44 @@ class PriceBook:
     def quote(self, quote_id: int) -> Quote | None:
         return self._by_id.get(quote_id)
 
-    def for_cluster(self, sku: str, provider: str, on: date, kind: str = "on-demand") -> PriceInForce | None:
-        """The price in force for a cluster of SKU slug ``sku`` at ``provider`` (name) on ``on``; None:
-        unpriced that day."""
+    @property
+    def owned(self) -> OwnedBook:
+        """Every owned cluster's cost inputs (``fleet.owned.OwnedBook``), read on first use (three queries):
+        a book that prices no owned cluster never reads them."""
+        if self._owned is None:
+            self._owned = OwnedBook.load()
+        return self._owned
+
+    def for_cluster(self, cluster: Any, on: date, kind: str = "on-demand") -> PriceInForce | None:
+        """The price in force for ``cluster`` (a ``Cluster``, ``sku`` and ``provider`` selected) on ``on``:
+        an owned cluster's own cost with its GPUs and hours a day at full load (``owned_price``), any other's
+        provider's quote or list price (``price_in_force``); None: unpriced that day (``unpriced_reason``)."""
+        sku, provider = cluster.sku.slug, cluster.provider.name
+        if cluster.owned:
+            mine = self.owned.clusters.get(cluster.slug)
+            if mine is None:
+                return None
+            gpus, hours = cluster.total_gpus, cluster.hours_per_day
+            return owned_price(mine, on, sku=sku, provider=provider, gpus=gpus, hours_per_day=hours, kind=kind)
+        return self.for_rented(sku, provider, on, kind)
+
+    def for_rented(self, sku: str, provider: str, on: date, kind: str = "on-demand") -> PriceInForce | None:
+        """The price in force for a rented cluster of SKU slug ``sku`` at ``provider`` (name) on ``on``;
+        None: unpriced that day."""
         return price_in_force(self.of_sku(sku), on, sku=sku, provider=provider, kind=kind)
+
+    def unpriced_reason(self, cluster: Any) -> str:
+        """Why ``cluster`` has no price in force (for a page or a warning)."""
+        if cluster.owned:
+            return self.owned.unpriced.get(
+                cluster.slug, "owned, but no purchase in service or no electricity price on record for the day"
+            )
+        return f"{cluster.provider.name} has no quote or list price in force for {cluster.sku.slug}"
 
     def for_deployment(self, deployment: Any, on: date, kind: str = "on-demand") -> PriceInForce | None:
         """The price in force for ``deployment``'s cluster (select_related ``cluster__sku`` and
         ``cluster__provider``)."""
-        cluster = deployment.cluster
-        return self.for_cluster(cluster.sku.slug, cluster.provider.name, on, kind)
+        return self.for_cluster(deployment.cluster, on, kind)
 
     def for_sku(self, sku: str, on: date, kind: str = "on-demand") -> PriceInForce | None:
         """The price in force for the SKU slug ``sku`` alone on ``on`` (cheapest own quote, else the

@@ -19,6 +19,7 @@ from fleet.bills import Billed, billed_by_cluster
 from fleet.errors import InputError
 from fleet.models import CloudBill, ClusterState, Deployment, ExchangeRate
 from fleet.models.polls import left_out_text
+from fleet.owned import OwnedBook
 from fleet.poll_rollups import left_out_totals, running_totals
 from fleet.prices import PriceBook
 from fleet.tables import csv_text
@@ -271,6 +272,30 @@ def _utilisation(
     return util, polls, notes, left_out
 
 
+def _owned_draw(
+    owned: dict[str, Any],
+    segments: list[StateSegment],
+    shares: list[DeploymentShare],
+    utilisation: dict[str, Any],
+    year: int,
+    month: int,
+) -> dict[tuple[str, int, int], Decimal]:
+    """Per owned cluster of the month, the share of its GPUs' power range in use: the GPU-weighted mean of
+    its deployments' polled utilisation, its unassigned GPUs counted idle; absent (full load) when a
+    deployment on it has no utilisation."""
+    if not owned:
+        return {}
+    gpus = {s.cluster: s.gpus for s in segments if s.cluster in owned}
+    out: dict[tuple[str, int, int], Decimal] = {}
+    for cluster, total in gpus.items():
+        mine = [d for d in shares if d.cluster == cluster]
+        if not mine or not total or any(utilisation.get(d.deployment) is None for d in mine):
+            continue
+        busy = sum((Decimal(d.gpus) * utilisation[d.deployment] for d in mine), Decimal(0))
+        out[(cluster, year, month)] = min(Decimal(1), busy / total)
+    return out
+
+
 def spend_for_month(
     year: int, month: int, today: date, pricing_kind: str = "on-demand", trend: bool = True, detail: bool = True
 ) -> SpendReport:
@@ -304,7 +329,8 @@ def spend_for_month(
         for s in rows
     ]
     quotes = PriceBook.load(until=max(last, today), kind=pricing_kind).quotes
-    rate = rate_from_quotes(quotes, pricing_kind)
+    owned_slugs = {s.cluster.slug for s in rows if s.cluster.owned}
+    owned = OwnedBook.load(owned_slugs) if owned_slugs else OwnedBook()
     first = date(year, month, 1)
     last_actual = min(today, last) if today >= first else None
     # The snapshot's capacity columns and the records' versions, nothing wide (no figures' JSON, no model
@@ -315,12 +341,21 @@ def spend_for_month(
     deployments = list(rows) if detail else []
     utilisation, polls, notes, left_out = _utilisation(deployments, first, last_actual)
     shares = [DeploymentShare(d.slug, d.cluster.slug, d.model.slug, d.gpus, d.created.date()) for d in deployments]
+    draw = _owned_draw(owned.clusters, segments, shares, utilisation, year, month)
+    rate = rate_from_quotes(quotes, pricing_kind, owned=owned.clusters, utilisation=draw)
     result = spend_month(segments, year, month, today, rate, deployments=shares, utilisation=utilisation, polls=polls)
     result.assumptions.append(
         f"Rates: each day, the cluster's price in force: its provider's own {pricing_kind} quote for the SKU, "
         "else that provider's public list price; without either those GPU-hours are unpriced (a 'missing' "
         "warning), never priced at another provider's rate or an assumption."
     )
+    if owned_slugs:
+        result.assumptions.append(
+            "Owned clusters are priced at their own cost (depreciation, energy, colocation, support, staff) over "
+            "the GPU-hours switched on, not at a quote; energy at the polled utilisation where every deployment on "
+            "the cluster has one (its unassigned GPUs idle), else at full load. Projected days use today's rate."
+        )
+        result.assumptions.extend(f"{slug}: unpriced, {why}." for slug, why in sorted(owned.unpriced.items()))
     result.assumptions.append(
         "Utilisation (for idle cost) = mean requests running over the admitted capacity (the sizing engine's "
         "concurrent sequences at the deployment's planning context), across the actual days' polls; a poll that "
@@ -332,7 +367,7 @@ def spend_for_month(
     if trend:
         # A month that ended before today is the same until a cluster's history or a quote changes: its
         # key is both, whole (frozen records, hashed: a changed, added or deleted row is another key).
-        inputs = (pricing_kind, frozenset(segments), frozenset(quotes))
+        inputs = (pricing_kind, frozenset(segments), frozenset(quotes), frozenset(owned.clusters.items()))
         y, m = first_month
         while (y, m) < (year, month):
             if (y, m) >= FIRST_MONTH:

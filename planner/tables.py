@@ -184,10 +184,7 @@ def cluster_prices(clusters: Iterable[Cluster], on: date) -> dict[int, ClusterPr
     """Each cluster's (select_related ``sku`` and ``provider``) ``ClusterPrice`` on ``on``, by id; one query."""
     clusters = list(clusters)
     book = PriceBook.load({c.sku_id for c in clusters}, until=on, kind=DEFAULT_PRICING_KIND)
-    return {
-        c.pk: ClusterPrice(book.for_cluster(c.sku.slug, c.provider.name, on, DEFAULT_PRICING_KIND), c.total_gpus)
-        for c in clusters
-    }
+    return {c.pk: ClusterPrice(book.for_cluster(c, on, DEFAULT_PRICING_KIND), c.total_gpus) for c in clusters}
 
 
 def with_snapshot_cost(deployments: QuerySet[Deployment]) -> QuerySet[Deployment]:

@@ -130,10 +130,10 @@ def test_sql_and_engine_agree_with_list_prices(sku):
     book = prices.PriceBook.load([sku.pk])
     on = date(2026, 7, 5)
     assert book.for_sku(sku.slug, on).quote.id == fleet_old.pk  # own quotes first, the cheapest of them
-    assert book.for_cluster(sku.slug, "lambda", on).quote.id == fleet_old.pk  # its own, not its list
-    assert book.for_cluster(sku.slug, "coreweave", on).quote.id == other.pk  # its own, dearer
-    assert book.for_cluster(sku.slug, "vast", on).quote.id == vast.pk  # no own quote: its list price
-    assert book.for_cluster(sku.slug, "nebius", on) is None  # neither: unpriced
+    assert book.for_rented(sku.slug, "lambda", on).quote.id == fleet_old.pk  # its own, not its list
+    assert book.for_rented(sku.slug, "coreweave", on).quote.id == other.pk  # its own, dearer
+    assert book.for_rented(sku.slug, "vast", on).quote.id == vast.pk  # no own quote: its list price
+    assert book.for_rented(sku.slug, "nebius", on) is None  # neither: unpriced
 
 
 def _state(provider: str, sku: str = "h100") -> ClusterState:

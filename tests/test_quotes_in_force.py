@@ -67,7 +67,7 @@ def test_the_engine_tests_cases(sku, h200):
         return None if found is None else found.quote.id
 
     def cluster_price(provider, on):
-        found = book.for_cluster(sku.slug, provider, on)
+        found = book.for_rented(sku.slug, provider, on)
         return None if found is None else found.quote.id
 
     assert sku_price(date(2026, 7, 20)) == other.pk  # lambda's latest (3.00) vs coreweave 2.60
@@ -87,11 +87,11 @@ def test_the_engine_tests_cases(sku, h200):
 def test_a_list_price_prices_its_providers_cluster_and_a_sku_without_quotes(sku):
     listed = add(sku, "Lambda", "3.99", date(2026, 6, 1), list_price=True)
     book = PriceBook.load()
-    assert book.for_cluster(sku.slug, "lambda", date(2026, 7, 1)).basis == "list"
+    assert book.for_rented(sku.slug, "lambda", date(2026, 7, 1)).basis == "list"
     assert book.for_sku(sku.slug, date(2026, 7, 1)).quote.id == listed.pk
     own = add(sku, "Lambda", "3.10", date(2026, 6, 15))  # negotiated: displaces the list price
     book = PriceBook.load()
-    assert book.for_cluster(sku.slug, "LAMBDA", date(2026, 7, 1)).quote.id == own.pk
+    assert book.for_rented(sku.slug, "LAMBDA", date(2026, 7, 1)).quote.id == own.pk
     assert book.for_sku(sku.slug, date(2026, 7, 1)).basis == "own"
 
 
@@ -104,7 +104,7 @@ def test_ties_break_as_the_engine_breaks_them(sku):
     assert PriceBook.load().for_sku(sku.slug, date(2026, 7, 5)).quote.id == later.pk  # same price: latest
     cheaper_same_day = add(sku, "c-cloud", "1.50", date(2026, 7, 2))
     twin = add(sku, "c-cloud", "1.50", date(2026, 7, 2))  # same provider, day and price: the larger id
-    got = PriceBook.load().for_cluster(sku.slug, "c-cloud", date(2026, 7, 5)).quote.id
+    got = PriceBook.load().for_rented(sku.slug, "c-cloud", date(2026, 7, 5)).quote.id
     assert got == twin.pk != cheaper_same_day.pk
 
 
@@ -115,7 +115,7 @@ def test_one_query_whatever_the_number_of_quotes(sku):
     with CaptureQueriesContext(connection) as queries:
         book = PriceBook.load([sku.pk], until=date(2026, 2, 1))
         for n in range(7):
-            book.for_cluster(sku.slug, f"p{n}", date(2026, 2, 1))
+            book.for_rented(sku.slug, f"p{n}", date(2026, 2, 1))
         book.for_sku(sku.slug, date(2026, 2, 1))
     assert len(queries) == 1
 
@@ -151,6 +151,6 @@ def test_random_quotes_the_prefilter_never_changes_the_answer(sku, h200):
                     got = (
                         book.for_sku(s.slug, on, kind)
                         if provider is None
-                        else book.for_cluster(s.slug, provider, on, kind)
+                        else book.for_rented(s.slug, provider, on, kind)
                     )
                     assert got == expected, (s.slug, on, kind, provider)

@@ -161,7 +161,7 @@ class ClusterSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerialize
     @extend_schema_field(PriceInForceSerializer(allow_null=True))
     def get_price_in_force(self, cluster: Cluster) -> dict[str, Any] | None:
         book, today = self.price_book()
-        price = book.for_cluster(cluster.sku.slug, cluster.provider.name, today)
+        price = book.for_cluster(cluster, today)
         return None if price is None else price.to_dict()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from .bills import BillRow, CloudBill, ExchangeRate
 from .history import ClusterState
 from .inventory import Cluster, Deployment, HardwareSku
 from .ops import OutboxMessage, ScheduledRun, WorkerHeartbeat
+from .owned import ClusterPurchase, ElectricityPrice, OwnedCosts
 from .polls import DailyPollCount, EndpointPoll, EndpointPollHourly
 from .pricing import ApiPrice, GpuQuote
 from .providers import Provider
@@ -17,9 +18,11 @@ __all__ = [
     "CapacitySnapshot",
     "CloudBill",
     "Cluster",
+    "ClusterPurchase",
     "ClusterState",
     "DailyPollCount",
     "Deployment",
+    "ElectricityPrice",
     "EndpointPoll",
     "EndpointPollHourly",
     "ExchangeRate",
@@ -27,6 +30,7 @@ __all__ = [
     "HardwareSku",
     "ModelSpec",
     "OutboxMessage",
+    "OwnedCosts",
     "Provider",
     "ScheduledRun",
     "WorkerHeartbeat",

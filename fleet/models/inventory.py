@@ -78,6 +78,21 @@ class HardwareSku(TimeStamped, Sourced):
     hbm_reported_source = models.CharField(
         "source of the reported HBM", max_length=500, blank=True, help_text="Where the reported figure was read."
     )
+    tdp_watts = models.FloatField(
+        "power at full load (W per GPU)",
+        null=True,
+        blank=True,
+        validators=[positive],
+        help_text="The datasheet's maximum board power (TDP): an owned cluster's energy at full load.",
+    )
+    idle_watts = models.FloatField(
+        "power idle (W per GPU)",
+        null=True,
+        blank=True,
+        validators=[non_negative],
+        help_text="A measured idle draw (nvidia-smi / rocm-smi with nothing running). Blank: full load is assumed.",
+    )
+    power_source = models.TextField(blank=True, help_text="Where the power figures were read.")
 
     class Meta:
         ordering = ["vendor", "hbm_gb", "name"]
@@ -132,6 +147,10 @@ class Cluster(TimeStamped):
         ACTIVE = "active", "Active"
         RETIRED = "retired", "Retired"
 
+    class Ownership(models.TextChoices):
+        RENTED = "rented", "Rented"
+        OWNED = "owned", "Owned"
+
     slug = SlugField()
     name = models.CharField(max_length=100)
     sku = models.ForeignKey(HardwareSku, on_delete=models.PROTECT, related_name="clusters", verbose_name="SKU")
@@ -151,6 +170,13 @@ class Cluster(TimeStamped):
         max_digits=4, decimal_places=2, default=24, validators=[hours_per_day], help_text="24 = always on."
     )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    ownership = models.CharField(
+        max_length=6,
+        choices=Ownership.choices,
+        default=Ownership.RENTED,
+        help_text="Rented: priced at its provider's quote. Owned: at its own cost (purchases, power, "
+        "colocation, support, staff).",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -215,6 +241,10 @@ class Cluster(TimeStamped):
                 or (effective_from is not None and effective_from != latest.effective_from)
             ):
                 ClusterState.record(self, effective_from or timezone.now().date())
+
+    @property
+    def owned(self) -> bool:
+        return self.ownership == self.Ownership.OWNED
 
     @property
     def total_gpus(self) -> int:
