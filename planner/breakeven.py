@@ -29,13 +29,17 @@ from planner.corrections import corrected_throughput, deployment_throughput, lat
 from planner.engine import (
     DEFAULT_DAYS_PER_MONTH,
     DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_USEFUL_LIFE_MONTHS,
     GIB,
     PRICING_KINDS,
     Layout,
+    Power,
     PriceInForce,
     ThroughputResult,
     blended_input_usd_per_mtok,
     breakeven,
+    buy_option,
+    cheapest_of_three,
     estimate,
     month_label,
     size,
@@ -85,6 +89,17 @@ class BreakevenRequest:
     pp: int | None = None
     dp: int | None = None
     ep: int | None = None
+    # Buying the same GPUs (``buy_usd_per_gpu`` given): the third option, ``planner.engine.buy_option``.
+    buy_usd_per_gpu: Decimal | None = None
+    buy_useful_life_months: int | None = None
+    buy_residual_share: Decimal | None = None
+    buy_pue: Decimal | None = None
+    buy_usd_per_kwh: Decimal | None = None
+    buy_node_overhead_w: Decimal | None = None
+    buy_racks: Decimal | None = None
+    buy_usd_per_rack_month: Decimal | None = None
+    buy_support_share_per_year: Decimal | None = None
+    buy_staff_usd_per_month: Decimal | None = None
 
     def given(self) -> dict[str, Any]:
         """The fields that were given (not None), for the frozen snapshot."""
@@ -182,7 +197,8 @@ def resolve(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Re
         errors["gpus"] = ["Give the number of GPUs, or a deployment."]
     if request.usd_per_gpu_hour is not None and request.gpu_quote is not None:
         errors["gpu_quote"] = ["Give either an inline rate or a GPU quote to price on, not both."]
-    if request.usd_per_gpu_hour is not None and request.sku is not None and request.deployment is None:
+    buying = request.buy_usd_per_gpu is not None  # the SKU names the GPUs bought (their power), beside a rate
+    if request.usd_per_gpu_hour is not None and request.sku is not None and request.deployment is None and not buying:
         errors["usd_per_gpu_hour"] = ["Give either an inline rate or a SKU (its price in force), not both."]
     elif request.usd_per_gpu_hour is None and sku is None and "sku" not in errors and "deployment" not in errors:
         errors["usd_per_gpu_hour"] = ["Give an inline rate, a deployment or a SKU whose price in force is used."]
@@ -201,6 +217,8 @@ def resolve(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Re
     for name in ("monthly_input_tokens", "monthly_output_tokens"):
         if getattr(request, name) is None and request.workload is None:
             errors[name] = ["Required unless a workload is given."]
+    if buy_fields_given(request) and request.buy_usd_per_gpu is None:
+        errors["buy_usd_per_gpu"] = ["Give the purchase price per GPU to cost buying, or leave the buy figures out."]
     if errors:
         raise InputError(errors)
     return Resolved(gpus=gpus, sku=sku, api_price=api, workload=workload, deployment=deployment, model=model)
@@ -470,7 +488,63 @@ def compare(request: BreakevenRequest, preloaded: Preloaded | None = None) -> Br
         storage = weights_storage(weights, request.storage_usd_per_gb_month)
         figures["storage_usd_per_month"] = storage.to_dict()["usd"]
         figures["assumptions"].extend(storage.assumptions)
+    figures["buy"] = None
+    figures["cheapest"] = None
+    if request.buy_usd_per_gpu is not None:
+        _add_buy_option(figures, request, r, result, days)
     return Breakeven(figures=figures, snapshot=snapshot)
+
+
+#: What buying needs besides a price per GPU (the rest default: no overhead, colocation, support, staff).
+BUY_REQUIRED = ("buy_pue", "buy_usd_per_kwh")
+
+
+def buy_fields_given(request: BreakevenRequest) -> bool:
+    """Whether any buy figure was given (then ``buy_usd_per_gpu`` is required)."""
+    return any(getattr(request, f.name) is not None for f in fields(request) if f.name.startswith("buy_"))
+
+
+def _add_buy_option(figures: dict[str, Any], request: BreakevenRequest, r: Resolved, result: Any, days: int) -> None:
+    """Cost buying the comparison's GPUs (``planner.engine.buy_option``: the SKU's full-load and idle power,
+    the request's purchase, site and running figures) and say which of the three is cheapest."""
+    missing = {name: ["Required to cost buying."] for name in BUY_REQUIRED if getattr(request, name) is None}
+    sku = r.sku
+    if sku is None:
+        missing["sku"] = ["Name the SKU (or a deployment) to cost buying: its power comes from the SKU."]
+    elif not sku.tdp_watts:
+        missing["buy_usd_per_gpu"] = [f"{sku.slug} has no full-load power (tdp_watts) on record to cost energy."]
+    if missing:
+        raise InputError(missing)
+    power = Power(
+        gpu_full_w=Decimal(str(sku.tdp_watts)),
+        gpu_idle_w=None if sku.idle_watts is None else Decimal(str(sku.idle_watts)),
+        node_overhead_w=request.buy_node_overhead_w or Decimal(0),
+        pue=request.buy_pue,
+    )
+    option = buy_option(
+        gpus=r.gpus,
+        gpus_per_node=sku.gpus_per_node,
+        usd_per_gpu=request.buy_usd_per_gpu,
+        power=power,
+        usd_per_kwh=request.buy_usd_per_kwh,
+        monthly_rent_usd=result.monthly_rent_usd,
+        monthly_api_usd=result.monthly_api_usd,
+        hours_per_day=request.hours_per_day,
+        days_per_month=days,
+        useful_life_months=request.buy_useful_life_months or DEFAULT_USEFUL_LIFE_MONTHS,
+        residual_share=request.buy_residual_share or 0,
+        utilisation=request.utilisation,
+        racks=request.buy_racks or 0,
+        usd_per_rack_month=request.buy_usd_per_rack_month or 0,
+        support_share_per_year=request.buy_support_share_per_year or 0,
+        staff_usd_per_month=request.buy_staff_usd_per_month or 0,
+    )
+    cheapest, verdict = cheapest_of_three(
+        result.monthly_rent_usd, result.monthly_api_usd, option, result.cheaper, result.api_wins_at_every_volume
+    )
+    figures["buy"] = {**option.to_dict(), "verdict": verdict}
+    figures["cheapest"] = cheapest
+    figures["assumptions"].extend(option.assumptions)
 
 
 def _memory_deficit(
@@ -545,10 +619,10 @@ def compared_models(
 
 
 def cost_curve(comparison: Breakeven, steps: int = 40) -> dict[str, Any]:
-    """Monthly cost of renting and of the API against output volume (millions of tokens a month),
-    for the rent-vs-API chart. The API's cost per million output tokens keeps this comparison's
-    input:output ratio and blends input prices at its cache hit rate (the engine's
-    ``blended_input_usd_per_mtok``, in Decimal)."""
+    """Monthly cost of renting, of the API (and, with the buy option, of buying) against output volume
+    (millions of tokens a month), for the rent-vs-API chart. The API's cost per million output tokens
+    keeps this comparison's input:output ratio and blends input prices at its cache hit rate (the
+    engine's ``blended_input_usd_per_mtok``, in Decimal)."""
     figures, snapshot = comparison.figures, comparison.snapshot
     prices = snapshot["api_price"]
     output_m = (snapshot["monthly_output_tokens"] or 0) / 1e6
@@ -565,12 +639,15 @@ def cost_curve(comparison: Breakeven, steps: int = 40) -> dict[str, Any]:
     breakeven_m = breakeven_tokens / 1e6
     capacity_m = (figures["capacity_output_tokens_per_month"] or 0) / 1e6
     top = max(breakeven_m * 2, output_m * 1.5, capacity_m * 1.1, 1.0)
+    # Buying costs the same a month whatever the volume (depreciation and running costs): a flat line.
+    buy = float(figures["buy"]["monthly_usd"]) if figures.get("buy") else None
     return {
+        "buy": buy,
         "points": [
             {"volume": top * i / steps, "rent": rent, "api": top * i / steps * per_output_m} for i in range(steps + 1)
         ],
         "current": {"volume": output_m, "api": output_m * per_output_m} if output_m else None,
         "breakeven": {"volume": breakeven_m, "usd": rent},
         "capacity": capacity_m or None,
-        "ymax": max(rent, top * per_output_m),
+        "ymax": max(rent, top * per_output_m, buy or 0),
     }

@@ -32,6 +32,8 @@ def record_decision(
     record = find_by_slug(Workload.objects, workload, "workload", errors)
     if tier not in Decision.Tier.values:
         errors["tier"] = [f"Pick a tier: {', '.join(f'{v} ({label})' for v, label in Decision.Tier.choices)}."]
+    elif tier == Decision.Tier.BUY and comparison.buy_usd_per_gpu is None:
+        errors["tier"] = ["Buying was not costed: give the purchase figures (buy_usd_per_gpu and the site's) first."]
     if len(note) > NOTE_MAX_CHARS:
         errors["note"] = [f"Keep the note under {NOTE_MAX_CHARS:,} characters."]
     if errors:

@@ -202,6 +202,16 @@ def _blank(choices: list[tuple[str, str]], label: str) -> list[tuple[str, str]]:
     return [("", label), *choices]
 
 
+def _buy_decimal(label: str, low: Decimal, high: Decimal, placeholder: str) -> BoundedDecimalField:
+    return BoundedDecimalField(
+        label=label,
+        min_value=low,
+        max_value=high,
+        required=False,
+        widget=forms.NumberInput(attrs={"step": "any", "min": str(low), "max": str(high), "placeholder": placeholder}),
+    )
+
+
 class RentVsApiForm(forms.Form):
     """The rent-vs-API comparison's inputs (GET). A deployment brings its GPUs and SKU, so those
     two are ignored when one is picked; blanks take ``BreakevenRequest``'s defaults."""
@@ -239,6 +249,39 @@ class RentVsApiForm(forms.Form):
         widget=_number(min=0),
     )
     on = forms.DateField(label="Prices on", required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    # Or buy the same GPUs (blank: rent vs API only); ``planner.engine.buy_option``.
+    buy_usd_per_gpu = _buy_decimal("Buy at (USD per GPU)", Decimal("0.01"), Decimal(10_000_000), "e.g. 31250")
+    buy_useful_life_months = BoundedIntegerField(
+        label="Life (months)", min_value=1, max_value=600, required=False, widget=_number(placeholder="48")
+    )
+    buy_residual_share = _buy_decimal("Residual (share)", Decimal(0), Decimal(1), "0")
+    buy_pue = _buy_decimal("PUE", Decimal(1), Decimal(5), "e.g. 1.3")
+    buy_usd_per_kwh = _buy_decimal("Electricity (USD/kWh)", Decimal(0), Decimal(100), "e.g. 0.12")
+    buy_node_overhead_w = _buy_decimal("Node overhead (W)", Decimal(0), Decimal(100_000), "0")
+    buy_racks = _buy_decimal("Racks", Decimal(0), Decimal(100_000), "0")
+    buy_usd_per_rack_month = _buy_decimal("Colocation (USD/rack-month)", Decimal(0), Decimal(10_000_000), "0")
+    buy_support_share_per_year = _buy_decimal("Support (share a year)", Decimal(0), Decimal(1), "e.g. 0.08")
+    buy_staff_usd_per_month = _buy_decimal("Staff (USD/month)", Decimal(0), Decimal(10_000_000), "0")
+
+    #: The fields of the buy option (the page groups them).
+    BUY_FIELDS = (
+        "buy_usd_per_gpu",
+        "buy_useful_life_months",
+        "buy_residual_share",
+        "buy_pue",
+        "buy_usd_per_kwh",
+        "buy_node_overhead_w",
+        "buy_racks",
+        "buy_usd_per_rack_month",
+        "buy_support_share_per_year",
+        "buy_staff_usd_per_month",
+    )
+
+    def rent_fields(self) -> list[Any]:
+        return [f for f in self if f.name not in self.BUY_FIELDS]
+
+    def buy_fields(self) -> list[Any]:
+        return [self[name] for name in self.BUY_FIELDS]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -302,7 +345,7 @@ class SupersedeForm(forms.Form):
     """Supersede a decision its review found no longer holds (decisions page). ``favours`` is the side
     the page showed the review favouring: a review that changed since is refused, not acted on."""
 
-    favours = forms.ChoiceField(choices=[("rent", "rent"), ("api", "api")], widget=forms.HiddenInput)
+    favours = forms.ChoiceField(choices=[("rent", "rent"), ("api", "api"), ("buy", "buy")], widget=forms.HiddenInput)
 
 
 class RecomputeForm(forms.Form):

@@ -52,6 +52,7 @@ from planner.engine import (
     observed_volume,
 )
 from planner.models import Decision, DecisionReview, WorkloadBreakeven
+from planner.models.breakevens import favoured
 
 log = logging.getLogger(__name__)
 
@@ -461,7 +462,21 @@ def _usd(value: Any) -> str:
     return f"{Decimal(str(value)):,.2f}"
 
 
-_SIDES = {"rent": "renting", "api": "the API", None: "neither (no recommendation)"}
+_SIDES = {"rent": "renting", "api": "the API", "buy": "buying", None: "neither (no recommendation)"}
+_NOW_CHEAPER = {
+    "rent": "Renting is now cheaper",
+    "api": "API is now cheaper",
+    "buy": "Buying is now cheapest",
+    None: "No recommendation any more",
+}
+
+
+def _buy_moved(was: dict[str, Any], now: dict[str, Any]) -> str:
+    if not (was.get("buy") or now.get("buy")):
+        return ""
+    before = (was.get("buy") or {}).get("monthly_usd")
+    after = (now.get("buy") or {}).get("monthly_usd")
+    return f", buying {_usd(before) if before else 'not costed'} -> {_usd(after) if after else 'not costed'} USD/month"
 
 
 @dataclass
@@ -476,7 +491,7 @@ class Reviewed:
 
 def _moved(was: dict[str, Any], now: dict[str, Any], observed: int | None, declared: int | None) -> list[dict]:
     out = []
-    for name in ("cheaper", "monthly_rent_usd", "monthly_api_usd", "breakeven_output_tokens_per_month"):
+    for name in ("cheaper", "cheapest", "monthly_rent_usd", "monthly_api_usd", "breakeven_output_tokens_per_month"):
         before = breakeven_volume(was) if name.startswith("breakeven") and was else was.get(name)
         after = breakeven_volume(now) if name.startswith("breakeven") else now.get(name)
         if before != after:
@@ -519,26 +534,28 @@ def review_one(
     moved = prices_moved + _moved(was, now, observed_volume_now, declared)
     because = (" Prices moved: " + "; ".join(m["text"] for m in prices_moved) + ".") if prices_moved else ""
     figures = {**now, "observed": observed_figures, "observed_volume": observed, "observed_left_out": left_out or []}
-    concluded = was.get("cheaper")
-    if now["cheaper"] != concluded:
-        lead = "API is now cheaper" if now["cheaper"] == "api" else "Renting is now cheaper"
-        if now["cheaper"] is None:
-            lead = "No recommendation any more"
+    concluded = favoured(was)
+    if favoured(now) != concluded:
+        lead = _NOW_CHEAPER[favoured(now)]
         reason = (
             f"{lead}: rent {_usd(was.get('monthly_rent_usd', 0))} -> {_usd(now['monthly_rent_usd'])} USD/month, "
-            f"API {_usd(was.get('monthly_api_usd', 0))} -> {_usd(now['monthly_api_usd'])} USD/month." + because
+            f"API {_usd(was.get('monthly_api_usd', 0))} -> {_usd(now['monthly_api_usd'])} USD/month"
+            + _buy_moved(was, now)
+            + "."
+            + because
         )
         return Reviewed(decision.pk, False, reason, moved, figures)
-    if observed_figures is not None and observed_figures["cheaper"] != concluded:
+    if observed_figures is not None and favoured(observed_figures) != concluded:
         reason = (
             f"The observed volume {_tokens(observed_volume_now)} output tokens/month crossed the breakeven "
-            f"{_tokens(breakeven_volume(observed_figures))}: at it {_SIDES[observed_figures['cheaper']]} is cheaper, "
+            f"{_tokens(breakeven_volume(observed_figures))}: at it {_SIDES[favoured(observed_figures)]} is cheaper, "
             f"not {_SIDES[concluded]}." + because
         )
         return Reviewed(decision.pk, False, reason, moved, figures)
     reason = (
         f"Still holds: {_SIDES[concluded]} is cheaper (rent {_usd(now['monthly_rent_usd'])} against API "
         f"{_usd(now['monthly_api_usd'])} USD/month"
+        + (f", buying {_usd(now['buy']['monthly_usd'])}" if now.get("buy") else "")
         + (f"; observed {_tokens(observed_volume_now)} output tokens/month" if observed_volume_now is not None else "")
         + ")."
         + because
@@ -629,7 +646,7 @@ def flipped_decisions() -> QuerySet[Decision]:
 
 
 #: The tier a recomputed comparison favours.
-TIER_OF = {"rent": Decision.Tier.RENT, "api": Decision.Tier.API}
+TIER_OF = {"rent": Decision.Tier.RENT, "api": Decision.Tier.API, "buy": Decision.Tier.BUY}
 
 
 def supersede_after_review(decision_id: int, *, user: Any = None, favours: str | None = None) -> Decision:
@@ -649,7 +666,7 @@ def supersede_after_review(decision_id: int, *, user: Any = None, favours: str |
         raise InputError.single("decision", "Its review does not say it no longer holds: nothing to supersede.")
     tier = TIER_OF.get(review.favours)
     if tier is None:
-        raise InputError.single("decision", "The recomputed comparison favours neither renting nor the API.")
+        raise InputError.single("decision", "The recomputed comparison favours none of renting, buying or the API.")
     if favours is not None and favours != review.favours:
         raise InputError.single("favours", f"The review changed since the page was shown: it favours {review.favours}.")
     return record_decision(

@@ -116,8 +116,10 @@ def test_a_quote_added_later_does_not_change_a_recorded_decision(finance_api, wo
 
 @pytest.mark.django_db
 def test_bad_decision_input_is_a_400(finance_api, workload):
-    r = finance_api.post(URL, {**_body(), "tier": 4}, format="json")
+    r = finance_api.post(URL, {**_body(), "tier": 5}, format="json")
     assert r.status_code == 400 and "tier" in r.json()
+    r = finance_api.post(URL, {**_body(), "tier": 4}, format="json")  # buy, but buying was not costed
+    assert r.status_code == 400 and r.json()["tier"][0].startswith("Buying was not costed")
     r = finance_api.post(URL, {**_body(), "breakeven": {"gpus": 8}}, format="json")
     assert r.status_code == 400 and r.json()["breakeven.usd_per_gpu_hour"] == [
         "Give an inline rate, a deployment or a SKU whose price in force is used."

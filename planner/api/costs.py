@@ -38,6 +38,13 @@ def _money(**kwargs: Any) -> serializers.DecimalField:
     )
 
 
+def _amount(**kwargs: Any) -> serializers.DecimalField:
+    """A monthly amount in USD (colocation, staff): cents, up to 10 million."""
+    return serializers.DecimalField(
+        max_digits=12, decimal_places=2, min_value=Decimal(0), max_value=Decimal(10_000_000), required=False, **kwargs
+    )
+
+
 def _count(**kwargs: Any) -> serializers.IntegerField:
     return serializers.IntegerField(required=False, min_value=0, max_value=MAX_MONTHLY, **kwargs)
 
@@ -116,6 +123,43 @@ class BreakevenRequestSerializer(serializers.Serializer):
     pp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE)
     dp = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE)
     ep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DEGREE)
+    buy_usd_per_gpu = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        max_value=Decimal(10_000_000),
+        required=False,
+        help_text="Cost buying the same GPUs too (whole nodes of the SKU's GPUs per node): purchase price per GPU, "
+        "USD. The response's `buy` has the monthly cost and payback months, `cheapest` the least of three.",
+    )
+    buy_useful_life_months = serializers.IntegerField(
+        required=False, min_value=1, max_value=600, help_text="Straight-line depreciation period. Default 48."
+    )
+    buy_residual_share = serializers.DecimalField(
+        max_digits=5, decimal_places=4, min_value=Decimal(0), max_value=Decimal(1), required=False,
+        help_text="Value left at the end of the life, as a share of the price. Default 0.",
+    )  # fmt: skip
+    buy_pue = serializers.DecimalField(
+        max_digits=4, decimal_places=2, min_value=Decimal(1), max_value=Decimal(5), required=False,
+        help_text="The site's power usage effectiveness. Required with buy_usd_per_gpu.",
+    )  # fmt: skip
+    buy_usd_per_kwh = serializers.DecimalField(
+        max_digits=8, decimal_places=5, min_value=Decimal(0), max_value=Decimal(100), required=False,
+        help_text="Electricity price, USD per kWh. Required with buy_usd_per_gpu.",
+    )  # fmt: skip
+    buy_node_overhead_w = serializers.DecimalField(
+        max_digits=8, decimal_places=1, min_value=Decimal(0), max_value=Decimal(100_000), required=False,
+        help_text="W per node besides the GPUs (CPUs, NICs, fans). Default 0.",
+    )  # fmt: skip
+    buy_racks = serializers.DecimalField(
+        max_digits=8, decimal_places=2, min_value=Decimal(0), max_value=Decimal(100_000), required=False
+    )
+    buy_usd_per_rack_month = _amount(help_text="Colocation price per rack-month. Default 0.")
+    buy_support_share_per_year = serializers.DecimalField(
+        max_digits=5, decimal_places=4, min_value=Decimal(0), max_value=Decimal(1), required=False,
+        help_text="Support as a share of the purchase price a year (0.08 = 8%). Default 0.",
+    )  # fmt: skip
+    buy_staff_usd_per_month = _amount(help_text="Staff cost a month. Default 0.")
 
     @staticmethod
     def request_from(data: dict[str, Any]) -> BreakevenRequest:

@@ -12,10 +12,17 @@ only recomputation raised: no figures), ``pending`` (never computed).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.db import models
 
 from fleet.models.snapshots import StoredAnswer, answer_state
+
+
+def favoured(figures: dict[str, Any]) -> str | None:
+    """The side a comparison's figures favour: of three (``cheapest``) when it costed buying, else rent or
+    API (``cheaper``); None: no recommendation."""
+    return figures.get("cheapest") if figures.get("buy") else figures.get("cheaper")
 
 
 class WorkloadBreakeven(StoredAnswer):
@@ -78,8 +85,9 @@ class DecisionReview(StoredAnswer):
 
     @property
     def favours(self) -> str | None:
-        """``rent`` or ``api``: what the recomputed comparison finds cheaper (None: no recommendation)."""
-        return (self.figures or {}).get("cheaper")
+        """``rent``, ``api`` or ``buy``: what the recomputed comparison finds cheapest (None: no
+        recommendation; of three when the decision costed buying, ``planner.reviews.favoured``)."""
+        return favoured(self.figures or {})
 
     def state(self, now: datetime | None = None) -> str:
         """``current``, ``stale`` (an input changed since), ``pending``; a review that could not recompute

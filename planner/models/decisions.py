@@ -27,6 +27,7 @@ class Decision(models.Model):
         RENT = 1, "Rent a cluster by the hour"
         SMALL_MODEL = 2, "A smaller model on one accelerator"
         API = 3, "Hosted API with our own gateway"
+        BUY = 4, "Buy (own) the GPUs"
 
     workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="decisions")
     tier = models.PositiveSmallIntegerField(choices=Tier.choices)

@@ -4,7 +4,7 @@
 (function () {
   "use strict";
   const COLORS = { weights: "#4a5a80", runtime: "#8f6bb3", state: "#d08c2e", kv: "#2f8f6b", free: "#d7dce6",
-                   reserve: "#f0f1f4", short: "#e8a0a0", rent: "#c53030", api: "#2856d8", capacity: "#677085", load: "#c53030",
+                   reserve: "#f0f1f4", short: "#e8a0a0", rent: "#c53030", api: "#2856d8", buy: "#2f8f6b", capacity: "#677085", load: "#c53030",
                    point: "#2856d8", frontier: "#c53030",
                    memory: "#2f8f6b", compute: "#4a5a80", communication: "#d08c2e", overhead: "#8f6bb3",
                    gpu: "#c53030", mark: "#8f6bb3" };
@@ -73,6 +73,9 @@
         { label: "Rent (USD/month)", data: data.points.map((p) => ({ x: p.volume, y: p.rent })), borderColor: COLORS.rent, pointRadius: 0 },
         { label: "API (USD/month)", data: data.points.map((p) => ({ x: p.volume, y: p.api })), borderColor: COLORS.api, pointRadius: 0 },
       ];
+      if (data.buy !== null && data.buy !== undefined)
+        ds.push({ label: "Buy (USD/month, with depreciation)", data: data.points.map((p) => ({ x: p.volume, y: data.buy })),
+                  borderColor: COLORS.buy, borderDash: [8, 3], pointRadius: 0 });
       if (data.current) ds.push({ label: "Current volume", type: "scatter", data: [{ x: data.current.volume, y: data.current.api }],
                                   backgroundColor: "#000", pointRadius: 6 });
       if (data.breakeven) ds.push({ label: "Breakeven", type: "scatter", data: [{ x: data.breakeven.volume, y: data.breakeven.usd }],

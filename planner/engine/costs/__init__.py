@@ -69,6 +69,7 @@ from .owned import (
     Power,
     Purchase,
     buy_option,
+    cheapest_of_three,
 )
 from .quotes import (
     DEFAULT_PRICING_KIND,
@@ -126,6 +127,7 @@ __all__ = [
     "breakeven_output_tokens_mix",
     "buy_option",
     "capacity_output_tokens",
+    "cheapest_of_three",
     "download_seconds",
     "gpu_hours",
     "hour_coverage_s",

@@ -27,13 +27,11 @@ The rules, each stated in every result's assumptions:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
-from ..errors import EngineInputError
 from ..units import HOURS_PER_DAY
 from .money import (
     CENT,
@@ -47,6 +45,7 @@ from .money import (
     price_text,
     quantize,
     usd,
+    usd_text,
 )
 
 __all__ = [
@@ -58,6 +57,7 @@ __all__ = [
     "Power",
     "Purchase",
     "buy_option",
+    "cheapest_of_three",
 ]
 
 DEFAULT_USEFUL_LIFE_MONTHS = 48
@@ -459,11 +459,42 @@ def buy_option(
     )
 
 
-def owned_clusters_by_slug(owned: Iterable[OwnedCluster]) -> dict[str, OwnedCluster]:
-    """``owned`` keyed by cluster slug; ``EngineInputError`` when one is given twice."""
-    out: dict[str, OwnedCluster] = {}
-    for o in owned:
-        if o.cluster in out:
-            raise EngineInputError.single("owned", f"Cluster {o.cluster!r} is given twice.")
-        out[o.cluster] = o
-    return out
+Choice = Literal["rent", "api", "buy"]
+
+
+def cheapest_of_three(
+    rent_usd: Decimal, api_usd: Decimal, buy: BuyOption, cheaper: str | None, api_wins: bool | None
+) -> tuple[Choice | None, str]:
+    """Which of renting, the API and buying costs least a month at the workload's volume, and a sentence.
+
+    ``cheaper`` and ``api_wins`` are rent vs API's (``breakeven``): None when the layout does not fit
+    (then neither renting nor buying it serves the model: no recommendation); when the API wins at every
+    volume the GPUs can serve, it wins here too (buying the same GPUs serves no more). Otherwise the
+    least monthly cost wins (buying counted with its depreciation); a tie goes to the API, then to
+    renting (nothing to buy or commit to)."""
+    if cheaper is None:
+        return None, "The layout does not fit, so neither renting nor buying it can serve the model."
+    payback = []
+    if buy.payback_months_vs_rent is not None:
+        payback.append(f"pays back against renting in {plain(buy.payback_months_vs_rent)} months")
+    else:
+        payback.append("never pays back against renting (renting costs no more than running owned GPUs)")
+    if buy.payback_months_vs_api is not None:
+        payback.append(f"against the API in {plain(buy.payback_months_vs_api)} months")
+    else:
+        payback.append("never against the API")
+    tail = (
+        f"Buying costs {usd_text(buy.monthly_usd)} a month ({usd_text(buy.upfront_usd)} up front) and "
+        + ", ".join(payback)
+        + "."
+    )
+    if api_wins:
+        return "api", f"The API wins at every volume these GPUs can serve, bought or rented. {tail}"
+    costs: dict[Choice, Decimal] = {"api": api_usd, "rent": rent_usd, "buy": buy.monthly_usd}
+    best = min(costs, key=lambda k: (costs[k], list(costs).index(k)))
+    lead = {
+        "api": f"The API is cheapest at this volume ({usd_text(api_usd)} a month).",
+        "rent": f"Renting is cheapest at this volume ({usd_text(rent_usd)} a month).",
+        "buy": f"Buying is cheapest at this volume ({usd_text(buy.monthly_usd)} a month with depreciation).",
+    }[best]
+    return best, f"{lead} {tail}"
