@@ -116,6 +116,9 @@ def test_a_decision_stores_all_three_and_its_review_rechecks_them(chat_served):
     figures = decision.figures
     assert (figures["monthly_rent_usd"], figures["monthly_api_usd"]) == ("14400.00", "39000.00")
     assert figures["buy"]["monthly_usd"] == "9003.99" and figures["cheapest"] == "buy"
+    # Payback: 250,000 / (14,400 - 3,795.659) = 23.58 months against renting; / (39,000 - 3,795.659) = 7.10
+    # against the API.
+    assert (figures["buy"]["payback_months_vs_rent"], figures["buy"]["payback_months_vs_api"]) == ("23.58", "7.10")
     assert decision.inputs["request"]["buy_usd_per_gpu"] == "31250"
     assert review_decisions([workload.pk])["holds"] == 1
     review = DecisionReview.objects.get(decision=decision)
