@@ -75,6 +75,12 @@ ROUTE_FIELDS = (
     "last_polled",
     "last_metrics",
     "cluster__slug",
+    # An owned cluster is priced at its own cost for its GPUs and hours (``PriceBook.for_cluster``).
+    "cluster__ownership",
+    "cluster__nodes",
+    "cluster__gpus_per_node",
+    "cluster__hours_per_day",
+    "cluster__sku__gpus_per_node",
     "cluster__provider__name",
     "cluster__sku__slug",
     "cluster__sku__name",
