@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from django.db.models import Model, ProtectedError, QuerySet, RestrictedError
@@ -126,6 +126,17 @@ class PriceBook:
         """The price in force for the SKU slug ``sku`` alone on ``on`` (cheapest own quote, else the
         cheapest list price); None: unpriced."""
         return price_in_force(self.of_sku(sku), on, sku=sku, kind=kind)
+
+    def next_cluster_change(self, cluster: Any, on: date) -> date | None:
+        """The first day after ``on`` on which ``cluster``'s price in force may change: an owned cluster's on
+        the first of next month (its fixed costs are spread over each month's days) or on its site's next
+        electricity price; a rented one's when a quote of its SKU starts or ends (``next_change``)."""
+        if not cluster.owned:
+            return self.next_change(cluster.sku.slug, on)
+        first_of_next = (on.replace(day=28) + timedelta(days=4)).replace(day=1)
+        mine = self.owned.clusters.get(cluster.slug)
+        later = [p.valid_from for p in mine.electricity if p.valid_from > on] if mine is not None else []
+        return min([first_of_next, *later])
 
     def next_change(self, sku: str, on: date) -> date | None:
         """The first day after ``on`` on which ``sku``'s price in force may change."""

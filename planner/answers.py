@@ -19,8 +19,9 @@ are recomputed by the task ``planner.refresh_answers`` (planner/tasks.py):
 What moves what: a deployment, its cluster, its SKU or its model -> the deployment's snapshot (and the
 breakeven and reviews of the workload it serves); a workload -> its deployments and itself; a GPU
 quote -> the deployments on its SKU, and the workloads whose current decision priced that SKU; an API
-price -> the workloads served by its model's deployments and those whose current decision used it; a
-speed correction or a calibration -> its deployment.
+price -> the workloads served by its model's deployments and those whose current decision used it; an
+owned cluster's purchase or running costs -> its deployments; a site's electricity price -> the
+deployments on the owned clusters at that site; a speed correction or a calibration -> its deployment.
 """
 
 from __future__ import annotations
@@ -35,7 +36,18 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
 from fleet import outbox
-from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models import (
+    ApiPrice,
+    Cluster,
+    ClusterPurchase,
+    Deployment,
+    ElectricityPrice,
+    GpuQuote,
+    HardwareSku,
+    ModelSpec,
+    OwnedCosts,
+    Workload,
+)
 from planner.reviews import refresh_breakevens, review_decisions
 from planner.snapshots import REFRESH_TASK, enabled_deployment_ids, refresh_snapshots, request_refresh
 
@@ -177,6 +189,20 @@ def _api_price_changed(sender: Any, instance: ApiPrice, raw: bool = False, **kw:
     _refresh([], served | _decided(api_price=instance.slug), f"API price {instance.slug} changed")
 
 
+def _owned_costs_changed(sender: Any, instance: Any, raw: bool = False, **kw: Any):
+    """A purchase or the running costs of an owned cluster: its price in force, so its deployments."""
+    if not raw:
+        ids = Deployment.objects.filter(cluster_id=instance.cluster_id).values_list("pk", flat=True)
+        _refresh(ids, [], f"The costs of owned cluster {instance.cluster_id} changed")
+
+
+def _electricity_changed(sender: Any, instance: ElectricityPrice, raw: bool = False, **kw: Any):
+    """A site's electricity price: the price in force of the owned clusters at that site."""
+    if not raw:
+        ids = Deployment.objects.filter(cluster__owned_costs__site=instance.site).values_list("pk", flat=True)
+        _refresh(ids, [], f"The electricity price of site {instance.site} changed")
+
+
 def _correction_saved(sender: Any, instance: Any, created: bool = False, raw: bool = False, **kw: Any):
     if not raw:
         _refresh([instance.deployment_id], [], "A new live speed correction was fitted")
@@ -201,5 +227,10 @@ def connect() -> None:
     post_delete.connect(_quote_changed, sender=GpuQuote, dispatch_uid="answers-quote-deleted")
     post_save.connect(_api_price_changed, sender=ApiPrice, dispatch_uid="answers-api-price")
     post_delete.connect(_api_price_changed, sender=ApiPrice, dispatch_uid="answers-api-price-deleted")
+    for model in (ClusterPurchase, OwnedCosts):
+        post_save.connect(_owned_costs_changed, sender=model, dispatch_uid=f"answers-{model.__name__}")
+        post_delete.connect(_owned_costs_changed, sender=model, dispatch_uid=f"answers-{model.__name__}-deleted")
+    post_save.connect(_electricity_changed, sender=ElectricityPrice, dispatch_uid="answers-electricity")
+    post_delete.connect(_electricity_changed, sender=ElectricityPrice, dispatch_uid="answers-electricity-deleted")
     post_save.connect(_correction_saved, sender=SpeedCorrection, dispatch_uid="answers-correction")
     post_save.connect(_calibration_saved, sender=Calibration, dispatch_uid="answers-calibration")

@@ -148,7 +148,7 @@ def compute_batch(deployments: list[Deployment], now: datetime) -> list[Computed
         correction = corrections.get(d.pk)
         calibration = calibrations.get(d.pk)
         price = book.for_deployment(d, today, PRICING_KIND)
-        change = book.next_change(d.cluster.sku.slug, today)
+        change = book.next_cluster_change(d.cluster, today)
         inputs = {
             **input_versions(d),
             "quote": price.quote.id if price is not None else None,

@@ -301,3 +301,33 @@ def test_the_api_gives_a_deployments_stored_capacity_with_its_state(fleet, make_
     d1.save()
     capacity = client.get("/api/v1/deployments/d1/").json()["capacity"]
     assert capacity["state"] == "stale" and "Deployment d1 changed" in capacity["reason"]
+
+
+def test_an_owned_cluster_prices_at_its_own_cost_until_next_month_and_its_costs_move_it(fleet, settings):
+    """Cluster c0 made owned: one node bought today for 250,000 USD (48 months), PUE 1.3, 0.12 USD/kWh at
+    site fra1, no colocation or support. Its snapshot is priced at its own cost (basis owned), current
+    until the first of next month; a new electricity price or purchase marks it stale."""
+    from fleet.models import ClusterPurchase, ElectricityPrice, OwnedCosts
+
+    settings.SNAPSHOT_MAX_AGE_S = 40 * 86400
+    d0 = fleet[0]
+    today = timezone.now().date()
+    Cluster.objects.filter(pk=d0.cluster_id).update(ownership="owned")
+    OwnedCosts.objects.create(cluster_id=d0.cluster_id, site="fra1", pue=Decimal("1.3"))
+    ClusterPurchase.objects.create(cluster_id=d0.cluster_id, bought_on=today, nodes=1, price=250_000)
+    ElectricityPrice.objects.create(site="fra1", valid_from=date(2025, 1, 1), usd_per_kwh=Decimal("0.12"))
+    refresh_snapshots()
+    snap = CapacitySnapshot.objects.get(pk=d0.pk)
+    first_of_next = (today.replace(day=28) + timedelta(days=4)).replace(day=1)
+    assert snap.valid_until.date() == first_of_next
+    # (250,000 / 48 / days + 8 x 700 W x 1.3 x 24 h / 1000 x 0.12) / (8 GPUs x 24 h), per this month's days.
+    days = (first_of_next - today.replace(day=1)).days
+    expected = (Decimal(250_000) / 48 / days + Decimal("5.6") * Decimal("1.3") * 24 * Decimal("0.12")) / (8 * 24)
+    shown = describe_capacity(load(d0.pk))
+    assert Decimal(shown["figures"]["usd_per_gpu_hour"]).quantize(Decimal("0.0001")) == expected.quantize(
+        Decimal("0.0001")
+    )
+    ElectricityPrice.objects.create(site="fra1", valid_from=today, usd_per_kwh=Decimal("0.20"))
+    shown = describe_capacity(load(d0.pk))
+    assert shown["state"] == "stale" and "electricity price of site fra1" in shown["reason"]
+    assert describe_capacity(load(fleet[1].pk))["state"] == "current"  # rented: not moved
