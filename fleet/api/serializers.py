@@ -500,3 +500,27 @@ class ProviderSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = Provider
         fields = ("url", "id", "name", "kind", *TIMESTAMPS)
+
+
+class LaunchFlagSerializer(serializers.Serializer):
+    option = serializers.CharField(read_only=True, help_text="The option as the engine's parser spells it.")
+    value = serializers.CharField(read_only=True, allow_null=True, help_text="Null: a switch.")
+    why = serializers.CharField(read_only=True)
+    source = serializers.CharField(read_only=True, help_text="The release, file and function that define it.")
+
+
+class LaunchCommandSerializer(serializers.Serializer):
+    """``GET /api/v1/deployments/{slug}/launch/`` (``planner.engine.LaunchCommand.to_dict``)."""
+
+    engine = serializers.CharField(read_only=True)
+    release = serializers.CharField(
+        read_only=True, help_text="The engine release whose parser the flags are read from."
+    )
+    command = serializers.CharField(read_only=True, help_text="One shell line for one replica.")
+    argv = serializers.ListField(child=serializers.CharField(), read_only=True)
+    flags = LaunchFlagSerializer(many=True, read_only=True)
+    gpus_per_replica = serializers.IntegerField(read_only=True)
+    replicas = serializers.IntegerField(read_only=True)
+    pods_per_replica = serializers.IntegerField(read_only=True)
+    kubernetes = serializers.CharField(read_only=True, help_text="A container fragment (YAML) for one replica's pod.")
+    notes = serializers.ListField(child=serializers.CharField(), read_only=True)

@@ -32,6 +32,7 @@ from fleet.models import (
     Workload,
 )
 from fleet.poll_store import lease_is_free
+from planner.engine import launch_engines
 
 from . import parsers, serializers
 from .history import HistoryMixin
@@ -111,6 +112,31 @@ class DeploymentViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
     def shared_until(self, rows: Sequence[Any]) -> Any:
         # ``last_status`` turns "stale" by age: the shared page is good until the first row's does.
         return page_cache.earliest(d.status_turns_stale_at() for d in rows)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "launch_engine",
+                str,
+                required=False,
+                enum=list(launch_engines()),
+                description="The engine to launch with (default: the deployment's own engine).",
+            )
+        ],
+        responses={
+            200: serializers.LaunchCommandSerializer,
+            400: OpenApiResponse(description="The engine has no launch command, or the model no Hugging Face id."),
+        },
+    )
+    @action(detail=True, methods=["get"])
+    def launch(self, request: Request, slug: str | None = None) -> Response:
+        """The command that starts one replica of this deployment (``vllm serve ...`` or ``python -m
+        sglang.launch_server ...``) with its layout, KV cache dtype, max model length, GPU memory
+        utilisation and block size, each flag with the engine release's parser it is read from, and a
+        Kubernetes container fragment (args and ``nvidia.com/gpu``)."""
+        deployment = self.get_object()
+        engine = request.query_params.get("launch_engine") or None
+        return Response(deployment.launch_command(engine).to_dict())
 
     @extend_schema(
         request=None,

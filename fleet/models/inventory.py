@@ -22,6 +22,9 @@ from planner.engine import (
     DEFAULT_KV_CACHE_DTYPE,
     KV_CACHE_DTYPES,
     Accelerator,
+    EngineInputError,
+    LaunchCommand,
+    LaunchRequest,
     Layout,
     ModelArch,
     Serving,
@@ -31,6 +34,7 @@ from planner.engine import (
     engine_choices,
     estimate,
     gpu_memory_bytes,
+    launch_command,
     layout_errors,
     profile_of,
     stale_limit_s,
@@ -539,6 +543,28 @@ class Deployment(TimeStamped):
             gpu_memory_utilization=self.gpu_memory_utilization,
             engine=serving.engine_options(),
         )
+
+    def launch_command(self, engine: str | None = None) -> LaunchCommand:
+        """The command that starts one replica of this deployment on its engine (or ``engine``), with a
+        Kubernetes fragment (``planner.engine.launch_command``: each flag cited to the engine release's
+        parser). ``EngineInputError``: the engine has no launch command, or the model no Hugging Face id."""
+        if not self.model.hf_model_id:
+            raise EngineInputError.single(
+                "model", f"{self.model.name} has no Hugging Face model id: add it to the model to get a launch command."
+            )
+        request = LaunchRequest(
+            model_id=self.model.hf_model_id,
+            layout=self.layout,
+            replicas=self.replicas,
+            kv_cache_dtype=self.kv_cache_dtype,
+            max_model_len=self.max_model_len,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            block_size_tokens=self.block_size_tokens,
+            enable_prefix_caching=self.enable_prefix_caching,
+            served_model_name=self.served_model_id or None,
+            gpus_per_node=self.cluster.gpus_per_node or self.cluster.sku.gpus_per_node,
+        )
+        return launch_command(engine or self.engine, request)
 
     def clean(self) -> None:
         """Check the layout against the cluster and the model (rules in docs/layouts.md).

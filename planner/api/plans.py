@@ -17,8 +17,10 @@ from rest_framework.response import Response
 from fleet import outbox
 from fleet.api.fields import SlugReference
 from fleet.api.permissions import require
+from fleet.api.serializers import DeploymentSerializer, LaunchCommandSerializer
 from fleet.errors import ConflictError
-from planner.engine import MODES
+from planner.deploy import DeployRequest, deploy_from_plan
+from planner.engine import DEFAULT_ENGINE, MAX_CONTEXT_TOKENS, MODES, EngineInputError, Names, engine_names
 from planner.filters import PlanFilter
 from planner.models import Plan
 from planner.plans import (
@@ -171,6 +173,25 @@ class PlanSubmittedSerializer(PlanSerializer):
         read_only_fields = fields
 
 
+class PlanDeploySerializer(serializers.Serializer):
+    """``POST /api/v1/plans/{id}/deploy/``: which ranked configuration, on which cluster, under which slug."""
+
+    rank = serializers.IntegerField(min_value=1, max_value=1000, help_text="1 = the best configuration.")
+    cluster = SlugReference(help_text="A cluster of the configuration's SKU with room for its GPUs.")
+    slug = SlugReference(help_text="The new deployment's slug.")
+    engine = serializers.ChoiceField(
+        choices=Names(engine_names), required=False, help_text=f"Default {DEFAULT_ENGINE}."
+    )
+    max_model_len = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_CONTEXT_TOKENS, help_text="Default: the workload's p95 context."
+    )
+
+
+class PlanDeployedSerializer(serializers.Serializer):
+    deployment = DeploymentSerializer(read_only=True)
+    launch = LaunchCommandSerializer(read_only=True, allow_null=True, help_text="Null: no launch command for it.")
+
+
 class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Searches run on Celery workers; the list shows each plan's progress and, when done, its
     summary (never reading the result), the detail its result."""
@@ -216,3 +237,30 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
             raise ConflictError(f"The plan is already {plan.status}.")
         plan = cancel(plan)
         return Response(PlanSerializer(plan, context=self.get_serializer_context()).data)
+
+    @extend_schema(
+        request=PlanDeploySerializer,
+        responses={201: PlanDeployedSerializer},
+        description="Register ranked configuration `rank` (1 = best) of a done plan as a deployment on a cluster "
+        "of its SKU, with its layout, replicas and KV cache dtype, the plan's model and workload, the engine and "
+        "max_model_len given; the answer has the deployment and its launch command.",
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, require("fleet.add_deployment")])
+    def deploy(self, request: Request, pk: str | None = None) -> Response:
+        plan = self.get_object()
+        incoming = PlanDeploySerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        deployment = deploy_from_plan(DeployRequest(plan=str(plan.pk), **incoming.validated_data), request.user)
+        body = {
+            "deployment": DeploymentSerializer(deployment, context=self.get_serializer_context()).data,
+            "launch": _launch_or_none(deployment),
+        }
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["deployment"]["url"]})
+
+
+def _launch_or_none(deployment: Any) -> dict[str, Any] | None:
+    """The deployment's launch command (None when its engine has none or its model no Hugging Face id)."""
+    try:
+        return deployment.launch_command().to_dict()
+    except EngineInputError:
+        return None

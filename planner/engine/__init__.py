@@ -104,6 +104,7 @@ from planner.engine.formats import (
 )
 from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.hf_config.finite import finite_config
+from planner.engine.launch import LAUNCH_RELEASES, LaunchCommand, LaunchRequest
 from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
 from planner.engine.limits import (
     MAX_CONTEXT_TOKENS,
@@ -148,6 +149,8 @@ from planner.engine.serving_engines import (
     ServingEngine,
     engine_choices,
     engine_names,
+    launch_command,
+    launch_engines,
     metric_families,
     poll_routes,
     prefix_cache_engines,
@@ -235,6 +238,7 @@ __all__ = [
     "KIB",
     "KINDS",
     "KV_CACHE_DTYPES",
+    "LAUNCH_RELEASES",
     "MAX_CONTEXT_TOKENS",
     "MAX_DIMENSION",
     "MAX_EXPERTS",
@@ -280,6 +284,8 @@ __all__ = [
     "EngineInputError",
     "EngineOptions",
     "ImportedModel",
+    "LaunchCommand",
+    "LaunchRequest",
     "LayerGroup",
     "Layout",
     "ModelArch",
@@ -337,6 +343,8 @@ __all__ = [
     "gpu_memory_bytes",
     "hour_coverage_s",
     "kv_bytes_per_token",
+    "launch_command",
+    "launch_engines",
     "layout_errors",
     "metric_families",
     "min_gpus_for_weights",

@@ -12,7 +12,9 @@ Each :class:`ServingEngine` says, for one engine a deployment may be registered 
 * ``metric_family``: the family of ``/metrics`` names it exports (``fleet.polling.metrics`` reads the
   ``vllm``, ``sglang`` and ``llamacpp`` families; None: no metrics);
 * ``startup_log``: the dialect ``parse_startup_log`` reads its startup log in (None: not parsed);
-* ``prefix_cache``: whether the prefix-cache analysis models it.
+* ``prefix_cache``: whether the prefix-cache analysis models it;
+* ``launch``: the builder of its launch command (``launch.launch_vllm``, ``launch.launch_sglang``), or None:
+  the app writes no launch command for it.
 
 Adding an engine is one entry here (plus its profile, when it has its own allocator). Nothing else
 lists engines: ``Deployment.engine``'s choices (``engine_choices``), the page forms and API
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 
 from .errors import EngineInputError
 from .formats import DEFAULT_KV_CACHE_DTYPE
+from .launch import Builder, LaunchCommand, LaunchRequest, launch_sglang, launch_vllm
 from .profiles.common import EngineAllocation
 from .profiles.sglang import (
     DEFAULT_MAMBA_FULL_MEMORY_RATIO,
@@ -95,6 +98,7 @@ class ServingEngine:
     metric_family: str | None = None
     startup_log: str | None = None
     prefix_cache: bool = False
+    launch: Builder | None = None
 
 
 def _vllm(
@@ -180,6 +184,7 @@ SERVING_ENGINES: tuple[ServingEngine, ...] = (
         metric_family="vllm",
         startup_log="vllm",
         prefix_cache=True,
+        launch=launch_vllm,
     ),
     ServingEngine(
         "sglang",
@@ -192,6 +197,7 @@ SERVING_ENGINES: tuple[ServingEngine, ...] = (
         metric_family="sglang",
         startup_log="sglang",
         prefix_cache=True,
+        launch=launch_sglang,
     ),
     ServingEngine(
         "llamacpp",
@@ -314,6 +320,21 @@ def metric_families() -> dict[str, str]:
 def startup_log_engines() -> tuple[str, ...]:
     """The engines whose startup log ``parse_startup_log`` reads (calibrations)."""
     return tuple(e.name for e in SERVING_ENGINES if e.startup_log is not None)
+
+
+def launch_engines() -> tuple[str, ...]:
+    """The engines the app writes a launch command for."""
+    return tuple(e.name for e in SERVING_ENGINES if e.launch is not None)
+
+
+def launch_command(engine: str, request: LaunchRequest) -> LaunchCommand:
+    """The launch command of one replica of ``request`` on ``engine``; ``EngineInputError`` for an engine
+    without one."""
+    found = serving_engine(engine)
+    if found is None or found.launch is None:
+        names = ", ".join(launch_engines())
+        raise EngineInputError.single("engine", f"No launch command is written for {engine!r}; only for {names}.")
+    return found.launch(request)
 
 
 def prefix_cache_engines() -> tuple[str, ...]:
