@@ -37,6 +37,10 @@ VLLM_ARGS = "vllm 0.33.0 vllm/engine/arg_utils.py EngineArgs.add_cli_args"
 VLLM_SERVE = "vllm 0.33.0 vllm/entrypoints/openai/cli_args.py make_arg_parser"
 SGLANG_FIELDS = "sglang 0.5.23 sglang/srt/arg_groups/fields/{}.py ServerArgs field {}"
 
+#: The address a launched server listens on: every interface of its pod or node (the seeds' SGLang command;
+#: SGLang's own default, 127.0.0.1, is unreachable from a Kubernetes Service). The text of a command, not a bind.
+LISTEN_ALL = "0.0.0.0"  # noqa: S104
+
 #: The port each engine's server listens on by default (its parser's ``--port`` default).
 DEFAULT_PORTS: dict[str, int] = {"vllm": 8000, "sglang": 30000}
 
@@ -246,7 +250,7 @@ def launch_vllm(request: LaunchRequest) -> LaunchCommand:
     if request.served_model_name:
         flags.append(Flag("--served-model-name", request.served_model_name, "the model name clients send", VLLM_ARGS))
     port = DEFAULT_PORTS["vllm"]
-    flags.append(Flag("--host", "0.0.0.0", "listen on every interface (a pod's address)", VLLM_SERVE))
+    flags.append(Flag("--host", LISTEN_ALL, "listen on every interface (a pod's address)", VLLM_SERVE))
     flags.append(Flag("--port", str(port), "HTTP port", VLLM_SERVE))
     argv = ("vllm", "serve", request.model_id, *(a for f in flags for a in f.argv()))
     notes.extend(_multi_node(request, "vllm"))
@@ -343,7 +347,7 @@ def launch_sglang(request: LaunchRequest) -> LaunchCommand:
         )
     port = DEFAULT_PORTS["sglang"]
     flags.append(
-        Flag("--host", "0.0.0.0", "listen on every interface (a pod's address)", _sglang_source("serving", "host"))
+        Flag("--host", LISTEN_ALL, "listen on every interface (a pod's address)", _sglang_source("serving", "host"))
     )
     flags.append(Flag("--port", str(port), "HTTP port", _sglang_source("serving", "port")))
     argv = ("python", "-m", "sglang.launch_server", *(a for f in flags for a in f.argv()))
