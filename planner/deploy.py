@@ -49,12 +49,8 @@ def ranked(plan: Plan, rank: int) -> dict[str, Any]:
 
 def clusters_for(row: dict[str, Any]) -> list[Cluster]:
     """The active clusters of the configuration's SKU with room for its GPUs (free = total - deployed)."""
-    out = []
-    for c in Cluster.objects.filter(sku__slug=row["sku"], status=Cluster.Status.ACTIVE).select_related("sku"):
-        used = sum(d.gpus for d in c.deployments.all())
-        if c.total_gpus - used >= row["gpus"]:
-            out.append(c)
-    return out
+    rows = Cluster.objects.filter(sku__slug=row["sku"], status=Cluster.Status.ACTIVE).select_related("sku")
+    return [c for c in rows.prefetch_related("deployments") if c.free_gpus >= row["gpus"]]
 
 
 def deploy_from_plan(request: DeployRequest, user: Any = None) -> Deployment:
@@ -77,11 +73,10 @@ def deploy_from_plan(request: DeployRequest, user: Any = None) -> Deployment:
         raise InputError.single(
             "cluster", f"{cluster.slug} has {cluster.sku.slug} GPUs; this layout is for {row['sku']} ({fitting})."
         )
-    used = sum(d.gpus for d in cluster.deployments.all())
-    if cluster.total_gpus - used < row["gpus"]:
+    if cluster.free_gpus < row["gpus"]:
         raise InputError.single(
             "cluster",
-            f"{cluster.slug} has {cluster.total_gpus - used} of {cluster.total_gpus} GPUs free; this layout needs "
+            f"{cluster.slug} has {cluster.free_gpus} of {cluster.total_gpus} GPUs free; this layout needs "
             f"{row['gpus']}.",
         )
     layout = row["decode"]["layout"]

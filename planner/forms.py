@@ -35,6 +35,7 @@ from planner.engine import (
     NEWEST_VLLM,
     RETENTIONS,
     RequestClass,
+    engine_choices,
     prefix_cache_engines,
     profile_names,
 )
@@ -332,6 +333,29 @@ class RentVsApiForm(forms.Form):
 
     def to_request(self) -> BreakevenRequest:
         return BreakevenRequest(**{k: v for k, v in self.cleaned_data.items() if v not in (None, "")})
+
+
+class PlanDeployForm(forms.Form):
+    """Register a plan's ranked configuration as a deployment (the plan page's "Register as deployment"):
+    a cluster of its SKU with room for it, a slug, the engine and the max model length."""
+
+    rank = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    cluster = forms.ChoiceField(help_text="Active clusters of this configuration's SKU with room for its GPUs.")
+    slug = forms.SlugField(max_length=64, help_text="The new deployment's slug.")
+    engine = forms.ChoiceField(choices=engine_choices)
+    max_model_len = BoundedIntegerField(
+        label="Max model length (tokens)",
+        min_value=1,
+        max_value=MAX_TOKENS,
+        required=False,
+        help_text="Blank: the workload's p95 context, the context the plan sized at.",
+    )
+
+    def __init__(self, *args: Any, clusters: list[Any] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["cluster"].choices = [
+            (c.slug, f"{c.name} ({c.total_gpus} x {c.sku.name}, {c.free_gpus} free)") for c in clusters
+        ]
 
 
 class DecisionForm(forms.Form):

@@ -26,6 +26,7 @@ urlpatterns = [
     path("plans/start/", plans.plan_start, name="plan-start"),
     path("plans/<uuid:pk>/", plans.plan_detail, name="plan"),
     path("plans/<uuid:pk>/cancel/", plans.plan_cancel, name="plan-cancel"),
+    path("plans/<uuid:pk>/deploy/", plans.plan_deploy, name="plan-deploy"),
     path("plans/<uuid:pk>/ranking.csv", plans.plan_ranking_csv, name="plan-ranking-csv"),
     path("rent-vs-api/", costs.rent_vs_api, name="rent-vs-api"),
     path("rent-vs-api/decide/", costs.record_decision, name="record-decision"),

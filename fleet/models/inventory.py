@@ -255,6 +255,11 @@ class Cluster(TimeStamped):
         """GPUs in the cluster: nodes x GPUs per node."""
         return self.nodes * (self.gpus_per_node or self.sku.gpus_per_node)
 
+    @property
+    def free_gpus(self) -> int:
+        """GPUs no deployment on this cluster holds (total - each deployment's replicas x tp x pp x dp)."""
+        return self.total_gpus - sum(d.gpus for d in self.deployments.all())
+
     def scheduled_changes(self, today: date | None = None) -> list[ClusterState]:
         """States dated after ``today`` (default: today, UTC): changes recorded, not yet in force."""
         today = today or timezone.now().date()

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from fleet import page_cache
-from fleet.errors import FIELD_ERRORS
+from fleet.errors import FIELD_ERRORS, describe
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, WorkerHeartbeat
@@ -30,6 +30,7 @@ from fleet.views.history import history_section
 from planner import tables
 from planner.calibrations import calibrate
 from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
+from planner.engine import EngineInputError
 from planner.forms import CalibrationForm, FleetTableForm, PollRangeForm
 from planner.headroom import envelope, headroom, stored_curve, stored_headroom
 from planner.models.calibrations import RATIO_BAND
@@ -158,6 +159,14 @@ def deployment_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     return _deployment_page(request, deployment)
 
 
+def _launch(deployment: Deployment) -> dict:
+    """The deployment's launch command (``Deployment.launch_command``), or why there is none."""
+    try:
+        return {"launch": deployment.launch_command()}
+    except EngineInputError as exc:
+        return {"launch": None, "launch_missing": describe(exc).split(": ", 1)[-1]}
+
+
 def _deployment_page(
     request: HtmxHttpRequest, deployment: Deployment, form: CalibrationForm | None = None, status: int = 200
 ) -> HttpResponse:
@@ -171,6 +180,7 @@ def _deployment_page(
         lambda: render_to_string("fleet/_deployment_figures.html", _figures(request, deployment, stored), request),
         _deployment_version,
     )
+    context |= _launch(deployment)
     context |= _calibrations(request, deployment, form)
     context |= history_section(deployment, "deployment")
     return render(request, "fleet/deployment.html", context, status=status)

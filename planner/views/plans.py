@@ -13,12 +13,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from fleet.errors import InputError
+from fleet.errors import FIELD_ERRORS, ConflictError, InputError, describe
 from fleet.forms import add_service_errors
 from fleet.tables import csv_response, table_context
 from fleet.views.access import HtmxHttpRequest, is_partial, over_limit, perms_required, refused
 from planner import tables
-from planner.forms import PlanCompareForm, PlanForm, PlanTableForm
+from planner.deploy import DeployRequest, clusters_for, deploy_from_plan, ranked
+from planner.engine import DEFAULT_ENGINE
+from planner.forms import PlanCompareForm, PlanDeployForm, PlanForm, PlanTableForm
 from planner.models import Plan
 from planner.plans import cancel, compare_plans, may_cancel, plan_ranking, ranking_csv_rows, submit_plan
 
@@ -136,3 +138,41 @@ def plan_cancel(request: HttpRequest, pk: str) -> HttpResponse:
         cancel(plan)
         messages.info(request, "Cancellation requested.")
     return redirect("plan", pk=pk)
+
+
+@perms_required("planner.view_plan", "fleet.add_deployment")
+def plan_deploy(request: HttpRequest, pk: str) -> HttpResponse:
+    """Register ranked configuration ``?rank=`` of a done plan as a deployment (GET: the form, prefilled;
+    POST: create it and go to its page, which shows its launch command). Problems beside their inputs (400)."""
+    plan = _plan(pk)
+    source = request.POST if request.method == "POST" else request.GET
+    try:
+        rank = int(source.get("rank") or 1)
+        row = ranked(plan, rank)
+    except (ValueError, InputError) as exc:
+        messages.error(request, describe(exc) if isinstance(exc, InputError) else "Pick a rank from the ranking.")
+        return redirect("plan", pk=pk)
+    clusters = clusters_for(row)
+    initial = {
+        "rank": rank,
+        "slug": f"{plan.model.slug}-{row['sku']}-{rank}"[:64],
+        "cluster": clusters[0].slug if clusters else "",
+        "engine": DEFAULT_ENGINE,
+    }
+    form = PlanDeployForm(request.POST if request.method == "POST" else None, initial=initial, clusters=clusters)
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                deployment = deploy_from_plan(DeployRequest(plan=str(plan.pk), **data), request.user)
+            except FIELD_ERRORS as exc:
+                add_service_errors(form, exc)
+            except ConflictError as exc:
+                form.add_error("slug", str(exc))
+            else:
+                messages.success(request, f"Deployment {deployment.slug} registered with layout #{rank} of the plan.")
+                return redirect("deployment", slug=deployment.slug)
+    context = {"plan": plan, "row": row, "rank": rank, "form": form, "clusters": clusters}
+    return render(request, "planner/plan_deploy.html", context, status=status)
