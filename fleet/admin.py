@@ -15,14 +15,17 @@ from fleet.forms import BoundedJSONField, DeploymentForm
 from fleet.models import (
     ApiPrice,
     Cluster,
+    ClusterPurchase,
     ClusterState,
     Deployment,
+    ElectricityPrice,
     EndpointPoll,
     ExchangeRate,
     GpuQuote,
     HardwareSku,
     ModelSpec,
     OutboxMessage,
+    OwnedCosts,
     Provider,
     WorkerHeartbeat,
     Workload,
@@ -109,6 +112,42 @@ class ExchangeRateAdmin(admin.ModelAdmin):
     list_display = ("currency", "on", "usd_per_unit", "source")
     list_filter = ("currency",)
     date_hierarchy = "on"
+
+
+@admin.register(OwnedCosts)
+class OwnedCostsAdmin(admin.ModelAdmin):
+    """An owned cluster's running costs (platform and finance)."""
+
+    list_display = (
+        "cluster",
+        "site",
+        "pue",
+        "racks",
+        "usd_per_rack_month",
+        "support_share_per_year",
+        "staff_usd_per_month",
+    )
+    list_select_related = ("cluster",)
+    search_fields = ("cluster__name", "cluster__slug", "site")
+
+
+@admin.register(ClusterPurchase)
+class ClusterPurchaseAdmin(admin.ModelAdmin):
+    """Nodes of an owned cluster bought on a day (platform and finance)."""
+
+    list_display = ("cluster", "bought_on", "nodes", "price", "price_per", "currency", "useful_life_months")
+    list_filter = ("currency", "cluster")
+    list_select_related = ("cluster",)
+    date_hierarchy = "bought_on"
+
+
+@admin.register(ElectricityPrice)
+class ElectricityPriceAdmin(admin.ModelAdmin):
+    """A site's electricity price from a day (platform and finance)."""
+
+    list_display = ("site", "valid_from", "usd_per_kwh", "source")
+    list_filter = ("site",)
+    date_hierarchy = "valid_from"
 
 
 @admin.register(ApiPrice)

@@ -10,17 +10,21 @@ class FleetConfig(AppConfig):
         from fleet.models import (
             ApiPrice,
             Cluster,
+            ClusterPurchase,
             Deployment,
+            ElectricityPrice,
             ExchangeRate,
             GpuQuote,
             HardwareSku,
             ModelSpec,
+            OwnedCosts,
             Provider,
             Workload,
         )
 
         # The audit trail (fleet/audit.py): every create, update and delete of these records.
-        for model in (HardwareSku, Cluster, ModelSpec, Workload, GpuQuote, ApiPrice, Provider, ExchangeRate):
+        owned = (OwnedCosts, ClusterPurchase, ElectricityPrice)
+        for model in (HardwareSku, Cluster, ModelSpec, Workload, GpuQuote, ApiPrice, Provider, ExchangeRate, *owned):
             audit.register(model)
         # The poller's live state and leases change every poll: never recorded (and written by raw
         # UPDATEs); the API key only as set or not.

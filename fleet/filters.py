@@ -7,7 +7,19 @@ import django_filters as filters
 
 from fleet.forms import BoundedDecimalField
 from fleet.limits import record_bound
-from fleet.models import ApiPrice, Cluster, Deployment, EndpointPoll, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models import (
+    ApiPrice,
+    Cluster,
+    ClusterPurchase,
+    Deployment,
+    ElectricityPrice,
+    EndpointPoll,
+    GpuQuote,
+    HardwareSku,
+    ModelSpec,
+    OwnedCosts,
+    Workload,
+)
 from fleet.models.specs import WEIGHT_FORMAT_CHOICES
 
 #: The longest value a text filter takes (a slug, a name, a team): no name here has more than 200
@@ -133,3 +145,30 @@ class WorkloadFilter(BoundedFilterSet):
     class Meta:
         model = Workload
         fields = ["team"]
+
+
+class ClusterPurchaseFilter(BoundedFilterSet):
+    cluster = filters.CharFilter(field_name="cluster__slug", help_text="The cluster's slug.")
+    currency = filters.CharFilter(lookup_expr="iexact")
+
+    class Meta:
+        model = ClusterPurchase
+        fields = ["cluster", "currency"]
+
+
+class OwnedCostsFilter(BoundedFilterSet):
+    cluster = filters.CharFilter(field_name="cluster__slug", help_text="The cluster's slug.")
+    site = filters.CharFilter()
+
+    class Meta:
+        model = OwnedCosts
+        fields = ["cluster", "site"]
+
+
+class ElectricityPriceFilter(BoundedFilterSet):
+    site = filters.CharFilter()
+    valid_on = filters.DateFilter(field_name="valid_from", lookup_expr="lte", help_text="Dated on or before this day.")
+
+    class Meta:
+        model = ElectricityPrice
+        fields = ["site", "valid_on"]

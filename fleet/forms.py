@@ -15,7 +15,20 @@ from django.forms.models import ModelFormMetaclass
 from fleet import inputs, registration
 from fleet.errors import ConflictError, InputError
 from fleet.limits import record_bound
-from fleet.models import ApiPrice, Cluster, Deployment, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
+from fleet.models import (
+    ApiPrice,
+    Cluster,
+    ClusterPurchase,
+    Deployment,
+    ElectricityPrice,
+    GpuQuote,
+    HardwareSku,
+    ModelSpec,
+    OwnedCosts,
+    Provider,
+    Workload,
+)
+from fleet.models.bills import RATE_MAX_AGE_DAYS
 from fleet.pickers import PickField
 from fleet.polling import display_url
 from fleet.registration import MAX_API_KEY_CHARS, MAX_CONFIG_BYTES
@@ -172,7 +185,21 @@ class ClusterForm(BoundedModelForm):
             "team",
             "hours_per_day",
             "status",
+            "ownership",
         ]
+        help_texts = {
+            "ownership": "Rented: its price in force is the provider's quote for the SKU (else its public list "
+            "price). Owned: its own cost instead (depreciation of its purchases, energy at the site's electricity "
+            "price, colocation, support, staff), from the purchases and running costs entered on the cluster's "
+            "page; until they are there it is unpriced, and the provider's quotes no longer price it.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["ownership"].required = False  # left out of a post: as it was (a new cluster: rented)
+
+    def clean_ownership(self) -> str:
+        return self.cleaned_data.get("ownership") or self.instance.ownership or Cluster.Ownership.RENTED
 
     def save(self, commit: bool = True) -> Cluster:
         cluster = super().save(commit=False)
@@ -473,8 +500,95 @@ class ApiPriceNoteForm(BoundedModelForm):
 class HardwareSkuForm(BoundedModelForm):
     class Meta:
         model = HardwareSku
-        fields = ["name", "slug", "vendor", *HardwareSku.FIGURES, "hbm_reported_source", "source"]
+        fields = [
+            "name",
+            "slug",
+            "vendor",
+            *HardwareSku.FIGURES,
+            "hbm_reported_source",
+            "tdp_watts",
+            "idle_watts",
+            "power_source",
+            "source",
+        ]
+        widgets = {"source": forms.Textarea(attrs={"rows": 3}), "power_source": forms.Textarea(attrs={"rows": 2})}
+
+
+def known_sites() -> list[str]:
+    """Sites named by an owned cluster's running costs or an electricity price (a form's suggestions)."""
+    named = set(OwnedCosts.objects.values_list("site", flat=True))
+    named |= set(ElectricityPrice.objects.values_list("site", flat=True))
+    return sorted(named)
+
+
+def _with_sites(help_text: str) -> str:
+    sites = known_sites()
+    return f"{help_text} Sites on record: {', '.join(sites)}." if sites else help_text
+
+
+class OwnedCostsForm(BoundedModelForm):
+    """An owned cluster's running costs (one per cluster: the view sets the cluster)."""
+
+    class Meta:
+        model = OwnedCosts
+        fields = [
+            "site",
+            "node_overhead_w",
+            "pue",
+            "racks",
+            "usd_per_rack_month",
+            "support_share_per_year",
+            "staff_usd_per_month",
+            "source",
+        ]
         widgets = {"source": forms.Textarea(attrs={"rows": 3})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["site"].help_text = _with_sites(self.fields["site"].help_text)
+
+
+class ClusterPurchaseForm(BoundedModelForm):
+    """Nodes of an owned cluster bought on a day (the view sets the cluster); checked as the engine
+    takes a purchase (``ClusterPurchase.clean``: a residual value above the price is refused)."""
+
+    class Meta:
+        model = ClusterPurchase
+        fields = [
+            "bought_on",
+            "nodes",
+            "price",
+            "price_per",
+            "currency",
+            "useful_life_months",
+            "residual_value",
+            "source",
+        ]
+        labels = {"price_per": "Price is", "useful_life_months": "Useful life (months)"}
+        help_texts = {
+            "price": "In the purchase's currency, per node or per GPU as said below.",
+            "currency": "ISO 4217 (USD, EUR, ...): another currency than USD needs an exchange rate on record "
+            f"for the day it was bought (or up to {RATE_MAX_AGE_DAYS} days before).",
+        }
+        widgets = {"bought_on": DATE_INPUT, "source": forms.Textarea(attrs={"rows": 3})}
+
+    def clean_currency(self) -> str:
+        return (self.cleaned_data.get("currency") or "").strip().upper()
+
+
+class ElectricityPriceForm(BoundedModelForm):
+    """A site's electricity price from a day (a new price is a new dated row; the latest on or before a
+    day is in force)."""
+
+    class Meta:
+        model = ElectricityPrice
+        fields = ["site", "valid_from", "usd_per_kwh", "source"]
+        help_texts = {"valid_from": "In force from this day until the site's next price."}
+        widgets = {"valid_from": DATE_INPUT, "source": forms.Textarea(attrs={"rows": 3})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["site"].help_text = _with_sites("The site as an owned cluster's running costs name it.")
 
 
 class WorkloadForm(BoundedModelForm):

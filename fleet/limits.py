@@ -42,6 +42,9 @@ MAX_SLO_MS = 86_400_000.0
 MAX_BLOCK_TOKENS = 1 << 16
 #: Seconds between two polls of a deployment (a day).
 MAX_POLL_INTERVAL_S = 86_400
+#: Money of an owned cluster's purchase or running costs, in its currency (a hundred billion: a purchase
+#: of whole nodes is hundreds of thousands each, far above ``MAX_PRICE_USD``, a price per GPU-hour).
+MAX_OWNED_MONEY = 10**11
 #: Bytes of GPU memory as a driver reports it: the engine's 100,000 GB.
 MAX_HBM_BYTES = round(MAX_HBM_GB * GB)
 
@@ -90,6 +93,12 @@ RECORD_BOUNDS: dict[str, int | float] = {
     "p95_context_tokens": MAX_TOKENS,
     "peak_concurrency": MAX_CONCURRENCY,
     "context_window": MAX_TOKENS,
+    # An owned cluster's purchases and running costs (fleet/models/owned.py).
+    "price": MAX_OWNED_MONEY,
+    "residual_value": MAX_OWNED_MONEY,
+    "usd_per_rack_month": MAX_OWNED_MONEY,
+    "staff_usd_per_month": MAX_OWNED_MONEY,
+    "racks": 100_000,
 }
 
 

@@ -16,7 +16,7 @@ from fleet.bills import Rates
 from fleet.models import Cluster, ElectricityPrice
 from fleet.models.bills import FLEET_CURRENCY, RATE_MAX_AGE_DAYS
 from planner.engine import ElectricityPrice as EnginePrice
-from planner.engine import EngineInputError, OwnedCluster, Power, Purchase
+from planner.engine import EngineInputError, OwnedCluster, OwnedMonth, Power, Purchase
 
 
 @dataclass(frozen=True)
@@ -104,3 +104,23 @@ def owned_cluster(cluster: Cluster, electricity: list[EnginePrice], rates: Rates
         )
     except EngineInputError as exc:
         raise Unpriced(f"its cost figures are out of range: {exc}") from None
+
+
+@dataclass(frozen=True)
+class OwnedMonthAnswer:
+    """An owned cluster's cost in a calendar month as the engine computes it (``month``), or why it has
+    none (``unpriced``: the cluster's reason from ``OwnedBook``, or that no GPU is on)."""
+
+    month: OwnedMonth | None
+    unpriced: str = ""
+
+
+def owned_month(cluster: Cluster, year: int, month: int, book: OwnedBook | None = None) -> OwnedMonthAnswer:
+    """What owning ``cluster`` costs in ``year``-``month`` (``OwnedCluster.month``) with its GPUs
+    (``total_gpus``) on its ``hours_per_day`` every day at full load (no utilisation: the assumptions say
+    so), the rule its price in force uses; ``book``: an ``OwnedBook`` already read (else three queries)."""
+    book = book if book is not None else OwnedBook.load([cluster.slug])
+    mine = book.clusters.get(cluster.slug)
+    if mine is None:
+        return OwnedMonthAnswer(None, book.unpriced.get(cluster.slug, "not an owned cluster"))
+    return OwnedMonthAnswer(mine.month(year, month, cluster.total_gpus, cluster.hours_per_day, None))

@@ -50,16 +50,22 @@ def _version_columns() -> list[tuple[Any, tuple[str, ...]]]:
         ApiPrice,
         CapacitySnapshot,
         Cluster,
+        ClusterPurchase,
         ClusterState,
         Deployment,
+        ElectricityPrice,
+        ExchangeRate,
         GpuQuote,
         HardwareSku,
         ModelSpec,
+        OwnedCosts,
         Provider,
         Workload,
     )
 
-    stamped = (Cluster, HardwareSku, Provider, ModelSpec, Workload, GpuQuote, ApiPrice)
+    # An owned cluster's price is its purchases (in a currency at its rate), running costs and electricity.
+    owned = (OwnedCosts, ClusterPurchase, ElectricityPrice, ExchangeRate)
+    stamped = (Cluster, HardwareSku, Provider, ModelSpec, Workload, GpuQuote, ApiPrice, *owned)
     return [
         *((m, ("updated",)) for m in stamped),
         # Not the live state (a deployment's last poll, beat's last cycle): it moves every few seconds in

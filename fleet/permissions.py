@@ -2,9 +2,10 @@
 
 * ``viewer``: view every record.
 * ``finance``: view; add, change and delete GPU quotes and API prices, cloud bills (upload a FOCUS
-  file) and exchange rates (planner: record decisions, start and cancel plans).
+  file), exchange rates and an owned cluster's costs (running costs, purchases, electricity prices)
+  (planner: record decisions, start and cancel plans).
 * ``platform``: view; add, change and delete the inventory (SKUs, clusters, deployments, models,
-  workloads) and poll a deployment now (planner: start and cancel plans).
+  workloads), an owned cluster's costs, and poll a deployment now (planner: start and cancel plans).
 * ``admin``: every permission of both apps except those nothing honours (planner: changing or
   deleting a decision). Superusers hold every permission, as Django makes them.
 
@@ -42,6 +43,9 @@ MODELS: tuple[str, ...] = (
     "cloudbill",
     "billrow",
     "exchangerate",
+    "ownedcosts",
+    "clusterpurchase",
+    "electricityprice",
 )
 #: Records the platform team writes (a cluster names its provider: platform may add one).
 INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload", "provider")
@@ -49,6 +53,9 @@ INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec
 PRICING: tuple[str, ...] = ("gpuquote", "apiprice", "provider")
 #: Records finance writes about what was billed (a bill's rows are the import's: admin alone edits them).
 BILLING: tuple[str, ...] = ("cloudbill", "exchangerate")
+#: An owned cluster's costs (its running costs, purchases, the sites' electricity prices): the platform team
+#: writes them beside the cluster, finance beside the quotes and bills.
+OWNED: tuple[str, ...] = ("ownedcosts", "clusterpurchase", "electricityprice")
 #: Declared in ``Deployment.Meta.permissions``: ``POST /api/v1/deployments/<slug>/poll/``.
 POLL = "poll_deployment"
 
@@ -64,8 +71,8 @@ WRITE = ("add", "change", "delete")
 
 def _table(models: tuple[str, ...]) -> dict[str, frozenset[str]]:
     view_all = codenames(["view"], models)
-    pricing = [m for m in (*PRICING, *BILLING) if m in models]
-    inventory = [m for m in INVENTORY if m in models]
+    pricing = [m for m in (*PRICING, *BILLING, *OWNED) if m in models]
+    inventory = [m for m in (*INVENTORY, *OWNED) if m in models]
     return {
         "viewer": view_all,
         "finance": view_all | codenames(WRITE, pricing),
@@ -84,18 +91,24 @@ def _without(*later: str) -> dict[str, frozenset[str]]:
 
 #: The models migration 0022 added (cloud bills): in no table before it.
 LATER_0022 = ("cloudbill", "billrow", "exchangerate")
+#: The models migration 0024 added (owned clusters), granted by 0025: in no table before it.
+LATER_0025 = OWNED
 #: The table as migration 0002 applied it, before the outbox existed (0007 applies ``GRANTS_0007``).
 GRANTS_0002: dict[str, frozenset[str]] = _without(
-    "outboxmessage", "capacitysnapshot", "provider", "scheduledrun", *LATER_0022
+    "outboxmessage", "capacitysnapshot", "provider", "scheduledrun", *LATER_0022, *LATER_0025
 )
 #: The table as migration 0007 applied it, before capacity snapshots existed (0014 applies ``GRANTS_0014``).
-GRANTS_0007: dict[str, frozenset[str]] = _without("capacitysnapshot", "provider", "scheduledrun", *LATER_0022)
+GRANTS_0007: dict[str, frozenset[str]] = _without(
+    "capacitysnapshot", "provider", "scheduledrun", *LATER_0022, *LATER_0025
+)
 #: The table as migration 0014 applied it, before providers were records (0018 applies ``GRANTS_0018``).
-GRANTS_0014: dict[str, frozenset[str]] = _without("provider", "scheduledrun", *LATER_0022)
+GRANTS_0014: dict[str, frozenset[str]] = _without("provider", "scheduledrun", *LATER_0022, *LATER_0025)
 #: The table as migration 0018 applied it, before scheduled runs were recorded (0020 applies ``GRANTS_0020``).
-GRANTS_0018: dict[str, frozenset[str]] = _without("scheduledrun", *LATER_0022)
-#: The table as migration 0020 applied it, before cloud bills (0022 applies ``GRANTS``).
-GRANTS_0020: dict[str, frozenset[str]] = _without(*LATER_0022)
+GRANTS_0018: dict[str, frozenset[str]] = _without("scheduledrun", *LATER_0022, *LATER_0025)
+#: The table as migration 0020 applied it, before cloud bills (0023 applies ``GRANTS_0023``).
+GRANTS_0020: dict[str, frozenset[str]] = _without(*LATER_0022, *LATER_0025)
+#: The table as migration 0023 applied it, before owned clusters (0025 applies ``GRANTS``).
+GRANTS_0023: dict[str, frozenset[str]] = _without(*LATER_0025)
 #: role -> fleet permission codenames.
 GRANTS: dict[str, frozenset[str]] = _table(MODELS)
 

@@ -1,14 +1,23 @@
-"""fleet's pages: register and edit clusters and deployments; the price book (GPU quotes, API prices)
+"""fleet's pages: register and edit clusters and deployments, an owned cluster's running costs and purchases,
+the sites' electricity prices; the price book (GPU quotes, API prices)
 and the catalogue (SKUs, workloads); records' change history; the pickers' suggestions; the health check."""
 
 from django.urls import path
 
 from fleet.pickers import PICKERS
-from fleet.views import bills, catalogue, health, history, inventory, pickers, prices
+from fleet.views import bills, catalogue, health, history, inventory, owned, pickers, prices
 
 urlpatterns = [
     path("clusters/new/", inventory.cluster_form, name="cluster-new"),
     path("clusters/<str:slug>/edit/", inventory.cluster_form, name="cluster-edit"),
+    path("clusters/<str:slug>/owned-costs/", owned.owned_costs_form, name="owned-costs"),
+    path("clusters/<str:slug>/purchases/new/", owned.purchase_form, name="purchase-new"),
+    path("clusters/<str:slug>/purchases/<int:pk>/edit/", owned.purchase_form, name="purchase-edit"),
+    path("clusters/<str:slug>/purchases/<int:pk>/delete/", owned.purchase_delete, name="purchase-delete"),
+    path("electricity-prices/", owned.electricity_price_list, name="electricity-prices"),
+    path("electricity-prices/new/", owned.electricity_price_form, name="electricity-price-new"),
+    path("electricity-prices/<int:pk>/edit/", owned.electricity_price_form, name="electricity-price-edit"),
+    path("electricity-prices/<int:pk>/delete/", owned.electricity_price_delete, name="electricity-price-delete"),
     path("deployments/new/", inventory.deployment_form, name="deployment-new"),
     path("deployments/<str:slug>/edit/", inventory.deployment_form, name="deployment-edit"),
     path("quotes/", prices.quote_list, name="gpu-quotes"),

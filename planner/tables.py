@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from fleet.models import Cluster, Deployment, ModelSpec
 from fleet.prices import PriceBook
-from planner.engine import DEFAULT_PRICING_KIND, PriceInForce, weights_bytes
+from planner.engine import DEFAULT_PRICING_KIND, MILLS, PriceInForce, quantize, weights_bytes
 from planner.headroom import Headroom, stored_headroom
 from planner.models import Decision, Plan
 
@@ -170,21 +170,28 @@ class ClusterPrice:
 
     price: PriceInForce | None
     gpus: int
+    unpriced_reason: str = ""
 
     @property
     def usd_per_gpu_hour(self) -> Decimal | None:
-        return None if self.price is None else self.price.usd_per_gpu_hour
+        """To 4 decimals, as quotes are (an owned cluster's own cost is exact)."""
+        return None if self.price is None else quantize(self.price.usd_per_gpu_hour, MILLS)
 
     @property
     def usd_per_hour(self) -> Decimal | None:
-        return None if self.price is None else self.price.usd_per_gpu_hour * self.gpus
+        return None if self.price is None else quantize(self.price.usd_per_gpu_hour * self.gpus, MILLS)
 
 
 def cluster_prices(clusters: Iterable[Cluster], on: date) -> dict[int, ClusterPrice]:
-    """Each cluster's (select_related ``sku`` and ``provider``) ``ClusterPrice`` on ``on``, by id; one query."""
+    """Each cluster's (select_related ``sku`` and ``provider``) ``ClusterPrice`` on ``on``, by id, with why it
+    is unpriced when it is (``PriceBook.unpriced_reason``); one query, three more with an owned cluster."""
     clusters = list(clusters)
     book = PriceBook.load({c.sku_id for c in clusters}, until=on, kind=DEFAULT_PRICING_KIND)
-    return {c.pk: ClusterPrice(book.for_cluster(c, on, DEFAULT_PRICING_KIND), c.total_gpus) for c in clusters}
+    out = {}
+    for c in clusters:
+        price = book.for_cluster(c, on, DEFAULT_PRICING_KIND)
+        out[c.pk] = ClusterPrice(price, c.total_gpus, "" if price is not None else book.unpriced_reason(c))
+    return out
 
 
 def with_snapshot_cost(deployments: QuerySet[Deployment]) -> QuerySet[Deployment]:

@@ -207,6 +207,9 @@ def test_api_root_lists_every_endpoint(viewer_api):
         "budgets",
         "bills",
         "exchange-rates",
+        "owned-costs",
+        "cluster-purchases",
+        "electricity-prices",
     }
     assert set(root) == records | {"sizing", "estimate", "breakeven", "spend", "prefix-cache", "route", "route-litellm"}
     assert root["sizing"].endswith("/api/v1/sizing/")

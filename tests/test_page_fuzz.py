@@ -124,7 +124,9 @@ def _records() -> dict[str, Any]:
         ApiPrice,
         CloudBill,
         Cluster,
+        ClusterPurchase,
         Deployment,
+        ElectricityPrice,
         GpuQuote,
         HardwareSku,
         ModelSpec,
@@ -157,8 +159,10 @@ def _records() -> dict[str, Any]:
     bill = CloudBill.objects.create(
         filename="b.csv", size_bytes=1, sha256="-", tag_key="fleetcap-cluster", status="done"
     )
+    purchase = ClusterPurchase.objects.create(cluster=cluster, bought_on=date(2026, 1, 15), nodes=1, price=250000)
+    electricity = ElectricityPrice.objects.create(site="dc1", valid_from=date(2026, 1, 1), usd_per_kwh="0.12")
     return {
-        "bill": bill.pk,
+        "bill": bill.pk, "purchase": purchase.pk, "electricity_price": electricity.pk,
         "sku": sku.slug, "cluster": cluster.slug, "deployment": deployment.slug, "model": model.slug,
         "workload": workload.slug, "quote": GpuQuote.objects.filter(sku=sku).first().pk,
         "api_price": ApiPrice.objects.first().slug, "plan": plan.pk, "decision": decision.pk,
@@ -169,7 +173,8 @@ def _records() -> dict[str, Any]:
 #: A real record for each URL argument, by the route's first segment. A page with arguments under a
 #: new segment fails ``sample_path`` until it is given its record here.
 SAMPLE_KWARGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "clusters": lambda k: {"slug": k["cluster"]},
+    "clusters": lambda k: {"slug": k["cluster"], "pk": k["purchase"]},
+    "electricity-prices": lambda k: {"pk": k["electricity_price"]},
     "deployments": lambda k: {"slug": k["deployment"]},
     "models": lambda k: {"slug": k["model"]},
     "skus": lambda k: {"slug": k["sku"]},
@@ -189,7 +194,8 @@ def sample_path(page: Page, keys: dict[str, Any]) -> str:
         return reverse(page.name)
     segment = page.route.split("/")[0]
     assert segment in SAMPLE_KWARGS, f"{page.name} ({page.route}): give its arguments in SAMPLE_KWARGS"
-    return reverse(page.name, kwargs=SAMPLE_KWARGS[segment](keys))
+    kwargs = SAMPLE_KWARGS[segment](keys)  # those the route takes (a cluster's purchase: slug and pk)
+    return reverse(page.name, kwargs={name: value for name, value in kwargs.items() if f":{name}>" in page.route})
 
 
 @pytest.fixture(scope="module")

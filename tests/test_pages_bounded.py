@@ -73,7 +73,18 @@ def _grow_fleet(start: int, stop: int) -> None:
 def _records() -> dict[str, Any]:
     """The catalogue, the first ``SMALL`` of the fleet, a quote, a plan and a decision: the keys of the
     pages with arguments."""
-    from fleet.models import ApiPrice, CloudBill, GpuQuote, HardwareSku, ModelSpec, Provider, Workload
+    from fleet.models import (
+        ApiPrice,
+        CloudBill,
+        Cluster,
+        ClusterPurchase,
+        ElectricityPrice,
+        GpuQuote,
+        HardwareSku,
+        ModelSpec,
+        Provider,
+        Workload,
+    )
     from planner.models import Budget, Decision, Plan
 
     call_command("load_catalog", stdout=StringIO())
@@ -90,8 +101,12 @@ def _records() -> dict[str, Any]:
     bill = CloudBill.objects.create(
         filename="b.csv", size_bytes=1, sha256="-", tag_key="fleetcap-cluster", status="done"
     )
+    purchase = ClusterPurchase.objects.create(
+        cluster=Cluster.objects.get(slug="c-0"), bought_on=date(2026, 1, 15), nodes=1, price=250000
+    )
+    electricity = ElectricityPrice.objects.create(site="dc1", valid_from=date(2026, 1, 1), usd_per_kwh="0.12")
     return {
-        "bill": bill.pk,
+        "bill": bill.pk, "purchase": purchase.pk, "electricity_price": electricity.pk,
         "sku": sku.slug, "cluster": "c-0", "deployment": "d-0", "model": model.slug, "workload": workload.slug,
         "quote": quote.pk, "api_price": ApiPrice.objects.first().slug, "plan": plan.pk, "decision": decision.pk,
         "budget": budget.pk,
@@ -100,7 +115,8 @@ def _records() -> dict[str, Any]:
 
 #: A record for each URL argument, by the route's first segment (a new segment fails until named here).
 SAMPLE_KWARGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "clusters": lambda k: {"slug": k["cluster"]},
+    "clusters": lambda k: {"slug": k["cluster"], "pk": k["purchase"]},
+    "electricity-prices": lambda k: {"pk": k["electricity_price"]},
     "deployments": lambda k: {"slug": k["deployment"]},
     "models": lambda k: {"slug": k["model"]},
     "skus": lambda k: {"slug": k["sku"]},
@@ -127,7 +143,9 @@ def page_paths(keys: dict[str, Any]) -> dict[str, str]:
                 continue
             segment = route.split("/")[0]
             assert segment in SAMPLE_KWARGS, f"{pattern.name} ({route}): give its arguments in SAMPLE_KWARGS"
-            paths[pattern.name] = reverse(pattern.name, kwargs=SAMPLE_KWARGS[segment](keys))
+            kwargs = SAMPLE_KWARGS[segment](keys)  # those the route takes (a cluster's purchase: slug and pk)
+            kwargs = {name: value for name, value in kwargs.items() if name in pattern.pattern.converters}
+            paths[pattern.name] = reverse(pattern.name, kwargs=kwargs)
     return paths
 
 

@@ -43,6 +43,8 @@ PRICING = frozenset({"finance", "admin", "superuser"})
 DECIDERS = frozenset({"finance", "admin", "superuser"})
 BUDGETERS = frozenset({"finance", "admin", "superuser"})
 PLANNERS = frozenset({"finance", "platform", "admin", "superuser"})
+# An owned cluster's costs (running costs, purchases, electricity prices): the platform team and finance.
+OWNED = INVENTORY | PRICING
 POLLERS = frozenset({"platform", "admin", "superuser"})
 ADMINS = frozenset({"admin", "superuser"})
 SUPERUSER = frozenset({"superuser"})
@@ -76,6 +78,9 @@ API_RECORDS = [
     # Budgets (issue 26): finance and admin manage them; every role reads them.
     ("budgets", "{budget}", "planner.budget", BUDGETERS),
     ("exchange-rates", "{exchange_rate}", "fleet.exchangerate", PRICING),
+    ("owned-costs", "{owned_costs}", "fleet.ownedcosts", OWNED),
+    ("cluster-purchases", "{purchase}", "fleet.clusterpurchase", OWNED),
+    ("electricity-prices", "{electricity_price}", "fleet.electricityprice", OWNED),
 ]
 
 
@@ -111,6 +116,9 @@ def api_routes() -> list[Route]:
         Route(
             "api", "post", "/api/v1/plans/{plan}/cancel/", ADMINS, ("planner.change_plan", "planner.cancel_any_plan")
         ),
+        # A ranked layout becomes a deployment: whoever may register deployments (and read plans, which
+        # every role may).
+        Route("api", "post", "/api/v1/plans/{plan}/deploy/", INVENTORY, ("fleet.add_deployment",)),
         *(Route("api", method, plan, NOBODY) for method in ("put", "patch", "delete")),
         # Calibrating from a startup log: whoever may change a deployment; stored calibrations are never edited.
         Route("api", "post", "/api/v1/calibrations/", INVENTORY, ("fleet.change_deployment",)),
@@ -129,6 +137,23 @@ def api_routes() -> list[Route]:
 PAGE_ROUTES = [
     Route("page", "post", "/clusters/new/", INVENTORY, ("fleet.add_cluster",)),
     Route("page", "post", "/clusters/{cluster}/edit/", INVENTORY, ("fleet.change_cluster",)),
+    # An owned cluster's costs (fleet/views/owned.py); its running costs exist: editing them is a change.
+    Route("page", "post", "/clusters/{owned_cluster}/owned-costs/", OWNED, ("fleet.change_ownedcosts",)),
+    Route("page", "post", "/clusters/{cluster}/owned-costs/", OWNED, ("fleet.add_ownedcosts",)),
+    Route("page", "post", "/clusters/{owned_cluster}/purchases/new/", OWNED, ("fleet.add_clusterpurchase",)),
+    Route(
+        "page", "post", "/clusters/{owned_cluster}/purchases/{purchase}/edit/", OWNED, ("fleet.change_clusterpurchase",)
+    ),
+    Route(
+        "page",
+        "post",
+        "/clusters/{owned_cluster}/purchases/{purchase}/delete/",
+        OWNED,
+        ("fleet.delete_clusterpurchase",),
+    ),
+    Route("page", "post", "/electricity-prices/new/", OWNED, ("fleet.add_electricityprice",)),
+    Route("page", "post", "/electricity-prices/{electricity_price}/edit/", OWNED, ("fleet.change_electricityprice",)),
+    Route("page", "post", "/electricity-prices/{electricity_price}/delete/", OWNED, ("fleet.delete_electricityprice",)),
     Route("page", "post", "/deployments/new/", INVENTORY, ("fleet.add_deployment",)),
     Route("page", "post", "/deployments/{deployment}/edit/", INVENTORY, ("fleet.change_deployment",)),
     Route("page", "post", "/models/new/", INVENTORY, ("fleet.add_modelspec",)),
@@ -136,6 +161,7 @@ PAGE_ROUTES = [
     Route("page", "post", "/models/import/", INVENTORY, ("fleet.add_modelspec",)),
     Route("page", "post", "/plans/start/", PLANNERS, ("planner.add_plan",)),
     Route("page", "post", "/plans/{plan}/cancel/", ADMINS, ("planner.change_plan", "planner.cancel_any_plan")),
+    Route("page", "post", "/plans/{plan}/deploy/", INVENTORY, ("planner.view_plan", "fleet.add_deployment")),
     Route("page", "post", "/rent-vs-api/decide/", DECIDERS, ("planner.add_decision",)),
     # Queues a recomputation and changes no record: whoever may view the rent-vs-API page.
     Route("page", "post", "/rent-vs-api/recompute/", EVERYONE, ("fleet.view_gpuquote", "fleet.view_apiprice")),
@@ -168,6 +194,7 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     **{f"fleet.{m}": (PRICING,) * 3 for m in fleet_permissions.PRICING},
     "fleet.provider": (INVENTORY | PRICING,) * 3,
     "fleet.exchangerate": (PRICING,) * 3,
+    **{f"fleet.{m}": (OWNED,) * 3 for m in fleet_permissions.OWNED},
     # System-written records: read-only in the admin; the admin role may delete (all permissions).
     **{
         f"fleet.{m}": (NOBODY, NOBODY, ADMINS)
@@ -187,7 +214,8 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
 ADMIN_KEYS = {"hardwaresku": "{sku_pk}", "modelspec": "{model_pk}", "workload": "{workload_pk}",
               "cluster": "{cluster_pk}", "deployment": "{deployment_pk}", "gpuquote": "{quote}",
               "provider": "{provider}", "exchangerate": "{exchange_rate}", "apiprice": "{api_price_pk}",
-              "clusterstate": "{state}",
+              "clusterstate": "{state}", "ownedcosts": "{owned_costs}", "clusterpurchase": "{purchase}",
+              "electricityprice": "{electricity_price}",
               "endpointpoll": "{poll}",
               "workerheartbeat": "{heartbeat}",
               "outboxmessage": "{outbox}", "plan": "{plan}", "decision": "{decision}", "user": "{user}",
@@ -239,14 +267,17 @@ def _records() -> dict[str, Any]:
         ApiPrice,
         CloudBill,
         Cluster,
+        ClusterPurchase,
         ClusterState,
         Deployment,
+        ElectricityPrice,
         EndpointPoll,
         ExchangeRate,
         GpuQuote,
         HardwareSku,
         ModelSpec,
         OutboxMessage,
+        OwnedCosts,
         WorkerHeartbeat,
         Workload,
     )
@@ -297,7 +328,16 @@ def _records() -> dict[str, Any]:
         filename="b.csv", size_bytes=1, sha256="-", tag_key="fleetcap-cluster", status="done"
     )
     rate = ExchangeRate.objects.create(currency="EUR", on=date(2026, 1, 1), usd_per_unit="1.1")
+    owned_cluster = Cluster.objects.create(
+        slug="bought", name="Bought", sku=sku, nodes=1, provider=Provider.objects.ensure("acme"), team="ml",
+        ownership=Cluster.Ownership.OWNED,
+    )  # fmt: skip
+    owned_costs = OwnedCosts.objects.create(cluster=owned_cluster, site="dc1", pue="1.3")
+    purchase = ClusterPurchase.objects.create(cluster=owned_cluster, bought_on=date(2026, 1, 15), nodes=1, price=250000)
+    electricity = ElectricityPrice.objects.create(site="dc1", valid_from=date(2025, 1, 1), usd_per_kwh="0.12")
     return {
+        "owned_cluster": owned_cluster.slug, "owned_costs": owned_costs.pk, "purchase": purchase.pk,
+        "electricity_price": electricity.pk,
         "bill": bill.pk, "exchange_rate": rate.pk,
         "sku": sku.slug, "sku_pk": sku.pk, "cluster": cluster.slug, "cluster_pk": cluster.pk,
         "model": model.slug, "model_pk": model.pk, "workload": workload.slug, "workload_pk": workload.pk,
@@ -441,7 +481,8 @@ def test_a_user_who_is_not_staff_is_sent_to_the_admin_login(client: Client) -> N
 # Read pages need the view permissions of what they show, like the API's reads.
 READ_PAGES = ["/", "/clusters/{cluster}/", "/deployments/{deployment}/", "/models/", "/models/{model}/",
               "/what-if/", "/prefix-cache/", "/plans/", "/plans/{plan}/", "/rent-vs-api/", "/spend/",
-              "/decisions/", "/quotes/", "/api-prices/", "/skus/", "/workloads/"]  # fmt: skip
+              "/decisions/", "/quotes/", "/api-prices/", "/skus/", "/workloads/", "/electricity-prices/",
+              "/clusters/{owned_cluster}/"]  # fmt: skip
 
 
 @pytest.mark.django_db
@@ -475,6 +516,12 @@ OFFERED = [
     ("/skus/", "/skus/{sku}/edit/", INVENTORY),
     ("/workloads/", "Add a workload", INVENTORY),
     ("/workloads/", "/workloads/{workload}/delete/", INVENTORY),
+    ("/clusters/{owned_cluster}/", "Add a purchase", OWNED),
+    ("/clusters/{owned_cluster}/", "/purchases/{purchase}/edit/", OWNED),
+    ("/clusters/{owned_cluster}/", "/purchases/{purchase}/delete/", OWNED),
+    ("/clusters/{owned_cluster}/", "Edit the running costs", OWNED),
+    ("/electricity-prices/", "Add an electricity price", OWNED),
+    ("/electricity-prices/", "/electricity-prices/{electricity_price}/edit/", OWNED),
 ]
 
 

@@ -13,16 +13,20 @@ from fleet.errors import InputError
 from fleet.models import (
     ApiPrice,
     Cluster,
+    ClusterPurchase,
     Deployment,
+    ElectricityPrice,
     EndpointPoll,
     GpuQuote,
     HardwareSku,
     ModelSpec,
+    OwnedCosts,
     Provider,
     Workload,
 )
 from fleet.models.base import SLUG_MAX_CHARS
 from fleet.models.snapshots import SNAPSHOT_STATES, describe_capacity
+from fleet.owned import owned_month
 from fleet.prices import PriceBook
 from planner.engine import MAX_PARAMS, PRICE_BASES, WEIGHT_FORMATS, superseded
 
@@ -61,9 +65,16 @@ class PriceInForceSerializer(serializers.Serializer):
     cheapest list price. ``null``: unpriced."""
 
     usd_per_gpu_hour = serializers.DecimalField(max_digits=10, decimal_places=4)
-    quote = serializers.IntegerField(help_text="The GPU quote's id (/api/v1/gpu-quotes/<id>/).")
+    quote = serializers.IntegerField(
+        allow_null=True,
+        help_text="The GPU quote's id (/api/v1/gpu-quotes/<id>/); null for an owned cluster's own cost.",
+    )
     provider = serializers.CharField()
-    basis = serializers.ChoiceField(choices=PRICE_BASES, help_text="own (a provider's quote) or list (its list price).")
+    basis = serializers.ChoiceField(
+        choices=PRICE_BASES,
+        help_text="own (a provider's quote), list (its list price) or owned (an owned cluster's own cost this "
+        "calendar month: depreciation, energy, colocation, support, staff over its GPU-hours).",
+    )
     pricing_kind = serializers.CharField()
     valid_from = serializers.DateField()
     valid_until = serializers.DateField(allow_null=True)
@@ -80,6 +91,26 @@ class PricedMixin:
             today = timezone.now().date()
             context["price_book"] = (PriceBook.load(until=today), today)
         return context["price_book"]
+
+
+class OwnedMonthSerializer(serializers.Serializer):
+    """An owned cluster's cost in a calendar month (``planner.engine.OwnedMonth``), by part, in USD."""
+
+    year = serializers.IntegerField()
+    month = serializers.IntegerField()
+    month_label = serializers.CharField()
+    parts = serializers.DictField(
+        child=serializers.DecimalField(max_digits=20, decimal_places=2),
+        help_text="depreciation, energy, colocation, support, staff (USD, to the cent).",
+    )
+    total_usd = serializers.DecimalField(max_digits=20, decimal_places=2)
+    gpu_hours = serializers.DecimalField(max_digits=20, decimal_places=2)
+    usd_per_gpu_hour = serializers.DecimalField(
+        max_digits=12, decimal_places=4, allow_null=True, help_text="null: no day of the month is priced."
+    )
+    kwh = serializers.DecimalField(max_digits=20, decimal_places=2)
+    unpriced_days = serializers.IntegerField(help_text="Days without an electricity price or a purchase in service.")
+    assumptions = serializers.ListField(child=serializers.CharField())
 
 
 class HardwareSkuSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerializer):
@@ -104,6 +135,9 @@ class HardwareSkuSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSeria
             *HardwareSku.FIGURES,
             "memory_bytes",
             "hbm_reported_source",
+            "tdp_watts",
+            "idle_watts",
+            "power_source",
             "price_in_force",
             "source",
             "assumptions",
@@ -128,8 +162,14 @@ class ClusterSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerialize
     sku = SlugRelation(queryset=HardwareSku.objects.all())
     provider = ProviderField(help_text="The provider's name (any case), one of /api/v1/providers/.")
     price_in_force = serializers.SerializerMethodField(
-        help_text="The cluster's on-demand price in force today: its provider's own quote for the SKU, else that "
-        "provider's public list price; null: unpriced (never another provider's price or an assumption)."
+        help_text="The cluster's on-demand price in force today: a rented cluster's provider's own quote for the "
+        "SKU, else that provider's public list price; an owned cluster's own cost this month (basis owned); "
+        "null: unpriced (never another provider's price or an assumption)."
+    )
+    owned_month = serializers.SerializerMethodField(
+        help_text="An owned cluster's cost this calendar month with its GPUs on its hours a day at full load, by "
+        "part (depreciation, energy, colocation, support, staff); null for a rented cluster or an owned one "
+        "that cannot be priced (its page says why)."
     )
     total_gpus = serializers.IntegerField(read_only=True)
     effective_from = serializers.DateField(
@@ -153,7 +193,9 @@ class ClusterSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerialize
             "team",
             "hours_per_day",
             "status",
+            "ownership",
             "price_in_force",
+            "owned_month",
             "effective_from",
             *TIMESTAMPS,
         )
@@ -163,6 +205,14 @@ class ClusterSerializer(PricedMixin, ModelCleanMixin, serializers.ModelSerialize
         book, today = self.price_book()
         price = book.for_cluster(cluster, today)
         return None if price is None else price.to_dict()
+
+    @extend_schema_field(OwnedMonthSerializer(allow_null=True))
+    def get_owned_month(self, cluster: Cluster) -> dict[str, Any] | None:
+        if not cluster.owned:
+            return None
+        book, today = self.price_book()
+        month = owned_month(cluster, today.year, today.month, book.owned).month
+        return None if month is None else month.to_dict()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         effective_from = attrs.pop("effective_from", None)
@@ -524,3 +574,62 @@ class LaunchCommandSerializer(serializers.Serializer):
     pods_per_replica = serializers.IntegerField(read_only=True)
     kubernetes = serializers.CharField(read_only=True, help_text="A container fragment (YAML) for one replica's pod.")
     notes = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+
+class OwnedCostsSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    """An owned cluster's running costs (one per cluster)."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="api:ownedcosts-detail")
+    cluster = SlugRelation(queryset=Cluster.objects.all())
+
+    class Meta:
+        model = OwnedCosts
+        fields = (
+            "url",
+            "id",
+            "cluster",
+            "site",
+            "node_overhead_w",
+            "pue",
+            "racks",
+            "usd_per_rack_month",
+            "support_share_per_year",
+            "staff_usd_per_month",
+            "source",
+            *TIMESTAMPS,
+        )
+
+
+class ClusterPurchaseSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    """Nodes of an owned cluster bought on a day, in a currency (another than USD: converted at the exchange
+    rate of its day, /api/v1/exchange-rates/)."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="api:clusterpurchase-detail")
+    cluster = SlugRelation(queryset=Cluster.objects.select_related("sku"))
+
+    class Meta:
+        model = ClusterPurchase
+        fields = (
+            "url",
+            "id",
+            "cluster",
+            "bought_on",
+            "nodes",
+            "price",
+            "price_per",
+            "currency",
+            "useful_life_months",
+            "residual_value",
+            "source",
+            *TIMESTAMPS,
+        )
+
+
+class ElectricityPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    """A site's electricity price from a day until the site's next one."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="api:electricityprice-detail")
+
+    class Meta:
+        model = ElectricityPrice
+        fields = ("url", "id", "site", "valid_from", "usd_per_kwh", "source", *TIMESTAMPS)

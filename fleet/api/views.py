@@ -23,11 +23,14 @@ from fleet import filters, outbox, page_cache, registration
 from fleet.models import (
     ApiPrice,
     Cluster,
+    ClusterPurchase,
     Deployment,
+    ElectricityPrice,
     EndpointPoll,
     GpuQuote,
     HardwareSku,
     ModelSpec,
+    OwnedCosts,
     Provider,
     Workload,
 )
@@ -274,3 +277,29 @@ class WorkloadViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
     lookup_field = "slug"
     lookup_value_regex = SLUG_IN_URL
     ordering_fields = ["name", "requests_per_day"]
+
+
+class OwnedCostsViewSet(HistoryMixin, viewsets.ModelViewSet):
+    """An owned cluster's running costs (platform and finance write them): what it costs besides its purchases."""
+
+    queryset = OwnedCosts.objects.select_related("cluster").order_by("cluster__name")
+    serializer_class = serializers.OwnedCostsSerializer
+    filterset_class = filters.OwnedCostsFilter
+
+
+class ClusterPurchaseViewSet(HistoryMixin, viewsets.ModelViewSet):
+    """An owned cluster's purchases (platform and finance write them): depreciated straight-line."""
+
+    queryset = ClusterPurchase.objects.select_related("cluster")
+    serializer_class = serializers.ClusterPurchaseSerializer
+    filterset_class = filters.ClusterPurchaseFilter
+    ordering_fields = ["bought_on"]
+
+
+class ElectricityPriceViewSet(HistoryMixin, viewsets.ModelViewSet):
+    """The sites' electricity prices by date (platform and finance write them)."""
+
+    queryset = ElectricityPrice.objects.all()
+    serializer_class = serializers.ElectricityPriceSerializer
+    filterset_class = filters.ElectricityPriceFilter
+    ordering_fields = ["site", "valid_from"]

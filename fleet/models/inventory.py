@@ -6,7 +6,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import MinValueValidator, URLValidator
 from django.db import models, transaction
 from django.urls import reverse
@@ -27,6 +27,7 @@ from planner.engine import (
     LaunchRequest,
     Layout,
     ModelArch,
+    Power,
     Serving,
     SizingResult,
     ThroughputResult,
@@ -114,6 +115,19 @@ class HardwareSku(TimeStamped, Sourced):
         nominal ``hbm_gb`` x 1e9, by the engine's one rule (``planner.engine.gpu_memory_bytes``). Every
         page shows this figure (in GiB, ``binary_bytes``); ``hbm_gb`` is the marketing figure, in the name."""
         return gpu_memory_bytes(self.hbm_gb, self.hbm_bytes_reported)
+
+    def clean(self) -> None:
+        """The power figures as the engine's power model takes them (``planner.engine.Power``: idle at most
+        full load, full load at most 10 kW), so an owned cluster on this SKU can be priced."""
+        if not self.tdp_watts or self.tdp_watts < 0 or (self.idle_watts is not None and self.idle_watts < 0):
+            return  # blank (unpriced, said so) or refused by the field validators
+        try:
+            Power(gpu_full_w=self.tdp_watts, gpu_idle_w=self.idle_watts)
+        except EngineInputError as exc:
+            names = {"gpu_full_w": "tdp_watts", "gpu_idle_w": "idle_watts"}
+            raise ValidationError(
+                {names.get(k.split(".")[-1], NON_FIELD_ERRORS): v for k, v in exc.errors.items()}
+            ) from None
 
     def to_engine(self) -> Accelerator:
         """The engine's view of this record (the catalogue row's shape: ``Accelerator.from_record``)."""

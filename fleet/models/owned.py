@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+
+from planner.engine import EngineInputError, Purchase
 
 from .base import TimeStamped
 from .inventory import Cluster
@@ -98,6 +101,23 @@ class ClusterPurchase(TimeStamped):
         """What the nodes cost in all, in ``currency``."""
         units = self.nodes * (gpus_per_node if self.price_per == self.Per.GPU else 1)
         return self.price * units
+
+    def clean(self) -> None:
+        """The purchase as the engine takes it (``planner.engine.Purchase``: a residual value at most the
+        price, a life of 1-600 months), in its own currency: a rate scales the price and residual alike."""
+        figures = (self.bought_on, self.nodes, self.price, self.useful_life_months, self.residual_value)
+        if not self.cluster_id or any(v is None for v in figures) or self.nodes < 1 or self.price <= 0:
+            return  # the field validators report these
+        per_node = self.cluster.gpus_per_node or self.cluster.sku.gpus_per_node
+        try:
+            Purchase(self.bought_on, self.nodes, self.total_price(per_node), self.useful_life_months,
+                     self.residual_value)  # fmt: skip
+        except EngineInputError as exc:
+            names = {"nodes": "nodes", "usd": "price", "useful_life_months": "useful_life_months"}
+            names["residual_usd"] = "residual_value"
+            raise ValidationError(
+                {names.get(k.split(".")[-1], NON_FIELD_ERRORS): v for k, v in exc.errors.items()}
+            ) from None
 
 
 class ElectricityPrice(TimeStamped):

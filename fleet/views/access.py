@@ -39,9 +39,10 @@ def perms_required(*perms: str) -> Callable[[View], View]:
     return decorator
 
 
-def add_or_change_required(app_label: str, model_name: str) -> Callable[[View], View]:
+def add_or_change_required(app_label: str, model_name: str, key: str | None = None) -> Callable[[View], View]:
     """For a form page that creates (no ``slug`` or ``pk``) or edits (``slug`` or ``pk``) a record:
-    ``add_<model>`` or ``change_<model>``, checked as :func:`perms_required` does."""
+    ``add_<model>`` or ``change_<model>``, checked as :func:`perms_required` does. ``key``: the one URL
+    argument that names the record edited (a purchase's ``pk`` under its cluster's ``slug``)."""
 
     def decorator(view: View) -> View:
         add = perms_required(f"{app_label}.add_{model_name}")(view)
@@ -49,7 +50,7 @@ def add_or_change_required(app_label: str, model_name: str) -> Callable[[View], 
 
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            editing = kwargs.get("slug") or kwargs.get("pk")
+            editing = kwargs.get(key) if key else kwargs.get("slug") or kwargs.get("pk")
             return (change if editing else add)(request, *args, **kwargs)
 
         return wrapped
@@ -93,9 +94,11 @@ def record_form_page(
     saved: Callable[[Model], tuple[str, str]],
     cancel: str,
     initial: dict[str, Any] | None = None,
+    cancel_url: str | None = None,
 ) -> HttpResponse:
     """Create or edit one record on ``form_page.html``: errors beside the fields (400), and on success
-    a message and a redirect. ``saved(record)`` gives the message and the URL to go to."""
+    a message and a redirect. ``saved(record)`` gives the message and the URL to go to; ``cancel`` is a
+    URL name, or ``cancel_url`` a URL (a record's page)."""
     form = form_class(request.POST or None, instance=instance, initial=initial)
     if request.method == "POST" and form.is_valid():
         record = form.save()
@@ -103,7 +106,8 @@ def record_form_page(
         messages.success(request, message)
         return redirect(url)
     status = 400 if request.method == "POST" else 200  # a posted form shown again was refused
-    return render(request, "form_page.html", {"form": form, "title": title, "cancel": cancel}, status=status)
+    context = {"form": form, "title": title, "cancel": cancel, "cancel_url": cancel_url}
+    return render(request, "form_page.html", context, status=status)
 
 
 def record_delete_page(request: HttpRequest, record: Model, *, back: str, done: str) -> HttpResponse:

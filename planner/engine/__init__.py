@@ -87,12 +87,14 @@ from planner.engine.costs import (
 # the calendar month (spend), one home each.
 from planner.engine.costs.money import (
     DEFAULT_DAYS_PER_MONTH,
+    MILLS,
     MONTH_HOURS,
     MONTH_LABEL,
     calendar_month_days,
     calendar_month_hours,
     calendar_month_label,
     month_label,
+    quantize,
 )
 from planner.engine.errors import EngineInputError
 from planner.engine.formats import (
@@ -251,6 +253,7 @@ __all__ = [
     "MAX_TRACE_BYTES",
     "MAX_TRACE_ROWS",
     "MIB",
+    "MILLS",
     "MODALITIES",
     "MODEL_RECORD_FIELDS",
     "MODES",
@@ -365,6 +368,7 @@ __all__ = [
     "price_in_force",
     "profile_names",
     "profile_of",
+    "quantize",
     "rank",
     "rate_from_quotes",
     "redact_startup_log",

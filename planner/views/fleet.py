@@ -19,10 +19,11 @@ from fleet import page_cache
 from fleet.errors import FIELD_ERRORS, describe
 from fleet.filters import ClusterFilter
 from fleet.forms import add_service_errors
-from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, WorkerHeartbeat
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, OwnedCosts, Provider, WorkerHeartbeat
 from fleet.models.ops import polling_state
 from fleet.models.polls import left_out_text
 from fleet.models.snapshots import describe_capacity
+from fleet.owned import owned_month
 from fleet.poll_rollups import PollHistory, PollPoint, left_out_totals, poll_history
 from fleet.tables import csv_response
 from fleet.views.access import HtmxHttpRequest, is_partial, over_limit, perms_required, refused
@@ -30,7 +31,7 @@ from fleet.views.history import history_section
 from planner import tables
 from planner.calibrations import calibrate
 from planner.corrections import calibration_of, latest_for, predicted_tpot_ms
-from planner.engine import EngineInputError
+from planner.engine import EngineInputError, calendar_month_label
 from planner.forms import CalibrationForm, FleetTableForm, PollRangeForm
 from planner.headroom import envelope, headroom, stored_curve, stored_headroom
 from planner.models.calibrations import RATIO_BAND
@@ -146,7 +147,20 @@ def cluster_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "scheduled": cluster.scheduled_changes(),
         "today": today,
     }
+    if cluster.owned:
+        context |= _owned_section(cluster, today)
     return render(request, "fleet/cluster.html", context | history_section(cluster, "cluster"))
+
+
+def _owned_section(cluster: Cluster, today: Any) -> dict[str, Any]:
+    """An owned cluster's card: this calendar month's cost as the engine computes it (``fleet.owned.owned_month``),
+    its purchases and running costs as recorded."""
+    return {
+        "owned": owned_month(cluster, today.year, today.month),
+        "owned_month_label": calendar_month_label(today.year, today.month),
+        "purchases": list(cluster.purchases.all()),
+        "owned_costs": OwnedCosts.objects.filter(cluster=cluster).first(),
+    }
 
 
 @perms_required("fleet.view_deployment", "fleet.view_endpointpoll")
