@@ -34,7 +34,7 @@ __all__ = ["LAUNCH_RELEASES", "Flag", "LaunchCommand", "LaunchRequest", "launch_
 LAUNCH_RELEASES: dict[str, str] = {"vllm": "0.33.0", "sglang": "0.5.23"}
 
 VLLM_ARGS = "vllm 0.33.0 vllm/engine/arg_utils.py EngineArgs.add_cli_args"
-VLLM_SERVE = "vllm 0.33.0 vllm/entrypoints/openai/cli_args.py make_arg_parser"
+VLLM_SERVE = "vllm 0.33.0 vllm/entrypoints/common/cli_args.py make_arg_parser (FrontendArgs)"
 SGLANG_FIELDS = "sglang 0.5.23 sglang/srt/arg_groups/fields/{}.py ServerArgs field {}"
 
 #: The address a launched server listens on: every interface of its pod or node (the seeds' SGLang command;
@@ -184,15 +184,16 @@ def _multi_node(request: LaunchRequest, engine: str) -> list[str]:
     return [f"One replica needs {gpus} GPUs, {nodes} nodes of {request.gpus_per_node}: {how}."]
 
 
-#: vLLM's --kv-cache-dtype for the app's KV cache dtypes ("auto": the checkpoint's own dtype).
+#: vLLM's --kv-cache-dtype for the app's KV cache dtypes (values vLLM 0.33.0's CacheConfig accepts).
 VLLM_KV: dict[str, str] = {
-    "bf16": "auto",
-    "fp16": "auto",
+    "bf16": "bfloat16",
+    "fp16": "float16",
     "fp8": "fp8",
     "fp8_e4m3": "fp8_e4m3",
     "fp8_e5m2": "fp8_e5m2",
 }
-#: SGLang's --kv-cache-dtype for them.
+#: SGLang's --kv-cache-dtype for them (its parser's choices in 0.5.23; fp16 has none of its own: "auto",
+#: the checkpoint's dtype, said in the notes).
 SGLANG_KV: dict[str, str] = {
     "bf16": "bf16",
     "fp16": "auto",
@@ -245,7 +246,7 @@ def launch_vllm(request: LaunchRequest) -> LaunchCommand:
     if request.block_size_tokens:
         flags.append(Flag("--block-size", str(request.block_size_tokens), "KV cache block (tokens)", VLLM_ARGS))
     if request.enable_prefix_caching is not None:
-        option = "--enable-prefix-caching" if request.enable_prefix_caching else "--no-enable-prefix-caching"
+        option = "--enable-prefix-caching" if request.enable_prefix_caching else "--disable-prefix-caching"
         flags.append(Flag(option, None, "automatic prefix caching", VLLM_ARGS))
     if request.served_model_name:
         flags.append(Flag("--served-model-name", request.served_model_name, "the model name clients send", VLLM_ARGS))
@@ -352,6 +353,8 @@ def launch_sglang(request: LaunchRequest) -> LaunchCommand:
     flags.append(Flag("--port", str(port), "HTTP port", _sglang_source("serving", "port")))
     argv = ("python", "-m", "sglang.launch_server", *(a for f in flags for a in f.argv()))
     notes = _multi_node(request, "sglang")
+    if request.kv_cache_dtype == "fp16":
+        notes.append("SGLang has no fp16 KV cache dtype of its own: auto keeps the checkpoint's dtype.")
     if request.gpu_memory_utilization is not None:
         notes.append(
             "SGLang's --mem-fraction-static is the deployment's GPU memory utilization: the share of memory for "
