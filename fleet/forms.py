@@ -208,6 +208,16 @@ class ClusterForm(BoundedModelForm):
         return cluster
 
 
+#: The layout fields a suggested layout fills in (the form's ids ``id_tp``, ...), one replica of it.
+LAYOUT_FIELDS = ("tp", "pp", "dp", "ep")
+
+
+def _suggestion(layout: Any) -> dict[str, str]:
+    """A layout a refusal suggests, as the form's one-click button fills it in (``data-fill``: field id -> value)."""
+    fill = {f"id_{name}": getattr(layout, name) for name in LAYOUT_FIELDS} | {"id_replicas": 1}
+    return {"text": registration.layout_words(layout), "fill": json.dumps(fill)}
+
+
 class DeploymentForm(BoundedModelForm):
     """The API key is write-only: never rendered back; blank keeps the stored one. The cluster and the
     workload are picked by slug (``fleet.pickers``: there is one of each per team, not a catalogue)."""
@@ -249,6 +259,13 @@ class DeploymentForm(BoundedModelForm):
         try:
             registration.check_deployment(self.instance, valid=not self.errors)
         except InputError as exc:
+            self.fitting_layouts = [
+                {
+                    "text": registration.layout_words(lay),
+                    "fill": json.dumps({f"id_{k}": getattr(lay, k) for k in LAYOUT_FIELDS}),
+                }
+                for lay in getattr(exc, "fitting", [])
+            ]
             for name, messages in exc.errors.items():
                 for message in messages:
                     self.add_error(name if name in self.fields else None, message)

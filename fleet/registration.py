@@ -20,6 +20,7 @@ a slug already taken is a ``fleet.errors.ConflictError``.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from fleet.egress import guard_kwargs
 from fleet.errors import ConflictError, InputError
 from fleet.models import Deployment, ModelSpec
 from fleet.polling import UrlRefused, check_url
-from planner.engine import GIB, EngineInputError, model_record_from_config
+from planner.engine import GIB, EngineInputError, Layout, model_record_from_config, replica_layouts
 
 #: The largest config.json (or hf_quant_config.json) an import takes, page or API: 2 MB (the biggest
 #: real one in tests/fixtures/hf-configs is under 0.9 MB).
@@ -97,17 +98,66 @@ def check_sizes(deployment: Deployment) -> None:
             errors.setdefault(key, []).extend(messages)
         raise InputError(errors) from None
     if not result.fits:
-        raise InputError.single("tp", does_not_fit_message(deployment, result.deficit_bytes))
+        fitting = fitting_layouts(deployment)
+        raise DoesNotFit({"tp": [does_not_fit_message(deployment, result.deficit_bytes, fitting)]}, fitting)
 
 
-def does_not_fit_message(deployment: Deployment, deficit_bytes: int) -> str:
-    """What a person registering a layout that does not fit is told (the deficit in GiB and bytes)."""
+class DoesNotFit(InputError):
+    """A layout that does not fit, with the smallest layouts that would on its cluster (``fitting``)."""
+
+    def __init__(self, errors: dict[str, list[str]], fitting: list[Layout]) -> None:
+        super().__init__(errors)
+        self.fitting = fitting
+
+
+#: The most layouts a refusal suggests, and the most it sizes to find them.
+FITTING_SUGGESTED = 3
+FITTING_TRIED = 200
+
+
+def fitting_layouts(deployment: Deployment, limit: int = FITTING_SUGGESTED) -> list[Layout]:
+    """The smallest replica layouts that fit ``deployment``'s model on its cluster (fewest GPUs first, then
+    fewer pipeline stages, then wider tensor parallelism), sized by the deployment's own rule
+    (``Deployment.sizing``, its engine profile at its planning context) over the layouts the layout search
+    enumerates (``planner.engine.replica_layouts``) up to the cluster's GPUs."""
+    gpus = deployment.cluster.total_gpus
+    model = deployment.model.to_engine()
+    candidates = sorted(replica_layouts(model, gpus), key=lambda lay: (lay.gpus, lay.pp, -lay.tp, lay.dp, -lay.ep))
+    out: list[Layout] = []
+    for layout in candidates[:FITTING_TRIED]:
+        trial = copy.copy(deployment)
+        trial.tp, trial.pp, trial.dp, trial.ep, trial.replicas = layout.tp, layout.pp, layout.dp, layout.ep, 1
+        try:
+            fits = trial.sizing(model=model).fits
+        except EngineInputError:
+            continue
+        if fits:
+            out.append(layout)
+            if len(out) == limit:
+                break
+    return out
+
+
+def layout_words(layout: Layout) -> str:
+    """``tp 8 · pp 2 (16 GPUs)``: a suggested layout as a refusal names it."""
+    parts = [f"{name} {getattr(layout, name)}" for name in ("tp", "pp", "dp", "ep") if getattr(layout, name) > 1]
+    return f"{' · '.join(parts) or 'one GPU'} ({layout.gpus} GPU{'s' if layout.gpus > 1 else ''})"
+
+
+def does_not_fit_message(deployment: Deployment, deficit_bytes: int, fitting: list[Layout] | None = None) -> str:
+    """What a person registering a layout that does not fit is told (the deficit in GiB and bytes, and the
+    smallest layouts that fit on the cluster, when any does)."""
     sku = deployment.cluster.sku
-    return (
+    text = (
         f"This layout does not fit: each GPU ({deployment.gpus_per_replica} x {sku.name} per replica) is "
         f"{deficit_bytes / GIB:,.1f} GiB ({deficit_bytes:,} bytes) short of the weights, runtime and one sequence "
-        f"at {deployment.planning_context_tokens:,} tokens of context. Use more GPUs per replica (tp, pp), a "
-        "larger GPU, fp8 KV cache or a smaller weight format."
+        f"at {deployment.planning_context_tokens:,} tokens of context."
+    )
+    if fitting:
+        return text + " Smallest layouts that fit on this cluster: " + "; ".join(map(layout_words, fitting)) + "."
+    return text + (
+        f" No layout of up to the cluster's {deployment.cluster.total_gpus} GPUs fits: use a larger GPU, fp8 KV "
+        "cache, a shorter max model length or a smaller weight format."
     )
 
 
@@ -117,6 +167,7 @@ def check_deployment(deployment: Deployment, *, valid: bool = True) -> None:
     ``valid=False`` (the plain validation already failed) runs only the endpoint check, as sizing
     an invalid layout says nothing new."""
     errors: dict[str, list[str]] = {}
+    fitting: list[Layout] = []
     checks = [lambda: check_endpoint(deployment.base_url), lambda: check_served_model(deployment)]
     if valid and deployment.cluster_id and deployment.model_id:
         checks.append(lambda: check_sizes(deployment))
@@ -124,10 +175,11 @@ def check_deployment(deployment: Deployment, *, valid: bool = True) -> None:
         try:
             check()
         except InputError as exc:
+            fitting = getattr(exc, "fitting", fitting)
             for name, messages in exc.errors.items():
                 errors.setdefault(name, []).extend(messages)
     if errors:
-        raise InputError(errors)
+        raise DoesNotFit(errors, fitting) if fitting else InputError(errors)
 
 
 #: A Hub id as ``_name_or_path`` gives it when it names one (not a local path).

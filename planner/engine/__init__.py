@@ -107,7 +107,16 @@ from planner.engine.formats import (
 from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.hf_config.finite import finite_config
 from planner.engine.launch import LAUNCH_RELEASES, LaunchCommand, LaunchRequest
-from planner.engine.layout_search import MODES, REASONS, SearchCancelled, SearchResult, SkuOffer, Workload, search
+from planner.engine.layout_search import (
+    MODES,
+    REASONS,
+    SearchCancelled,
+    SearchResult,
+    SkuOffer,
+    Workload,
+    replica_layouts,
+    search,
+)
 from planner.engine.limits import (
     MAX_CONTEXT_TOKENS,
     MAX_DIMENSION,
@@ -374,6 +383,7 @@ __all__ = [
     "redact_startup_log",
     "redacted_head",
     "registered_engines",
+    "replica_layouts",
     "reusable_prefix_tokens",
     "search",
     "sensitivity",

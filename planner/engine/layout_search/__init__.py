@@ -11,6 +11,7 @@ Modules, one concept each (what is enumerated and how: docs/throughput.md, "The 
 """
 
 from .run import search
+from .space import replica_layouts
 from .types import (
     MODES,
     REASONS,
@@ -35,5 +36,6 @@ __all__ = [
     "SkuOffer",
     "Workload",
     "design_concurrency",
+    "replica_layouts",
     "search",
 ]
