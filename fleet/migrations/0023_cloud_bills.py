@@ -13,11 +13,11 @@ from django.db import migrations, models
 
 def grant_roles(apps, schema_editor):
     """Finance uploads bills and records exchange rates; every role reads bills, their rows and the rates;
-    admins hold the rest (fleet.permissions.GRANTS)."""
-    from fleet.permissions import GRANTS, create_permissions_now, grant
+    admins hold the rest (fleet.permissions.GRANTS_0023)."""
+    from fleet.permissions import GRANTS_0023, create_permissions_now, grant
 
     create_permissions_now(apps, "fleet")
-    grant(apps, "fleet", GRANTS)
+    grant(apps, "fleet", GRANTS_0023)
 
 
 def drop_grants(apps, schema_editor):
