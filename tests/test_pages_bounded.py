@@ -90,8 +90,13 @@ def _records() -> dict[str, Any]:
     bill = CloudBill.objects.create(
         filename="b.csv", size_bytes=1, sha256="-", tag_key="fleetcap-cluster", status="done"
     )
+    from django.contrib.auth.models import User
+
+    from fleet.tokens import create_token
+
+    token = create_token(User.objects.create_user("token-owner"), name="theirs", scope="read", days=30).token
     return {
-        "bill": bill.pk,
+        "bill": bill.pk, "token": token.pk,
         "sku": sku.slug, "cluster": "c-0", "deployment": "d-0", "model": model.slug, "workload": workload.slug,
         "quote": quote.pk, "api_price": ApiPrice.objects.first().slug, "plan": plan.pk, "decision": decision.pk,
         "budget": budget.pk,
@@ -111,6 +116,7 @@ SAMPLE_KWARGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "decisions": lambda k: {"pk": k["decision"]},
     "budgets": lambda k: {"pk": k["budget"]},
     "bills": lambda k: {"pk": k["bill"]},
+    "account": lambda k: {"pk": k["token"]},
     "history": lambda k: {"kind": "deployment", "key": k["deployment"]},
 }
 

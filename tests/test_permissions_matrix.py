@@ -160,6 +160,12 @@ PAGE_ROUTES = [
     Route("page", "post", "/budgets/new/", BUDGETERS, ("planner.add_budget",)),
     Route("page", "post", "/budgets/{budget}/edit/", BUDGETERS, ("planner.change_budget",)),
     Route("page", "post", "/budgets/{budget}/delete/", BUDGETERS, ("planner.delete_budget",)),
+    # API tokens: everybody logged in makes and revokes their own, with no permission. {token} is another
+    # user's: a 404 to whoever lacks fleet.view_apitoken, revoked by admins (tests/test_api_tokens.py).
+    Route("api", "post", "/api/v1/tokens/", EVERYONE | {"none"}),
+    Route("api", "delete", "/api/v1/tokens/{token}/", EVERYONE | {"none"}),
+    Route("page", "post", "/account/tokens/", EVERYONE | {"none"}),
+    Route("page", "post", "/account/tokens/{token}/revoke/", EVERYONE | {"none"}),
 ]
 
 BEAT_MODELS = ("periodictask", "clockedschedule", "crontabschedule", "solarschedule", "intervalschedule")
