@@ -203,10 +203,10 @@ def main() -> int:
         setup(var_dir)
         from django.contrib.auth.models import Group, User
         from django.test import Client
-        from rest_framework.authtoken.models import Token
 
         import fleet.project.wsgi  # noqa: F401 (the web process's start-up: its GC thresholds)
         from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider
+        from fleet.tokens import create_token
         from planner.calibrations import CalibrationRequest, calibrate
         from planner.models import Calibration
 
@@ -220,8 +220,8 @@ def main() -> int:
         )  # fmt: skip
         user = User.objects.create_user("bench-platform", password="x")
         user.groups.add(Group.objects.get(name="platform"))
-        token = Token.objects.create(user=user)
-        api = Client(HTTP_AUTHORIZATION=f"Token {token.key}", HTTP_HOST="localhost")
+        key = create_token(user, name="bench", scope="write", days=1).key
+        api = Client(HTTP_AUTHORIZATION=f"Token {key}", HTTP_HOST="localhost")
         page = Client(HTTP_HOST="localhost")
         page.force_login(user)
         page_url = f"/deployments/{deployment.slug}/calibrate/"

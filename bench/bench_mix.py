@@ -9,7 +9,7 @@ The load benchmark (``bench/bench_load.py``) measures the web processes' CPU per
 but not where it goes. This script builds the same fixture (``bench/pages_data.py``, in a database of
 its own: ``bench/throwaway.py``), imports the locust users of ``bench/load/locustfile.py`` (so the
 routes, bodies and task weights are the load test's own, never a copy) and calls every task in-process
-with ``django.test.Client``: pages with a session (``force_login``), the API with a DRF token, one user
+with ``django.test.Client``: pages with a session (``force_login``), the API with an API token, one user
 of each role in turn, as the load test spreads its users. Each task runs ``--repeat`` times after 2
 warm-ups; it reports the median CPU ms of this process per route, the route's weight in the mix and its
 share of the mix's CPU, and the weighted mean CPU per request: the in-process counterpart of the load
@@ -76,7 +76,8 @@ class InProcessPerson:
 def people(data: dict[str, Any]) -> list[InProcessPerson]:
     from django.contrib.auth.models import User
     from django.test import Client
-    from rest_framework.authtoken.models import Token
+
+    from fleet.tokens import create_token
 
     out = []
     for role in ROLES:
@@ -85,7 +86,7 @@ def people(data: dict[str, Any]) -> list[InProcessPerson]:
             raise SystemExit(f"no {role} user in the fixture")
         client = Client(HTTP_HOST="localhost")
         client.force_login(user)
-        out.append(InProcessPerson(role, client, Token.objects.get_or_create(user=user)[0].key))
+        out.append(InProcessPerson(role, client, create_token(user, name="bench", scope="write", days=1).key))
     return out
 
 

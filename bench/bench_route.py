@@ -11,7 +11,7 @@ nearest rank) and the queries of one call counted:
 - ``service, new class each call``: the prompt length changes on every call, so every estimate is
   computed afresh (the memo cold; the worst case);
 - ``HTTP, same class`` / ``HTTP, new class each call``: the same through ``POST /api/v1/route/`` with
-  Django's test client and a DRF token (middleware, authentication, permissions, serializer, JSON);
+  Django's test client and an API token (middleware, authentication, permissions, serializer, JSON);
 - ``LiteLLM export``: ``GET /api/v1/route/litellm/``.
 
 Usage: ``.venv/bin/python bench/bench_route.py [--runs 200]``. Results: docs/benchmarks.md, "Routing".
@@ -200,16 +200,16 @@ def main() -> int:
         from django.db import connection, reset_queries
         from django.test import Client
         from django.test.utils import CaptureQueriesContext
-        from rest_framework.authtoken.models import Token
 
         import fleet.project.wsgi  # noqa: F401 (the web process's start-up: its GC thresholds)
+        from fleet.tokens import create_token
         from planner.engine import RequestClass
         from planner.routing import route
 
         user = User.objects.create_user("bench-viewer")
         user.groups.add(Group.objects.get(name="viewer"))
-        token = Token.objects.create(user=user)
-        client = Client(HTTP_AUTHORIZATION=f"Token {token.key}", HTTP_HOST="localhost")
+        key = create_token(user, name="bench", scope="write", days=1).key
+        client = Client(HTTP_AUTHORIZATION=f"Token {key}", HTTP_HOST="localhost")
         body = {
             "context_tokens": 16384,
             "prompt_tokens": 4000,

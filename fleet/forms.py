@@ -626,3 +626,51 @@ class BillUploadForm(forms.Form):
         help_text="The tag whose value is a cluster's slug, for rows whose ResourceId is not one "
         "(default fleetcap-cluster).",
     )
+
+
+class ApiTokenForm(forms.Form):
+    """A new API token of one's own (``fleet.tokens.create_token`` checks and makes it)."""
+
+    ON_A_DATE = "date"
+
+    name = forms.CharField(max_length=100, help_text="What will use it: a script, a dashboard, a scrape job.")
+    scope = forms.ChoiceField(
+        choices=[("read", "read: GET, HEAD, OPTIONS only"), ("write", "write: whatever your permissions allow")],
+        initial="read",
+    )
+    expires_in_days = forms.ChoiceField(label="Expires", initial="90")
+    expires_on = forms.DateField(
+        label="Expiry date",
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="With 'on a date': the last day the token works.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from fleet import tokens
+
+        super().__init__(*args, **kwargs)
+        choices = [(str(d), f"in {d} days") for d in tokens.expiry_choices()]
+        self.fields["expires_in_days"].choices = [*choices, (self.ON_A_DATE, "on a date")]
+        if self.fields["expires_in_days"].initial not in dict(choices):
+            self.fields["expires_in_days"].initial = choices[0][0]
+
+    def service_kwargs(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        on_a_date = data["expires_in_days"] == self.ON_A_DATE
+        return {
+            "name": data["name"],
+            "scope": data["scope"],
+            "days": None if on_a_date else int(data["expires_in_days"]),
+            "expires_on": data.get("expires_on") if on_a_date else None,
+        }
+
+
+class ApiTokenFilterForm(forms.Form):
+    """Whose tokens an admin's list shows, and in which state (a GET form)."""
+
+    user = forms.CharField(required=False, max_length=150, label="User", help_text="A username; blank: everybody.")
+    state = forms.ChoiceField(
+        required=False,
+        choices=[("", "any"), ("active", "active"), ("expired", "expired"), ("revoked", "revoked")],
+    )

@@ -7,7 +7,9 @@
 * ``platform``: view; add, change and delete the inventory (SKUs, clusters, deployments, models,
   workloads), an owned cluster's costs, and poll a deployment now (planner: start and cancel plans).
 * ``admin``: every permission of both apps except those nothing honours (planner: changing or
-  deleting a decision). Superusers hold every permission, as Django makes them.
+  deleting a decision), and of API tokens only ``view_apitoken`` and ``delete_apitoken`` (list and
+  revoke anybody's: fleet/tokens.py). Everybody manages their own tokens without a permission.
+  Superusers hold every permission, as Django makes them.
 
 The migrations (``fleet/migrations/0002_roles.py``, ``planner/migrations/0002_role_permissions.py``)
 apply these tables with :func:`grant`, and the tests read them; ``planner/permissions.py`` holds
@@ -47,6 +49,10 @@ MODELS: tuple[str, ...] = (
     "clusterpurchase",
     "electricityprice",
 )
+#: Records a person keeps for themselves (API tokens): in no role's view-everything; the admin role lists
+#: and revokes everybody's (nobody adds or changes another's: a token is made by its owner).
+PERSONAL: tuple[str, ...] = ("apitoken",)
+TOKEN_ADMIN: frozenset[str] = frozenset({"view_apitoken", "delete_apitoken"})
 #: Records the platform team writes (a cluster names its provider: platform may add one).
 INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload", "provider")
 #: Records finance writes (a quote names its provider: finance may add one).
@@ -107,10 +113,12 @@ GRANTS_0014: dict[str, frozenset[str]] = _without("provider", "scheduledrun", *L
 GRANTS_0018: dict[str, frozenset[str]] = _without("scheduledrun", *LATER_0022, *LATER_0025)
 #: The table as migration 0020 applied it, before cloud bills (0023 applies ``GRANTS_0023``).
 GRANTS_0020: dict[str, frozenset[str]] = _without(*LATER_0022, *LATER_0025)
-#: The table as migration 0023 applied it, before owned clusters (0025 applies ``GRANTS``).
+#: The table as migration 0023 applied it, before owned clusters (0025_owned_roles applies ``GRANTS_0025``).
 GRANTS_0023: dict[str, frozenset[str]] = _without(*LATER_0025)
+#: The table as migration 0025_owned_roles applied it, before API tokens (0026_api_tokens applies ``GRANTS``).
+GRANTS_0025: dict[str, frozenset[str]] = _table(MODELS)
 #: role -> fleet permission codenames.
-GRANTS: dict[str, frozenset[str]] = _table(MODELS)
+GRANTS: dict[str, frozenset[str]] = {**GRANTS_0025, "admin": GRANTS_0025["admin"] | TOKEN_ADMIN}
 
 
 def create_permissions_now(apps: Any, app_label: str) -> None:

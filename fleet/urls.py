@@ -1,11 +1,12 @@
 """fleet's pages: register and edit clusters and deployments, an owned cluster's running costs and purchases,
 the sites' electricity prices; the price book (GPU quotes, API prices)
-and the catalogue (SKUs, workloads); records' change history; the pickers' suggestions; the health check."""
+and the catalogue (SKUs, workloads); records' change history; the pickers' suggestions; one's API tokens;
+the health check."""
 
 from django.urls import path
 
 from fleet.pickers import PICKERS
-from fleet.views import bills, catalogue, health, history, inventory, owned, pickers, prices
+from fleet.views import bills, catalogue, health, history, inventory, owned, pickers, prices, tokens
 
 urlpatterns = [
     path("clusters/new/", inventory.cluster_form, name="cluster-new"),
@@ -41,5 +42,7 @@ urlpatterns = [
     path("bills/<uuid:pk>/", bills.bill_detail, name="bill"),
     path("history/<str:kind>/<str:key>/", history.record_history, name="history"),
     *(path(f"pick/{p.kind}/", pickers.suggestions_view(p), name=p.url_name) for p in PICKERS.values()),
+    path("account/tokens/", tokens.token_list, name="api-tokens"),
+    path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="api-token-revoke"),
     path("healthz", health.healthz, name="healthz"),
 ]

@@ -11,8 +11,8 @@ import os
 from typing import Any
 
 import pytest
+from api_keys import api_key
 from priced import acme_quoting_the_seeds_rate
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 # Every response and log record of the session is searched for the tests' API keys (secret_scan.py).
@@ -121,12 +121,12 @@ def make_user(db):
 
 @pytest.fixture
 def client_for(make_user):
-    """An API client authenticated with a DRF token for a new user of ``role``."""
+    """An API client authenticated with an API token (scope write, fleet/tokens.py) for a new user of ``role``."""
 
     def make(role: str | None) -> APIClient:
         user = make_user(f"user-{role or 'none'}", role)
         client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {api_key(user)}")
         client.user = user
         return client
 

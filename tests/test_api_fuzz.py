@@ -9,8 +9,8 @@ import json
 
 import pytest
 import schemathesis
+from api_keys import api_key
 from hypothesis import HealthCheck, settings
-from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
@@ -25,7 +25,7 @@ CHECKS = [not_a_server_error, status_code_conformance, response_schema_conforman
 @pytest.fixture
 def admin_headers(make_user) -> dict[str, str]:
     user = make_user("fuzz-admin", "admin")
-    return {"Authorization": f"Token {Token.objects.create(user=user).key}"}
+    return {"Authorization": f"Token {api_key(user)}"}
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@ from datetime import timedelta
 from html import escape
 
 import pytest
+from api_keys import api_key
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from fleet.models import Deployment, ScheduledRun, WorkerHeartbeat
@@ -127,10 +127,10 @@ def _statuses(viewer, deployment: Deployment) -> dict[str, str]:
     )
     rows = list(csv.DictReader(io.StringIO(viewer.get("/fleet.csv").content.decode())))
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=viewer.user)[0].key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_key(viewer.user)}")
     body = api.get(f"/api/v1/deployments/{deployment.slug}/").json()
     bearer = APIClient()
-    bearer.credentials(HTTP_AUTHORIZATION=f"Bearer {Token.objects.get(user=viewer.user).key}")
+    bearer.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key(viewer.user)}")
     families = {f.name: f for f in text_string_to_metric_families(bearer.get("/metrics").content.decode())}
     (up,) = [s.value for s in families["fleetcap_deployment_up"].samples if s.labels["deployment"] == deployment.slug]
     return {

@@ -12,11 +12,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from api_keys import api_key
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from fleet.models import Cluster, Deployment, GpuQuote, Provider
@@ -47,7 +47,7 @@ def value(families: dict, name: str, **labels: str) -> float:
 
 def bearer(user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key(user)}")
     return client
 
 
@@ -298,7 +298,7 @@ def test_bearer_token_is_required_and_checked(fleet, viewer, client):
     response = APIClient().get("/metrics", HTTP_AUTHORIZATION="Bearer not-a-token")
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == "Bearer"
-    key = Token.objects.create(user=viewer).key
+    key = api_key(viewer)
     # A scrape config sends Bearer; DRF's own "Token" names the same token (one scheme everywhere, issue 27).
     assert APIClient().get("/metrics", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
     assert APIClient().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 200
@@ -324,7 +324,7 @@ def test_without_the_view_permissions_403(fleet, make_user):
 
 
 def test_no_secret_in_the_output_or_the_logs(fleet, viewer, caplog):
-    key = Token.objects.create(user=viewer).key
+    key = api_key(viewer)
     with caplog.at_level(logging.DEBUG):
         ok = APIClient().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {key}")
         bad = APIClient().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {key[:-1]}x")

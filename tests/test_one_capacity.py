@@ -19,9 +19,9 @@ from datetime import date, timedelta
 from io import StringIO
 
 import pytest
+from api_keys import api_key
 from django.core.management import call_command
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider
 from planner.snapshots import refresh_snapshots
@@ -95,7 +95,7 @@ def test_one_admitted_concurrency_at_max_model_len_everywhere(world):
     (row,) = [r for r in csv.DictReader(io.StringIO(client.get("/fleet.csv").content.decode())) if r["deployment"]]
     assert int(row["predicted_capacity"]) == admitted
 
-    bearer = {"HTTP_AUTHORIZATION": f"Bearer {Token.objects.create(user=world['user']).key}"}
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {api_key(world['user'])}"}
     body = client.get("/api/v1/deployments/", **bearer).json()["results"][0]
     figures = body["capacity"]["figures"]
     assert figures["capacity_sequences"] == admitted and figures["capacity_curve"][-1]["sequences"] == admitted

@@ -298,14 +298,14 @@ def test_a_queued_plan_whose_message_the_broker_lost_is_sent_again(platform_api,
 @pytest.mark.django_db
 def test_only_the_requester_or_an_admin_may_cancel_a_plan(client_for, make_user, setup, published):
     """Issue 14: any user who may write plans could cancel someone else's plan."""
+    from api_keys import api_key
     from django.contrib.auth.models import Group
-    from rest_framework.authtoken.models import Token
 
     owner = client_for("platform")
     plan_id = owner.post(URL, BODY, format="json").json()["id"]
     other = make_user("other-platform", "platform")
     colleague = APIClient()
-    colleague.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=other).key}")
+    colleague.credentials(HTTP_AUTHORIZATION=f"Token {api_key(other)}")
     r = colleague.post(f"{URL}{plan_id}/cancel/")
     assert r.status_code == 403 and "started this plan" in r.json()["detail"]
     page = APIClient()

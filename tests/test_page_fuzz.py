@@ -161,8 +161,13 @@ def _records() -> dict[str, Any]:
     )
     purchase = ClusterPurchase.objects.create(cluster=cluster, bought_on=date(2026, 1, 15), nodes=1, price=250000)
     electricity = ElectricityPrice.objects.create(site="dc1", valid_from=date(2026, 1, 1), usd_per_kwh="0.12")
+    from django.contrib.auth.models import User
+
+    from fleet.tokens import create_token
+
+    token = create_token(User.objects.create_user("token-owner"), name="theirs", scope="read", days=30).token
     return {
-        "bill": bill.pk, "purchase": purchase.pk, "electricity_price": electricity.pk,
+        "bill": bill.pk, "token": token.pk, "purchase": purchase.pk, "electricity_price": electricity.pk,
         "sku": sku.slug, "cluster": cluster.slug, "deployment": deployment.slug, "model": model.slug,
         "workload": workload.slug, "quote": GpuQuote.objects.filter(sku=sku).first().pk,
         "api_price": ApiPrice.objects.first().slug, "plan": plan.pk, "decision": decision.pk,
@@ -186,6 +191,7 @@ SAMPLE_KWARGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "bills": lambda k: {"pk": k["bill"]},
     "history": lambda k: {"kind": "deployment", "key": k["deployment"]},
     "budgets": lambda k: {"pk": k["budget"]},
+    "account": lambda k: {"pk": k["token"]},
 }
 
 

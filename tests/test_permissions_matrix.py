@@ -21,17 +21,18 @@ from datetime import date
 from typing import Any
 
 import pytest
+from api_keys import api_key
 from django.apps import apps
 from django.contrib import admin
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.test import Client
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from fleet import permissions as fleet_permissions
 from fleet.models import Provider
+from fleet.tokens import create_token
 from planner import permissions as planner_permissions
 
 ROLES = ("anonymous", "none", "viewer", "finance", "platform", "admin", "superuser")
@@ -185,6 +186,12 @@ PAGE_ROUTES = [
     Route("page", "post", "/budgets/new/", BUDGETERS, ("planner.add_budget",)),
     Route("page", "post", "/budgets/{budget}/edit/", BUDGETERS, ("planner.change_budget",)),
     Route("page", "post", "/budgets/{budget}/delete/", BUDGETERS, ("planner.delete_budget",)),
+    # API tokens: everybody logged in makes and revokes their own, with no permission. {token} is another
+    # user's: a 404 to whoever lacks fleet.view_apitoken, revoked by admins (tests/test_api_tokens.py).
+    Route("api", "post", "/api/v1/tokens/", EVERYONE | {"none"}),
+    Route("api", "delete", "/api/v1/tokens/{token}/", EVERYONE | {"none"}),
+    Route("page", "post", "/account/tokens/", EVERYONE | {"none"}),
+    Route("page", "post", "/account/tokens/{token}/revoke/", EVERYONE | {"none"}),
 ]
 
 BEAT_MODELS = ("periodictask", "clockedschedule", "crontabschedule", "solarschedule", "intervalschedule")
@@ -207,7 +214,6 @@ ADMIN_WHO: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     # Users and groups: no role holds auth's permissions, so a role cannot grant itself more.
     "auth.user": (SUPERUSER,) * 3,
     "auth.group": (SUPERUSER,) * 3,
-    "authtoken.tokenproxy": (SUPERUSER,) * 3,
     # The beat schedule is operations' business: superusers only too.
     **{f"django_celery_beat.{m}": (SUPERUSER,) * 3 for m in BEAT_MODELS},
 }
@@ -219,7 +225,7 @@ ADMIN_KEYS = {"hardwaresku": "{sku_pk}", "modelspec": "{model_pk}", "workload": 
               "endpointpoll": "{poll}",
               "workerheartbeat": "{heartbeat}",
               "outboxmessage": "{outbox}", "plan": "{plan}", "decision": "{decision}", "user": "{user}",
-              "group": "{group}", "tokenproxy": "{user}", "logentry": "{logentry}",
+              "group": "{group}", "logentry": "{logentry}",
               **{m: f"{{{m}}}" for m in BEAT_MODELS}}  # fmt: skip
 
 
@@ -323,7 +329,7 @@ def _records() -> dict[str, Any]:
         "clockedschedule": ClockedSchedule.objects.create(clocked_time=timezone.now()),
     }
     beat["periodictask"] = PeriodicTask.objects.create(name="t", task="t", interval=beat["intervalschedule"])
-    Token.objects.create(user=someone)
+    token = create_token(someone, name="someone's", scope="read", days=30).token
     bill = CloudBill.objects.create(
         filename="b.csv", size_bytes=1, sha256="-", tag_key="fleetcap-cluster", status="done"
     )
@@ -347,7 +353,7 @@ def _records() -> dict[str, Any]:
         "calibration": calibration.pk, "budget": budget.pk,
         "state": ClusterState.objects.get(cluster=cluster).pk, "poll": poll.pk, "heartbeat": heartbeat.pk,
         "outbox": outbox_message.pk,
-        "user": someone.pk, "group": Group.objects.get(name="viewer").pk,
+        "user": someone.pk, "token": token.pk, "group": Group.objects.get(name="viewer").pk,
         "logentry": LogEntry.objects.get_for_object(deployment).get().pk,
         **{name: obj.pk for name, obj in beat.items()},
     }  # fmt: skip
@@ -384,7 +390,7 @@ def world(django_db_setup: None, django_db_blocker: Any, quiet_refusals: None) -
                 user.groups.add(Group.objects.get(name=role))
             users[role] = user
             api[role] = APIClient()
-            api[role].credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+            api[role].credentials(HTTP_AUTHORIZATION=f"Token {api_key(user)}")
             browser[role] = Client()
             browser[role].force_login(user)
         yield World(keys, users, api, browser)
@@ -463,8 +469,9 @@ def test_the_groups_hold_exactly_the_tables() -> None:
 def test_viewer_views_every_model_and_nobody_edits_decisions() -> None:
     for app_label, table in (("fleet", fleet_permissions), ("planner", planner_permissions)):
         models = {m._meta.model_name for m in apps.get_app_config(app_label).get_models()}
-        assert set(table.MODELS) == models
-        assert table.GRANTS["viewer"] == {f"view_{m}" for m in models}
+        personal = set(getattr(table, "PERSONAL", ()))  # API tokens: one's own, not everybody's to view
+        assert set(table.MODELS) | personal == models
+        assert table.GRANTS["viewer"] == {f"view_{m}" for m in models - personal}
     for grants in planner_permissions.GRANTS.values():
         assert not grants & {"change_decision", "delete_decision"}
 

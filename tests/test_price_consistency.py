@@ -28,12 +28,12 @@ from datetime import timedelta
 from decimal import Decimal
 from html.parser import HTMLParser
 
+from api_keys import api_key
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from fleet.models import (
@@ -238,7 +238,7 @@ def test_every_surface_gives_one_rate_and_cost_per_hour_over_generated_fleets(db
     page.force_login(user)
     api = APIClient()
     api.force_authenticate(user)
-    bearer = Client(HTTP_AUTHORIZATION=f"Bearer {Token.objects.create(user=user).key}")
+    bearer = Client(HTTP_AUTHORIZATION=f"Bearer {api_key(user)}")
     rng = random.Random(SEED)
     today = timezone.now().date()
     month_hours = calendar_month_hours(today.year, today.month)

@@ -15,10 +15,10 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from api_keys import api_key
 from django.core.management import call_command
 from django.http import HttpResponse
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from secret_scan import SecretScanner
 
@@ -155,7 +155,7 @@ def test_a_few_mistakes_then_the_right_password_logs_in(make_user, settings):
 
 def _token_client(user) -> APIClient:
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_key(user)}")
     return api
 
 

@@ -56,10 +56,10 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
     from django.utils import timezone
-    from rest_framework.authtoken.models import Token
 
     from fleet.management.commands.ensure_demo_fleet import DEMO_MODEL_ID
     from fleet.models import Cluster, Deployment
+    from fleet.tokens import create_token
     from planner.models import Plan
 
     t0 = time.perf_counter()
@@ -90,7 +90,7 @@ def main() -> None:
             {
                 "username": user.username,
                 "role": role,
-                "token": Token.objects.create(user=user).key,
+                "token": create_token(user, name="load test", scope="write", days=1).key,
                 "sessionid": client.cookies["sessionid"].value,
             }
         )

@@ -3,11 +3,11 @@ from django.db import migrations
 
 def grant_roles(apps, schema_editor):
     """The platform team and finance write an owned cluster's costs (running costs, purchases, the sites'
-    electricity prices); every role reads them; admins hold the rest (fleet.permissions.GRANTS)."""
-    from fleet.permissions import GRANTS, create_permissions_now, grant
+    electricity prices); every role reads them; admins hold the rest (fleet.permissions.GRANTS_0025)."""
+    from fleet.permissions import GRANTS_0025, create_permissions_now, grant
 
     create_permissions_now(apps, "fleet")
-    grant(apps, "fleet", GRANTS)
+    grant(apps, "fleet", GRANTS_0025)
 
 
 def drop_grants(apps, schema_editor):

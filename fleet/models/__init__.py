@@ -10,10 +10,12 @@ from .pricing import ApiPrice, GpuQuote
 from .providers import Provider
 from .snapshots import CapacitySnapshot
 from .specs import ModelSpec
+from .tokens import ApiToken
 from .workloads import Workload
 
 __all__ = [
     "ApiPrice",
+    "ApiToken",
     "BillRow",
     "CapacitySnapshot",
     "CloudBill",

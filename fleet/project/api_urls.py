@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from fleet.api import views
 from fleet.api.bills import BillViewSet, ExchangeRateViewSet
 from fleet.api.schema import DocsView, SchemaView
+from fleet.api.tokens import ApiTokenViewSet
 from planner.api.budgets import BudgetViewSet
 from planner.api.calibrations import CalibrationViewSet
 from planner.api.costs import BreakevenView, DecisionViewSet, SpendView
@@ -55,6 +56,7 @@ router.register("decisions", DecisionViewSet, basename="decision")
 router.register("plans", PlanViewSet, basename="plan")
 router.register("calibrations", CalibrationViewSet, basename="calibration")
 router.register("budgets", BudgetViewSet, basename="budget")
+router.register("tokens", ApiTokenViewSet, basename="apitoken")
 
 urlpatterns = [
     # The contract: public unless FLEETCAP_API_SCHEMA_PUBLIC=0 (then a token or a session), built once per

@@ -29,6 +29,7 @@ Every setting a deployment may change is read from the environment:
   ``FLEETCAP_BUDGET_ALERT_MAX_ATTEMPTS``; email: ``FLEETCAP_EMAIL_BACKEND``, ``_HOST``, ``_PORT``,
   ``_HOST_USER``, ``_HOST_PASSWORD`` (or ``..._FILE``), ``_USE_TLS``, ``_USE_SSL``, ``_TIMEOUT_S``,
   ``_FILE_PATH``, ``FLEETCAP_EMAIL_FROM``.
+* ``FLEETCAP_API_TOKEN_MAX_DAYS``: the longest an API token may live (default 365 days).
 * ``FLEETCAP_REDIS_KEY_PREFIX``: a prefix for every key in Redis (broker, Redis result backend, cache),
   so several installations or benchmark runs share one Redis db (default none).
 """
@@ -138,7 +139,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -273,6 +273,9 @@ REST_FRAMEWORK = {
 #: token (docs/api.md, "The contract"): it describes shapes and rules, never a record, so a script can start
 #: from it; set FLEETCAP_API_SCHEMA_PUBLIC=0 to ask for a token or a session.
 API_SCHEMA_PUBLIC = envbool("FLEETCAP_API_SCHEMA_PUBLIC", True)
+#: The longest an API token may live, in days (fleet/tokens.py; /account/tokens/, POST /api/v1/tokens/ and
+#: ``manage.py create_service_account`` refuse a later expiry; the 30/90/365-day choices above it are not offered).
+API_TOKEN_MAX_DAYS = envint("FLEETCAP_API_TOKEN_MAX_DAYS", 365)
 SPECTACULAR_SETTINGS = {
     "TITLE": "fleetcap API",
     "DESCRIPTION": "Capacity and cost planning for serving large mixture-of-experts models.",
@@ -296,6 +299,8 @@ SPECTACULAR_SETTINGS = {
         "KvCacheDtypesEnum": "planner.plans.PLAN_KV_CACHE_DTYPES",
         "ModesEnum": "planner.engine.MODES",
         "SpendLineKindEnum": "planner.api.costs.LINE_KINDS",
+        "ApiTokenScopeEnum": "fleet.models.tokens.ApiToken.Scope",
+        "ApiTokenStateEnum": "fleet.tokens.STATES",
     },
 }
 

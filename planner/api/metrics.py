@@ -1,9 +1,9 @@
 """``GET /metrics``: our figures in the Prometheus text format, for a Prometheus scrape job.
 
-Authentication: ``Authorization: Bearer <token>`` (or ``Token <token>``: ``fleet.api.authentication``), a DRF token
-(``rest_framework.authtoken``) of a user who holds the view permissions of every record the figures are read from
-(``METRICS_PERMISSIONS``; every role does). 401 without a token or with a bad one, 403 without the permissions. The
-figures are ``planner.metrics.fleet_figures``; the exposition ``planner.metrics.exposition``
+Authentication: ``Authorization: Bearer <token>`` (or ``Token <token>``: ``fleet.api.authentication``), an API token
+(``fleet/tokens.py``; a ``read`` one does) of a user who holds the view permissions of every record the figures are
+read from (``METRICS_PERMISSIONS``; every role does). 401 without a token or with a bad one, 403 without the
+permissions. The figures are ``planner.metrics.fleet_figures``; the exposition ``planner.metrics.exposition``
 (docs/grafana/README.md).
 """
 
