@@ -49,9 +49,10 @@ MODELS: tuple[str, ...] = (
     "clusterpurchase",
     "electricityprice",
 )
-#: Records a person keeps for themselves (API tokens): in no role's view-everything; the admin role lists
-#: and revokes everybody's (nobody adds or changes another's: a token is made by its owner).
-PERSONAL: tuple[str, ...] = ("apitoken",)
+#: Records a person keeps for themselves (API tokens; the first answers kept for their API retries,
+#: ``fleet.idempotency``): in no role's view-everything; the admin role lists and revokes everybody's tokens
+#: (nobody adds or changes another's: a token is made by its owner).
+PERSONAL: tuple[str, ...] = ("apitoken", "idempotentrequest")
 TOKEN_ADMIN: frozenset[str] = frozenset({"view_apitoken", "delete_apitoken"})
 #: Records the platform team writes (a cluster names its provider: platform may add one).
 INVENTORY: tuple[str, ...] = ("hardwaresku", "cluster", "deployment", "modelspec", "workload", "provider")

@@ -133,7 +133,7 @@ class BillViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         return Response(
             {"bill": bill, "dispatch": submitted.dispatch},
             status=status.HTTP_202_ACCEPTED,
-            headers={"Location": bill["url"]},
+            headers={"Location": str(bill["url"])},
         )
 
     @extend_schema(

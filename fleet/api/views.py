@@ -267,7 +267,7 @@ class ModelSpecViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):
         body.is_valid(raise_exception=True)
         model = registration.import_model(body.to_request())
         data = serializers.ModelSpecSerializer(model, context=self.get_serializer_context()).data
-        return Response(data, status=status.HTTP_201_CREATED, headers={"Location": data["url"]})
+        return Response(data, status=status.HTTP_201_CREATED, headers={"Location": str(data["url"])})
 
 
 class WorkloadViewSet(SharedListMixin, HistoryMixin, viewsets.ModelViewSet):

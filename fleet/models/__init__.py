@@ -3,7 +3,7 @@
 from .bills import BillRow, CloudBill, ExchangeRate
 from .history import ClusterState
 from .inventory import Cluster, Deployment, HardwareSku
-from .ops import OutboxMessage, ScheduledRun, WorkerHeartbeat
+from .ops import IdempotentRequest, OutboxMessage, ScheduledRun, WorkerHeartbeat
 from .owned import ClusterPurchase, ElectricityPrice, OwnedCosts
 from .polls import DailyPollCount, EndpointPoll, EndpointPollHourly
 from .pricing import ApiPrice, GpuQuote
@@ -30,6 +30,7 @@ __all__ = [
     "ExchangeRate",
     "GpuQuote",
     "HardwareSku",
+    "IdempotentRequest",
     "ModelSpec",
     "OutboxMessage",
     "OwnedCosts",

@@ -163,3 +163,24 @@ class OutboxMessage(models.Model):
     def __str__(self) -> str:
         state = f"sent {self.sent_at:%Y-%m-%d %H:%M:%S}" if self.sent_at else f"unsent after {self.attempts} attempts"
         return f"{self.task}({self.task_id or '-'}) {state}"
+
+
+class IdempotentRequest(models.Model):
+    """A POST made with an ``Idempotency-Key`` (``fleet.idempotency``): the caller's key, what the request was
+    (``fingerprint``: SHA-256 of method, path and body) and the first answer, replayed to a retry for a day."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    done = models.BooleanField(default=False, help_text="False while the first request is being answered.")
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    content_type = models.CharField(max_length=100, blank=True)
+    location = models.CharField(max_length=500, blank=True)
+    body = models.BinaryField(blank=True, default=b"")
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_once_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.key}"

@@ -162,6 +162,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # The audit trail's user, source and address (fleet/audit.py); after authentication.
     "fleet.audit.AuditMiddleware",
+    # A retried POST /api/v1/ with an Idempotency-Key gets its first answer again (fleet/idempotency.py).
+    "fleet.idempotency.IdempotencyMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -169,6 +171,9 @@ MIDDLEWARE = [
     # Last, as django-axes requires: it turns a locked-out login into its lockout page.
     "axes.middleware.AxesMiddleware",
 ]
+
+#: How long the first answer to a POST with an Idempotency-Key is replayed to its retries (seconds).
+IDEMPOTENCY_TTL_S = int(os.environ.get("FLEETCAP_IDEMPOTENCY_TTL_S") or 86400)
 
 ROOT_URLCONF = "fleet.project.urls"
 WSGI_APPLICATION = "fleet.project.wsgi.application"

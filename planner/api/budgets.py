@@ -173,7 +173,7 @@ class BudgetViewSet(HistoryMixin, viewsets.ModelViewSet):
 
     def _answer(self, budget: Budget, code: int) -> Response:
         body = BudgetSerializer(budget, context=self.get_serializer_context()).data
-        headers = {"Location": body["url"]} if code == status.HTTP_201_CREATED else {}
+        headers = {"Location": str(body["url"])} if code == status.HTTP_201_CREATED else {}
         return Response(body, status=code, headers=headers)
 
     @extend_schema(request=BudgetRequestSerializer, responses={201: BudgetSerializer})

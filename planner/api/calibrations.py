@@ -151,4 +151,4 @@ class CalibrationViewSet(
         incoming.is_valid(raise_exception=True)
         calibration = calibrate(incoming.to_request(), request.user)
         body = CalibrationSerializer(calibration, context=self.get_serializer_context()).data
-        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["url"]})
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": str(body["url"])})

@@ -290,7 +290,7 @@ class DecisionViewSet(
             user=request.user,
         )
         body = DecisionSerializer(decision, context=self.get_serializer_context()).data
-        return Response(body, status=201, headers={"Location": body["url"]})
+        return Response(body, status=201, headers={"Location": str(body["url"])})
 
 
 class SpendCsvRenderer(BaseRenderer):

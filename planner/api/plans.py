@@ -223,7 +223,7 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
         plan = submission.plan
         plan.dispatch, plan.detail = submission.dispatch, submission.detail
         body = PlanSubmittedSerializer(plan, context=self.get_serializer_context()).data
-        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": str(body["url"])})
 
     @extend_schema(request=None, responses={200: PlanSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated, require("planner.change_plan")])
@@ -255,7 +255,7 @@ class PlanViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retriev
             "deployment": DeploymentSerializer(deployment, context=self.get_serializer_context()).data,
             "launch": _launch_or_none(deployment),
         }
-        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": body["deployment"]["url"]})
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": str(body["deployment"]["url"])})
 
 
 def _launch_or_none(deployment: Any) -> dict[str, Any] | None:
