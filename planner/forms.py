@@ -339,7 +339,7 @@ class PlanDeployForm(forms.Form):
     """Register a plan's ranked configuration as a deployment (the plan page's "Register as deployment"):
     a cluster of its SKU with room for it, a slug, the engine and the max model length."""
 
-    rank = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    rank = BoundedIntegerField(min_value=1, max_value=1000, widget=forms.HiddenInput)
     cluster = forms.ChoiceField(help_text="Active clusters of this configuration's SKU with room for its GPUs.")
     slug = forms.SlugField(max_length=64, help_text="The new deployment's slug.")
     engine = forms.ChoiceField(choices=engine_choices)

@@ -210,6 +210,7 @@ def test_api_root_lists_every_endpoint(viewer_api):
         "owned-costs",
         "cluster-purchases",
         "electricity-prices",
+        "tokens",
     }
     assert set(root) == records | {"sizing", "estimate", "breakeven", "spend", "prefix-cache", "route", "route-litellm"}
     assert root["sizing"].endswith("/api/v1/sizing/")

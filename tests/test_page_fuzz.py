@@ -153,7 +153,13 @@ def _records() -> dict[str, Any]:
     deployment.set_api_key("sk-secret-do-not-leak-0123456789")
     deployment.save()
     GpuQuote.objects.create(sku=sku, provider=cluster.provider, usd_per_gpu_hour="2.5", quoted_on=date(2026, 1, 1))
-    plan = Plan.objects.create(model=model, workload=workload, options={})
+    # A done plan with one ranked configuration: its page's "Register as deployment" form is reachable.
+    top = {
+        "sku": sku.slug, "mode": "aggregated", "kv_cache_dtype": "fp8", "gpus": 8, "nodes": 1, "tpot_ms": 20.0,
+        "ttft_ms": 300.0, "tokens_per_s_per_gpu": 500.0, "usd_per_mtok": 1.0, "usd_per_hour": 20.0,
+        "usd_per_gpu_hour": "2.5", "decode": {"layout": {"tp": 4}, "replicas": 2, "gpus": 8}, "prefill": None,
+    }  # fmt: skip
+    plan = Plan.objects.create(model=model, workload=workload, options={}, status="done", result={"top": [top]})
     decision = Decision.record(workload=workload, tier=3, note="", figures={}, inputs={}, user=None)
     budget = Budget.objects.create(team="ml", amount_usd=100, emails=["fin@example.com"])
     bill = CloudBill.objects.create(

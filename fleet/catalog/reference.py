@@ -69,6 +69,17 @@ def model_row(row: dict[str, Any], directory: Path = CATALOG_DIR) -> dict[str, A
     if relative.is_absolute() or ".." in relative.parts:
         raise ValueError(f"models.json {row.get('slug')!r}: hf_config must be a path inside the catalogue")
     path = directory / relative if (directory / relative).exists() else CATALOG_DIR / relative
+    # Derived once per process for the same row and config file (its modification time in the key): a
+    # catalogue load derives every config-backed row, and the test suite loads the catalogue hundreds of times.
+    key = (str(path), path.stat().st_mtime_ns, json.dumps(row, sort_keys=True))
+    return copy.deepcopy(_derived_row(*key))
+
+
+@cache
+def _derived_row(path_text: str, _mtime_ns: int, row_json: str) -> dict[str, Any]:
+    row = json.loads(row_json)
+    path = Path(path_text)
+    relative = Path(row["hf_config"])
     with path.open(encoding="utf-8") as fh:
         config = json.load(fh)
     imported = model_record_from_config(

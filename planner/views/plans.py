@@ -147,11 +147,15 @@ def plan_deploy(request: HttpRequest, pk: str) -> HttpResponse:
     plan = _plan(pk)
     source = request.POST if request.method == "POST" else request.GET
     try:
+        ranked(plan, 1)
+    except InputError as exc:
+        messages.error(request, describe(exc))
+        return redirect("plan", pk=pk)
+    try:
         rank = int(source.get("rank") or 1)
         row = ranked(plan, rank)
-    except (ValueError, InputError) as exc:
-        messages.error(request, describe(exc) if isinstance(exc, InputError) else "Pick a rank from the ranking.")
-        return redirect("plan", pk=pk)
+    except (ValueError, InputError):  # the form says what is wrong with the rank; the best one is shown
+        rank, row = 1, ranked(plan, 1)
     clusters = clusters_for(row)
     initial = {
         "rank": rank,
