@@ -378,10 +378,22 @@ def _run(plan_id: str, token: str, on_progress: Callable[[int, int], None] | Non
         _finish(mine, Plan.Status.FAILED, state["log"], error=f"Unexpected error: {type(exc).__name__}: {exc}")
     else:
         body = result.to_dict()
-        _finish(mine, Plan.Status.DONE, state["log"], result=body, evaluated=body.get("candidates_evaluated", 0))
+        _finish(
+            mine, Plan.Status.DONE, state["log"], result=body, evaluated=body.get("candidates_evaluated", 0),
+            prices=options["prices"],
+        )  # fmt: skip
 
 
-def _finish(mine: QuerySet[Plan], status: str, progress_log: list, *, result=None, error: str = "", evaluated=None):
+def _finish(
+    mine: QuerySet[Plan],
+    status: str,
+    progress_log: list,
+    *,
+    result=None,
+    error: str = "",
+    evaluated=None,
+    prices: dict[str, Any] | None = None,
+):
     """Write the outcome if this run still holds the lease (one conditional UPDATE: exactly once),
     the result with its summary (``plan_summary``: what lists show)."""
     values: dict[str, Any] = {
@@ -389,7 +401,7 @@ def _finish(mine: QuerySet[Plan], status: str, progress_log: list, *, result=Non
         "finished": timezone.now(),
         "error": error,
         "result": result,
-        "summary": plan_summary(result),
+        "summary": plan_summary(result, prices),
         "lease_expires": None,
         "lease_heartbeat": None,
     }
@@ -515,13 +527,37 @@ def configuration_row(candidate: dict, names: dict[str, str]) -> dict[str, Any]:
     """A ranked configuration with its SKU's name and its layout (decode and prefill pools apart
     for disaggregated serving; ``layout`` is both in one text)."""
     decode, prefill = layout_text(candidate.get("decode")), layout_text(candidate.get("prefill"))
+    layout = f"decode {decode}; prefill {prefill}" if prefill else decode
     return {
         **candidate,
         "sku_name": names.get(candidate["sku"], candidate["sku"]),
         "decode_layout": decode,
         "prefill_layout": prefill,
-        "layout": f"decode {decode}; prefill {prefill}" if prefill else decode,
+        "layout": layout,
+        "why": why_text(candidate, layout),
     }
+
+
+def why_text(candidate: dict[str, Any], layout: str) -> str:
+    """A ranked configuration in one line: its outcome (the search's ``detail``) and what it costs and how fast
+    it is, rounded to their precision (USD/Mtok to the cent, TPOT to 0.1 ms, TTFT to the ms)."""
+    figures = []
+    if candidate.get("usd_per_mtok") is not None:
+        figures.append(f"{candidate['usd_per_mtok']:,.2f} USD/Mtok")
+    if candidate.get("tpot_ms") is not None:
+        figures.append(f"TPOT {candidate['tpot_ms']:,.1f} ms")
+    if candidate.get("ttft_ms") is not None:
+        figures.append(f"TTFT {candidate['ttft_ms']:,.0f} ms")
+    lead = (
+        "Best"
+        if not candidate.get("reason")
+        else "Same cost as the best"
+        if candidate["reason"] == "same_cost"
+        else "Costs more"
+    )
+    detail = candidate.get("detail") or ""
+    text = f"{lead}: {layout} on {candidate.get('gpus')} x {candidate.get('sku')}, " + ", ".join(figures)
+    return text + (f" ({detail})." if detail else ".")
 
 
 #: The best configuration's figures a plan's summary keeps, with its ``layout`` as text.
@@ -540,16 +576,23 @@ SUMMARY_FIGURES = (
 )
 
 
-def plan_summary(result: dict[str, Any] | None) -> dict[str, Any] | None:
+def plan_summary(result: dict[str, Any] | None, prices: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """A result's headline, stored beside it (``Plan.summary``) so that lists never read the result
     (tens of KB): the configurations found feasible, and the best one's figures (``best``: None
-    when none meets the SLOs). None without a result (a plan not done). The configurations evaluated
-    are the plan's own column (``candidates_evaluated``)."""
+    when none meets the SLOs), with its layout as text, ``why`` and the ``price_basis`` of its SKU's
+    price (``prices``: the plan's ``options["prices"]``; None when not given). None without a result
+    (a plan not done). The configurations evaluated are the plan's own column (``candidates_evaluated``)."""
     if result is None:
         return None
     best = result.get("best")
     if best:
-        best = {key: best.get(key) for key in SUMMARY_FIGURES} | {"layout": configuration_row(best, {})["layout"]}
+        row = configuration_row(best, {})
+        price = (prices or {}).get(best.get("sku")) or {}
+        best = {key: best.get(key) for key in SUMMARY_FIGURES} | {
+            "layout": row["layout"],
+            "why": row["why"],
+            "price_basis": price.get("basis"),
+        }
     return {"feasible": result.get("feasible", 0), "best": best or None}
 
 

@@ -70,7 +70,11 @@ def test_no_result_no_summary():
 @pytest.mark.django_db
 def test_a_finished_search_stores_its_summary_with_its_result(done_plan):
     best, summary = done_plan.result["best"], done_plan.summary
-    assert summary == plan_summary(done_plan.result)
+    assert summary == plan_summary(done_plan.result, done_plan.options["prices"])
+    # The best's price basis is its SKU's price as the plan priced it; "why" says it in one line.
+    assert summary["best"]["price_basis"] == done_plan.options["prices"][best["sku"]]["basis"] in ("own", "list")
+    assert summary["best"]["why"].startswith(f"Best: {summary['best']['layout']} on {best['gpus']} x {best['sku']}, ")
+    assert f"TPOT {best['tpot_ms']:,.1f} ms" in summary["best"]["why"]
     assert summary["feasible"] == done_plan.result["feasible"] > 0
     for key in ("sku", "mode", "kv_cache_dtype", "gpus", "nodes", "usd_per_gpu_hour", "usd_per_mtok", "tpot_ms"):
         assert summary["best"][key] == best[key]

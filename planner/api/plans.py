@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -30,6 +30,7 @@ from planner.plans import (
     PlanRequest,
     cancel,
     may_cancel,
+    plan_ranking,
     submit_plan,
 )
 
@@ -103,6 +104,10 @@ class BestConfigurationSerializer(serializers.Serializer):
     tpot_ms = serializers.FloatField(read_only=True)
     ttft_ms = serializers.FloatField(read_only=True)
     tokens_per_s_per_gpu = serializers.FloatField(read_only=True, help_text="Output tokens per second per GPU.")
+    why = serializers.CharField(read_only=True, help_text="The configuration in one line: outcome, cost, speed.")
+    price_basis = serializers.CharField(
+        read_only=True, allow_null=True, help_text="What its SKU's price is: own (a quote to the fleet) or list."
+    )
 
 
 class PlanSummarySerializer(serializers.Serializer):
@@ -149,13 +154,35 @@ class PlanBriefSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class RankingRowSerializer(serializers.Serializer):
+    """One ranked configuration in brief (``planner.plans.plan_ranking``): what to deploy and why it ranks there."""
+
+    rank = serializers.IntegerField(read_only=True, help_text="1 = the best; POST deploy/ takes it.")
+    sku = serializers.CharField(read_only=True)
+    mode = serializers.ChoiceField(choices=MODES, read_only=True)
+    layout = serializers.CharField(read_only=True)
+    gpus = serializers.IntegerField(read_only=True)
+    kv_cache_dtype = serializers.CharField(read_only=True)
+    usd_per_mtok = serializers.FloatField(read_only=True)
+    tpot_ms = serializers.FloatField(read_only=True)
+    ttft_ms = serializers.FloatField(read_only=True)
+    why = serializers.CharField(read_only=True, help_text="One line: outcome, cost and speed, rounded.")
+
+
 class PlanSerializer(PlanBriefSerializer):
     """A plan with everything: the list's fields, its options (with each SKU's price used), its
-    progress log and, when done, its result."""
+    progress log, the ranking in brief (each row with ``why``) and, when done, its result."""
+
+    ranking = serializers.SerializerMethodField()
 
     class Meta(PlanBriefSerializer.Meta):
-        fields = (*PlanBriefSerializer.Meta.fields, "options", "progress_log", "result")
+        fields = (*PlanBriefSerializer.Meta.fields, "options", "progress_log", "ranking", "result")
         read_only_fields = fields
+
+    @extend_schema_field(RankingRowSerializer(many=True))
+    def get_ranking(self, plan: Plan) -> list[dict[str, Any]]:
+        keys = ("sku", "mode", "layout", "gpus", "kv_cache_dtype", "usd_per_mtok", "tpot_ms", "ttft_ms", "why")
+        return [{"rank": n, **{k: row.get(k) for k in keys}} for n, row in enumerate(plan_ranking(plan), start=1)]
 
 
 class PlanSubmittedSerializer(PlanSerializer):
