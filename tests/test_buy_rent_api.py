@@ -16,6 +16,7 @@ month, support 8% a year:
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from io import StringIO
 
@@ -138,3 +139,14 @@ def test_a_decision_stores_all_three_and_its_review_rechecks_them(chat_served):
     assert review.favours == "rent"
     # Renting at 5,760 a month now costs more than owning's running 3,795.66: payback 250,000 / 1,964.34.
     assert review.figures["buy"]["payback_months_vs_rent"] == "127.27"
+
+
+@pytest.mark.django_db
+def test_assumptions_carry_figures_rounded_to_their_precision(viewer_api, catalog):
+    """A capacity from the throughput model is a float (tokens/s); the sentence shows it to 0.1 token/s."""
+    body = {"gpus": 16, "sku": "h200-141gb", "model": "kimi-k3", "tp": 8, "pp": 2, "monthly_input_tokens": 10**9,
+            "monthly_output_tokens": 10**8, "api_price": "kimi-k3-api"}  # fmt: skip
+    r = viewer_api.post(URL, body, format="json")
+    assert r.status_code == 200, r.json()
+    capacity = next(a for a in r.json()["assumptions"] if a.startswith("Capacity = "))
+    assert re.match(r"Capacity = [\d,]+(\.\d)? output tokens/s", capacity), capacity

@@ -187,7 +187,7 @@ def breakeven(
         used = u if u is not None else Decimal(1)
         capacity = produced_tokens(tps, used, h, d)
         notes.append(
-            f"Capacity = {plain(tps)} output tokens/s x {plain(used)} utilisation x "
+            f"Capacity = {plain(quantize(tps, Decimal('0.1')))} output tokens/s x {plain(used)} utilisation x "
             f"{plain(h * d)} h x 3600 s" + ("" if u is not None else " (no utilisation given: 100% assumed)") + "."
         )
     else:
