@@ -63,7 +63,7 @@ class ClusterFilter(BoundedFilterSet):
 
     class Meta:
         model = Cluster
-        fields = ["sku", "team", "provider", "region", "status"]
+        fields = ["sku", "team", "provider", "region", "status", "ownership"]
 
 
 class DeploymentFilter(BoundedFilterSet):
@@ -72,10 +72,11 @@ class DeploymentFilter(BoundedFilterSet):
     team = filters.CharFilter(field_name="cluster__team", lookup_expr="iexact")
     provider = filters.CharFilter(field_name="cluster__provider__name", lookup_expr="iexact")
     sku = filters.CharFilter(field_name="cluster__sku__slug")
+    workload = filters.CharFilter(field_name="workload__slug", help_text="Workload slug.")
 
     class Meta:
         model = Deployment
-        fields = ["cluster", "model", "engine", "enabled", "team", "provider", "sku"]
+        fields = ["cluster", "model", "workload", "engine", "enabled", "team", "provider", "sku"]
 
 
 class GpuQuoteFilter(BoundedFilterSet):

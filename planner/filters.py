@@ -3,7 +3,7 @@
 import django_filters as filters
 
 from fleet.filters import BoundedFilterSet
-from planner.models import Calibration, Decision, Plan
+from planner.models import Budget, Calibration, Decision, Plan
 
 
 class DecisionFilter(BoundedFilterSet):
@@ -15,9 +15,21 @@ class DecisionFilter(BoundedFilterSet):
 
 
 class PlanFilter(BoundedFilterSet):
+    model = filters.CharFilter(field_name="model__slug", help_text="Model slug.")
+    workload = filters.CharFilter(field_name="workload__slug", help_text="Workload slug.")
+
     class Meta:
         model = Plan
-        fields = ["status"]
+        fields = ["status", "model", "workload"]
+
+
+class BudgetFilter(BoundedFilterSet):
+    team = filters.CharFilter(lookup_expr="iexact")
+    cluster = filters.CharFilter(field_name="cluster__slug", help_text="Cluster slug.")
+
+    class Meta:
+        model = Budget
+        fields = ["team", "cluster"]
 
 
 class CalibrationFilter(BoundedFilterSet):

@@ -31,6 +31,7 @@ from planner.budgets import (
     figures_for,
     save_budget,
 )
+from planner.filters import BudgetFilter
 from planner.models import Budget, BudgetAlert
 from planner.spend import spend_report
 
@@ -169,6 +170,7 @@ class BudgetViewSet(HistoryMixin, viewsets.ModelViewSet):
 
     queryset = Budget.objects.select_related("cluster").prefetch_related("alerts")
     serializer_class = BudgetSerializer
+    filterset_class = BudgetFilter
     ordering_fields = ["team", "amount_usd", "created"]
 
     def _answer(self, budget: Budget, code: int) -> Response:
