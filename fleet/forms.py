@@ -548,16 +548,7 @@ class OwnedCostsForm(BoundedModelForm):
 
     class Meta:
         model = OwnedCosts
-        fields = [
-            "site",
-            "node_overhead_w",
-            "pue",
-            "racks",
-            "usd_per_rack_month",
-            "support_share_per_year",
-            "staff_usd_per_month",
-            "source",
-        ]
+        fields = list(OwnedCosts.FIGURES)
         widgets = {"source": forms.Textarea(attrs={"rows": 3})}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

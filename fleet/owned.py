@@ -16,7 +16,7 @@ from fleet.bills import Rates
 from fleet.models import Cluster, ElectricityPrice
 from fleet.models.bills import FLEET_CURRENCY, RATE_MAX_AGE_DAYS
 from planner.engine import ElectricityPrice as EnginePrice
-from planner.engine import EngineInputError, OwnedCluster, OwnedMonth, Power, Purchase
+from planner.engine import EngineInputError, OwnedCluster, OwnedMonth, Purchase
 
 
 @dataclass(frozen=True)
@@ -90,12 +90,7 @@ def owned_cluster(cluster: Cluster, electricity: list[EnginePrice], rates: Rates
             cluster=cluster.slug,
             gpus_per_node=per_node,
             purchases=tuple(purchases),
-            power=Power(
-                gpu_full_w=Decimal(str(sku.tdp_watts)),
-                gpu_idle_w=None if sku.idle_watts is None else Decimal(str(sku.idle_watts)),
-                node_overhead_w=Decimal(str(costs.node_overhead_w)),
-                pue=costs.pue,
-            ),
+            power=sku.power(costs.node_overhead_w, costs.pue),
             electricity=tuple(electricity),
             racks=costs.racks,
             usd_per_rack_month=costs.usd_per_rack_month,

@@ -33,7 +33,6 @@ from planner.engine import (
     GIB,
     PRICING_KINDS,
     Layout,
-    Power,
     PriceInForce,
     ThroughputResult,
     blended_input_usd_per_mtok,
@@ -515,12 +514,7 @@ def _add_buy_option(figures: dict[str, Any], request: BreakevenRequest, r: Resol
         missing["buy_usd_per_gpu"] = [f"{sku.slug} has no full-load power (tdp_watts) on record to cost energy."]
     if missing:
         raise InputError(missing)
-    power = Power(
-        gpu_full_w=Decimal(str(sku.tdp_watts)),
-        gpu_idle_w=None if sku.idle_watts is None else Decimal(str(sku.idle_watts)),
-        node_overhead_w=request.buy_node_overhead_w or Decimal(0),
-        pue=request.buy_pue,
-    )
+    power = sku.power(request.buy_node_overhead_w or 0, request.buy_pue)
     option = buy_option(
         gpus=r.gpus,
         gpus_per_node=sku.gpus_per_node,

@@ -584,20 +584,7 @@ class OwnedCostsSerializer(ModelCleanMixin, serializers.ModelSerializer):
 
     class Meta:
         model = OwnedCosts
-        fields = (
-            "url",
-            "id",
-            "cluster",
-            "site",
-            "node_overhead_w",
-            "pue",
-            "racks",
-            "usd_per_rack_month",
-            "support_share_per_year",
-            "staff_usd_per_month",
-            "source",
-            *TIMESTAMPS,
-        )
+        fields = ("url", "id", "cluster", *OwnedCosts.FIGURES, *TIMESTAMPS)
 
 
 class ClusterPurchaseSerializer(ModelCleanMixin, serializers.ModelSerializer):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -116,13 +117,24 @@ class HardwareSku(TimeStamped, Sourced):
         page shows this figure (in GiB, ``binary_bytes``); ``hbm_gb`` is the marketing figure, in the name."""
         return gpu_memory_bytes(self.hbm_gb, self.hbm_bytes_reported)
 
+    def power(self, node_overhead_w: Any = 0, pue: Any = 1) -> Power:
+        """The engine's power model of a node of this SKU (``planner.engine.Power``): full load from
+        ``tdp_watts``, idle from ``idle_watts`` (None: unknown), with a node's overhead (W) and the site's
+        PUE. ``EngineInputError`` when the figures are out of range or the SKU has no full-load power."""
+        return Power(
+            gpu_full_w=None if self.tdp_watts is None else Decimal(str(self.tdp_watts)),
+            gpu_idle_w=None if self.idle_watts is None else Decimal(str(self.idle_watts)),
+            node_overhead_w=Decimal(str(node_overhead_w)),
+            pue=Decimal(str(pue)),
+        )
+
     def clean(self) -> None:
         """The power figures as the engine's power model takes them (``planner.engine.Power``: idle at most
         full load, full load at most 10 kW), so an owned cluster on this SKU can be priced."""
         if not self.tdp_watts or self.tdp_watts < 0 or (self.idle_watts is not None and self.idle_watts < 0):
             return  # blank (unpriced, said so) or refused by the field validators
         try:
-            Power(gpu_full_w=self.tdp_watts, gpu_idle_w=self.idle_watts)
+            self.power()
         except EngineInputError as exc:
             names = {"gpu_full_w": "tdp_watts", "gpu_idle_w": "idle_watts"}
             raise ValidationError(

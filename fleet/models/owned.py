@@ -22,6 +22,18 @@ CURRENCY = RegexValidator(r"^[A-Z]{3}\Z", "An ISO 4217 code: three capital lette
 class OwnedCosts(TimeStamped):
     """An owned cluster's running costs (one per cluster). Money is USD."""
 
+    #: What a person enters (the page form and the API list these).
+    FIGURES = (
+        "site",
+        "node_overhead_w",
+        "pue",
+        "racks",
+        "usd_per_rack_month",
+        "support_share_per_year",
+        "staff_usd_per_month",
+        "source",
+    )
+
     cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="owned_costs")
     site = models.CharField(
         max_length=100, help_text="The data centre or colocation site: its electricity prices are looked up by it."

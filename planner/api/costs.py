@@ -38,6 +38,15 @@ def _money(**kwargs: Any) -> serializers.DecimalField:
     )
 
 
+def _decimal(places: int, high: int, low: int = 0, **kwargs: Any) -> serializers.DecimalField:
+    """An optional decimal between ``low`` and ``high`` with ``places`` decimals (the buy figures)."""
+    digits = places + len(str(high))
+    return serializers.DecimalField(
+        max_digits=digits, decimal_places=places, min_value=Decimal(low), max_value=Decimal(high), required=False,
+        **kwargs,
+    )  # fmt: skip
+
+
 def _amount(**kwargs: Any) -> serializers.DecimalField:
     """A monthly amount in USD (colocation, staff): cents, up to 10 million."""
     return serializers.DecimalField(
@@ -135,30 +144,17 @@ class BreakevenRequestSerializer(serializers.Serializer):
     buy_useful_life_months = serializers.IntegerField(
         required=False, min_value=1, max_value=600, help_text="Straight-line depreciation period. Default 48."
     )
-    buy_residual_share = serializers.DecimalField(
-        max_digits=5, decimal_places=4, min_value=Decimal(0), max_value=Decimal(1), required=False,
-        help_text="Value left at the end of the life, as a share of the price. Default 0.",
-    )  # fmt: skip
-    buy_pue = serializers.DecimalField(
-        max_digits=4, decimal_places=2, min_value=Decimal(1), max_value=Decimal(5), required=False,
-        help_text="The site's power usage effectiveness. Required with buy_usd_per_gpu.",
-    )  # fmt: skip
-    buy_usd_per_kwh = serializers.DecimalField(
-        max_digits=8, decimal_places=5, min_value=Decimal(0), max_value=Decimal(100), required=False,
-        help_text="Electricity price, USD per kWh. Required with buy_usd_per_gpu.",
-    )  # fmt: skip
-    buy_node_overhead_w = serializers.DecimalField(
-        max_digits=8, decimal_places=1, min_value=Decimal(0), max_value=Decimal(100_000), required=False,
-        help_text="W per node besides the GPUs (CPUs, NICs, fans). Default 0.",
-    )  # fmt: skip
-    buy_racks = serializers.DecimalField(
-        max_digits=8, decimal_places=2, min_value=Decimal(0), max_value=Decimal(100_000), required=False
+    buy_residual_share = _decimal(
+        4, 1, help_text="Value left at the end of the life, as a share of the price. Default 0."
     )
+    buy_pue = _decimal(2, 5, low=1, help_text="The site's power usage effectiveness. Required with buy_usd_per_gpu.")
+    buy_usd_per_kwh = _decimal(5, 100, help_text="Electricity price, USD per kWh. Required with buy_usd_per_gpu.")
+    buy_node_overhead_w = _decimal(1, 100_000, help_text="W per node besides the GPUs (CPUs, NICs, fans). Default 0.")
+    buy_racks = _decimal(2, 100_000, help_text="Racks the nodes take. Default 0.")
     buy_usd_per_rack_month = _amount(help_text="Colocation price per rack-month. Default 0.")
-    buy_support_share_per_year = serializers.DecimalField(
-        max_digits=5, decimal_places=4, min_value=Decimal(0), max_value=Decimal(1), required=False,
-        help_text="Support as a share of the purchase price a year (0.08 = 8%). Default 0.",
-    )  # fmt: skip
+    buy_support_share_per_year = _decimal(
+        4, 1, help_text="Support as a share of the purchase price a year (0.08 = 8%). Default 0."
+    )
     buy_staff_usd_per_month = _amount(help_text="Staff cost a month. Default 0.")
 
     @staticmethod
