@@ -562,16 +562,7 @@ class ClusterPurchaseForm(BoundedModelForm):
 
     class Meta:
         model = ClusterPurchase
-        fields = [
-            "bought_on",
-            "nodes",
-            "price",
-            "price_per",
-            "currency",
-            "useful_life_months",
-            "residual_value",
-            "source",
-        ]
+        fields = list(ClusterPurchase.FIGURES)
         labels = {"price_per": "Price is", "useful_life_months": "Useful life (months)"}
         help_texts = {
             "price": "In the purchase's currency, per node or per GPU as said below.",

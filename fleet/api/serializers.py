@@ -596,20 +596,7 @@ class ClusterPurchaseSerializer(ModelCleanMixin, serializers.ModelSerializer):
 
     class Meta:
         model = ClusterPurchase
-        fields = (
-            "url",
-            "id",
-            "cluster",
-            "bought_on",
-            "nodes",
-            "price",
-            "price_per",
-            "currency",
-            "useful_life_months",
-            "residual_value",
-            "source",
-            *TIMESTAMPS,
-        )
+        fields = ("url", "id", "cluster", *ClusterPurchase.FIGURES, *TIMESTAMPS)
 
 
 class ElectricityPriceSerializer(ModelCleanMixin, serializers.ModelSerializer):

@@ -85,6 +85,11 @@ class ClusterPurchase(TimeStamped):
         NODE = "node", "per node"
         GPU = "gpu", "per GPU"
 
+    #: What a person enters (the page form and the API list these).
+    FIGURES = (
+        "bought_on", "nodes", "price", "price_per", "currency", "useful_life_months", "residual_value", "source",
+    )  # fmt: skip
+
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="purchases")
     bought_on = models.DateField()
     nodes = models.PositiveIntegerField(validators=[MinValueValidator(1)])
