@@ -9,7 +9,10 @@ docs/benchmarks.md "Schema"). Who may read it: ``settings.API_SCHEMA_PUBLIC``.
 
 from __future__ import annotations
 
+import json
 import threading
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -71,6 +74,54 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
                 response = responses.setdefault(code, {"description": DESCRIPTIONS[code]})
                 response["content"] = content
     return result
+
+
+#: Every operation's example: the request a test sent and the answer it got (tests/test_api_examples.py, which
+#: re-records the file with FLEETCAP_RECORD_EXAMPLES=1 and fails when an example stops working).
+EXAMPLES_FILE = Path(__file__).with_name("examples.json")
+
+
+@cache
+def load_examples() -> dict[str, dict[str, Any]]:
+    """The recorded examples by operation id (read once per process)."""
+    return json.loads(EXAMPLES_FILE.read_text())
+
+
+def attach_examples(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """Each operation's recorded example as its request body's, its success answer's and its path and query
+    parameters' examples: Kimi K3 on 16 H200s serving a coding agent, as a test called it."""
+    examples = load_examples()
+    for item in result.get("paths", {}).values():
+        for method in METHODS:
+            operation = item.get(method)
+            example = examples.get(operation["operationId"]) if operation else None
+            if example is None:
+                continue
+            summary = f"{example['summary']} (a recorded call: tests/test_api_examples.py)"
+            query = "&".join(f"{k}={v}" for k, v in example["query"].items())
+            call = f"{example['method']} {example['path']}" + (f"?{query}" if query else "")
+            body = operation.get("requestBody", {}).get("content", {}).get(example["request_content_type"])
+            if body is not None and example["request"] is not None:
+                body["examples"] = {"k3": {"summary": summary, "description": call, "value": example["request"]}}
+            answer = operation.get("responses", {}).get(str(example["status"]), {})
+            shown = answer.get("content", {}).get(example["response_content_type"] or "")
+            if shown is not None:
+                shown["examples"] = {"k3": {"summary": summary, "description": call, "value": example["response"]}}
+            values = _path_values(operation, example["path"], result, item)
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "path" and parameter["name"] in values:
+                    parameter["example"] = values[parameter["name"]]
+                elif parameter["in"] == "query" and parameter["name"] in example["query"]:
+                    parameter["example"] = example["query"][parameter["name"]]
+    return result
+
+
+def _path_values(operation: dict[str, Any], path: str, result: dict[str, Any], item: dict[str, Any]) -> dict[str, str]:
+    """The path parameters' values in ``path``, by the operation's template (its key in ``paths``)."""
+    template = next(t for t, i in result["paths"].items() if i is item)
+    names = [part[1:-1] for part in template.split("/") if part.startswith("{")]
+    values = [v for t, v in zip(template.split("/"), path.split("/"), strict=False) if t.startswith("{")]
+    return dict(zip(names, values, strict=False))
 
 
 #: Rendered schemas by (format, media type, version, language): built once per process.

@@ -331,6 +331,7 @@ REST_FRAMEWORK["DEFAULT_FILTER_BACKENDS"] = [
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
     "drf_spectacular.hooks.postprocess_schema_enums",
     "fleet.api.schema.document_errors",
+    "fleet.api.schema.attach_examples",
 ]
 
 # Celery: Redis (or any broker) when CELERY_BROKER_URL is set; else a filesystem broker that
