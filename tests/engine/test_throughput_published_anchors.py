@@ -9,6 +9,7 @@ Ratios at the time of writing are in docs/throughput.md, "Published anchors".
 """
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,14 @@ import pytest
 from fleet.catalog import reference
 from planner.engine.sizing import size
 from planner.engine.spec import Layout
-from planner.engine.throughput.decode import decode_step
+from planner.engine.throughput.decode import MLA_ATTENTION_EFFICIENCY, decode_step
 from planner.engine.throughput.estimate import IDLE_TTFT_DEFINITION, TTFT_DEFINITION, estimate
 from planner.engine.throughput.options import (
     BLACKWELL_GROUPED_GEMM_EFFICIENCY,
+    BLACKWELL_MLA_DECODE_EFFICIENCY,
     ThroughputOptions,
     grouped_gemm_efficiency,
+    mla_decode_efficiency,
 )
 from planner.engine.throughput.prefill import prefill
 
@@ -238,11 +241,21 @@ GB200_CONTEXT = 2050
 DSV3_BF16_KV_BYTES_PER_TOKEN = 61 * 576 * 2
 
 
-def _gb200_decode(batch_per_gpu: int, kv_cache_dtype: str, weight_format: str | None = None):
+#: +-35%: issue 25's bar for the published GB200 decode rows (the sources state hardware, layout, precision and
+#: input length; the batch of the BF16-attention rows is the one memory admits, not stated), tighter than the
+#: fixture's suggested 1.5, which is set from how completely the source states the setup, not from a model run.
+GB200_TOLERANCE = 1.35
+
+
+def _gb200_decode(batch_per_gpu: int, kv_cache_dtype: str, expert_weight_format: str | None = None):
+    """LMSYS's GB200 decode pool at ``batch_per_gpu`` sequences per rank; DeepSeek-V3's own fp8 checkpoint, its
+    routed experts in ``expert_weight_format`` when given (the NVFP4 MoE of Part II's low-precision path)."""
+    model = reference.model("deepseek-v3")
+    if expert_weight_format is not None:
+        model = replace(model, expert_weight_format=expert_weight_format)
     step = decode_step(
-        reference.model("deepseek-v3"), GB200, GB200_DECODE, batch_per_gpu * GB200_DECODE.gpus, GB200_CONTEXT,
-        kv_cache_dtype=kv_cache_dtype, weight_format=weight_format,
-    )  # fmt: skip
+        model, GB200, GB200_DECODE, batch_per_gpu * GB200_DECODE.gpus, GB200_CONTEXT, kv_cache_dtype=kv_cache_dtype
+    )
     return step, step.tokens_per_s / GB200_DECODE.gpus
 
 
@@ -281,41 +294,66 @@ def test_blackwell_grouped_gemm_efficiency_is_the_measured_one():
     assert grouped_gemm_efficiency(GB200, "fp8", ThroughputOptions(compute_efficiency=0.3)) == pytest.approx(0.21)
 
 
+def test_blackwell_mla_decode_efficiency_is_the_measured_one():
+    """The absorbed MLA decode kernel's efficiency on Blackwell is the cited measurement
+    (options.BLACKWELL_MLA_DECODE_EFFICIENCY: TRT-LLM-gen MLA decode at DeepSeek-V3's shapes, flashinfer#2743, batch
+    256 x 8,192 tokens: 5.841e11 FLOPs in 0.5106 ms with bf16 KV = 1,144 TFLOPS = 0.51 of 2,250; in 0.2825 ms with
+    FP8 KV = 2,068 TFLOPS = 0.46 of 4,500 fp8), not FlashMLA's Hopper 0.67 of bf16; Hopper, and KV dtypes the
+    measurement does not cover, keep the Hopper figure."""
+    flops = 2 * 128 * (2 * 512 + 64) * 256 * 8192
+    assert flops / 0.5106e-3 / 2250e12 == pytest.approx(BLACKWELL_MLA_DECODE_EFFICIENCY["bf16"][1], abs=0.005)
+    assert flops / 0.2825e-3 / 4500e12 == pytest.approx(BLACKWELL_MLA_DECODE_EFFICIENCY["fp8"][1], abs=0.005)
+    hopper = MLA_ATTENTION_EFFICIENCY
+    assert mla_decode_efficiency(GB200, "bf16", hopper) == mla_decode_efficiency(B200, "fp16", hopper) == ("bf16", 0.51)
+    assert mla_decode_efficiency(GB300, "fp8", hopper) == ("fp8", 0.46)
+    assert mla_decode_efficiency(GB200, "fp8_e4m3", hopper) == ("fp8", 0.46)
+    assert mla_decode_efficiency(GB200, "int8", hopper) == ("bf16", 0.67)
+    assert mla_decode_efficiency(H200, "fp8", hopper) == mla_decode_efficiency(H100, "bf16", hopper) == ("bf16", 0.67)
+
+
 @pytest.mark.parametrize(
-    ("anchor", "batch_per_gpu", "kv", "weights", "measured_over_predicted"),
+    ("anchor", "batch_per_gpu", "kv", "experts", "measured_over_predicted", "meets_35"),
     [
-        ("sglang-dsr1-gb200-decode-fp8attn-nvfp4", 1408, "fp8", "nvfp4", 0.69),
-        ("sglang-dsr1-gb200-decode-bf16attn-fp8moe", 768, "bf16", None, 0.69),
+        ("sglang-dsr1-gb200-decode-fp8attn-nvfp4", 1408, "fp8", "nvfp4", 0.72, False),
+        ("sglang-dsr1-gb200-decode-bf16attn-fp8moe", 768, "bf16", None, 0.75, True),
     ],
 )
-def test_deepseek_decode_on_gb200_part_ii(anchor, batch_per_gpu, kv, weights, measured_over_predicted):
+def test_deepseek_decode_on_gb200_part_ii(anchor, batch_per_gpu, kv, experts, measured_over_predicted, meets_35):
     """LMSYS 'Deploying DeepSeek on GB200 NVL72 with PD and Large Scale EP (Part II)', 2025-09-25
     (lmsys.org/blog/2025-09-25-gb200-part-2): DeepSeek V3/R1, 2,000-token inputs, 48 decode ranks (EP48, DP
     attention) of one GB200 NVL72: 13,386 output tok/s per GPU with FP8 attention (FP8 KV) and NVFP4 MoE (and
     o_proj) at 1,408 sequences per rank; 9,087 with BF16 attention and FP8 MoE, batch 'KV cache roughly full'
     (not stated; 768 per GPU here, the layout issue 25 names, within what bf16 KV admits).
 
-    Modelled on gb200-186gb (datasheet row) with the expert GEMMs at the measured Blackwell grouped-GEMM efficiency
-    (fp4 0.40, fp8 0.42); DeepSeek-V3's own fp8 checkpoint, NVFP4 applied to every weight for the first row (the
-    post keeps q_b_proj in fp8 and the rest bf16: the model is optimistic there). Both steps are compute bound.
-    The model remains ~1.45x optimistic (ratio ~0.69): NOT within issue 25's +-35%, asserted within the fixture's
-    1.5 and below 1. What the model lacks here (docs/throughput.md, "Published anchors"): Blackwell's bf16 MLA
-    decode and dense fp8 GEMMs at measured efficiencies (none found at these shapes: FlashMLA's only B200 decode
-    figure is its sparse kernel, 350 TFLOPS 'not really optimized yet'), EPLB imbalance and the unfused small
-    kernels the post names as not yet optimised."""
-    step, per_gpu = _gb200_decode(batch_per_gpu, kv, weights)
+    Modelled on gb200-186gb (datasheet row) with Blackwell's measured kernels: the expert GEMMs at the grouped-GEMM
+    efficiency (fp4 0.40, fp8 0.42) and the MLA decode attention at its KV dtype's (bf16 0.51 of bf16, FP8 0.46 of
+    fp8: flashinfer#2743). DeepSeek-V3's own fp8 checkpoint; for the first row its routed experts in NVFP4 and the
+    dense weights at fp8, which is what the post's mix costs (o_proj NVFP4, q_b_proj FP8, the rest bf16: per layer
+    117.4M / 4 + 37.7M / 2 + 31.9M + 44.0M shared expert = 124M bf16-equivalent FLOPs against 231M / 2 = 115.6M
+    at fp8; 91M if the shared expert is NVFP4 too; NVFP4 everywhere would be 57.8M). Both steps are compute bound.
+
+    The BF16-attention row is within issue 25's +-35% (ratio ~0.75, the measured MLA kernel: 16.0 -> 21.0 ms of
+    the 63.5 ms step). The FP8-attention row is not (~0.72: the model ~1.39x optimistic), asserted within the
+    fixture's 1.5 and below 1: its measured FP8 MLA kernel is faster than the Hopper figure it replaced (29.3 ->
+    21.3 ms), and what remains unmodelled is EPLB imbalance, the per-sequence query and output traffic of the
+    attention kernel at 2,050 tokens (measured at 8,192) and the small kernels the post calls not yet optimised
+    (docs/throughput.md, "Published anchors")."""
+    step, per_gpu = _gb200_decode(batch_per_gpu, kv, experts)
     assert step.bound == "compute"
-    assert ratio(anchor, per_gpu) == pytest.approx(measured_over_predicted, abs=0.02)
-    assert within(anchor, per_gpu, 1.5)
-    assert not within(anchor, per_gpu, 1.35)  # the issue's bar is not met; say so rather than widen it silently
+    assert ratio(anchor, per_gpu) == pytest.approx(measured_over_predicted, abs=0.01)
+    assert ratio(anchor, per_gpu) < 1
+    assert within(anchor, per_gpu, ANCHORS[anchor]["suggested_factor"])
+    # the issue's bar: met where the test says so; where not, say so rather than widen it silently
+    assert within(anchor, per_gpu, GB200_TOLERANCE) is meets_35
 
 
 def test_deepseek_decode_on_gb200_part_i_in_the_fixture_band():
     """LMSYS 'Deploying DeepSeek on GB200 NVL72 with PD and Large Scale EP (Part I)', 2025-06-16
     (lmsys.org/blog/2025-06-16-gb200-part-1): 7,583 output tok/s per GPU, 12 decode trays (48 GPUs), 2,000-token
     inputs, FP8 GEMMs (Blackwell DeepGEMM), BF16 attention, no two-batch overlap, batch not stated. Modelled at
-    768 per GPU, bf16 KV: ratio ~0.58 (the model 1.7x optimistic; the same kernels three months before Part II's
-    9,087). Asserted within the fixture's factor 2.0 (batch unstated)."""
+    768 per GPU, bf16 KV, as the Part II BF16-attention row: ratio ~0.63 (the model 1.6x optimistic; Part I ran
+    three months before Part II's 9,087 on the same precision, which the model cannot tell apart). Asserted within
+    the fixture's factor 2.0 (batch unstated)."""
     step, per_gpu = _gb200_decode(768, "bf16")
     assert step.bound == "compute"
     assert within("sglang-dsr1-gb200-decode-part1", per_gpu, 2.0)

@@ -40,6 +40,7 @@ from .options import (
     compute_rate_format,
     cuda_graph_max_batch,
     grouped_gemm_efficiency,
+    mla_decode_efficiency,
     peak_flops,
 )
 from .perf import ModelPerf, cached_model_perf, distinct_experts
@@ -66,7 +67,8 @@ MOE_KERNELS: int = 8
 SHARED_EXPERT_KERNELS: int = 3
 #: Attention compute efficiency per kind. MLA absorbed decode: FlashMLA README (deepseek-ai/FlashMLA,
 #: H800 SXM5): 660 TFLOPS compute-bound of 989 bf16 = 0.67 (and 3,000 GB/s of 3,350 memory-bound, above
-#: the default 0.8). Other kinds: ``compute_efficiency``.
+#: the default 0.8); on data-centre Blackwell the decode kernel's own measurement by KV dtype
+#: (``options.BLACKWELL_MLA_DECODE_EFFICIENCY``), prefill MLA keeps this figure. Other kinds: ``compute_efficiency``.
 MLA_ATTENTION_EFFICIENCY: float = 0.67
 
 
@@ -231,6 +233,7 @@ class DecodeModel:
         "pp",
         "r_attn",
         "r_attn_mla",
+        "r_attn_mla_decode",
         "r_dense",
         "r_exp",
         "sliding",
@@ -275,7 +278,11 @@ class DecodeModel:
             accelerator, self.expert_fmt, options
         )
         self.r_attn = peak_flops(accelerator, "bf16") * eff
-        self.r_attn_mla = peak_flops(accelerator, "bf16") * MLA_ATTENTION_EFFICIENCY
+        self.r_attn_mla = peak_flops(accelerator, "bf16") * MLA_ATTENTION_EFFICIENCY  # prefill (and Hopper)
+        # the absorbed MLA decode kernel at its measured efficiency on Blackwell, by KV dtype
+        # (options.BLACKWELL_MLA_DECODE_EFFICIENCY)
+        mla_fmt, mla_eff = mla_decode_efficiency(accelerator, kv_cache_dtype, MLA_ATTENTION_EFFICIENCY)
+        self.r_attn_mla_decode = peak_flops(accelerator, mla_fmt) * mla_eff
         # attention FLOPs per sequence on one GPU of a stage: per context token (full), MLA per context
         # token (its own kernel efficiency), fixed (linear), sliding (coef, window)
         attn_ctx = attn_mla = attn_fixed = 0.0
@@ -355,7 +362,7 @@ class DecodeModel:
     def attn_time(self, context: float) -> float:
         """Seconds of attention compute of one sequence at ``context`` on one GPU of a stage (per kind)."""
         other = self.attn_flops(context) - self.attn_mla * context
-        return other / self.r_attn + self.attn_mla * context / self.r_attn_mla
+        return other / self.r_attn + self.attn_mla * context / self.r_attn_mla_decode
 
     def tile_factor(self, tokens: float, distinct: float) -> float:
         """Rows computed / rows needed of the expert GEMMs, ``max(tile, m + tile / 2) / m`` with ``m`` the mean
@@ -471,6 +478,13 @@ class DecodeModel:
             notes.append(
                 f"Expert (grouped) GEMMs at {e_eff:.2g} of the {self.expert_fmt} peak on Blackwell (FlashInfer's NVFP4 "
                 "masked grouped GEMM at DeepSeek-V3's shapes, flashinfer#2503; FP8 1.9x slower, LMSYS GB200 Part II)."
+            )
+        mla_fmt, mla_eff = mla_decode_efficiency(acc, self.kv_dtype, MLA_ATTENTION_EFFICIENCY)
+        if self.attn_mla and (mla_fmt, mla_eff) != ("bf16", MLA_ATTENTION_EFFICIENCY):
+            notes.append(
+                f"MLA decode attention at {mla_eff:.2g} of the {mla_fmt} peak on Blackwell with a {self.kv_dtype} KV "
+                "cache (TRT-LLM-gen MLA decode at DeepSeek-V3's shapes, flashinfer#2743); prefill MLA keeps FlashMLA's "
+                f"{MLA_ATTENTION_EFFICIENCY:g} of bf16."
             )
         if perf.is_moe:
             notes.append(

@@ -219,6 +219,42 @@ def grouped_gemm_efficiency(accelerator: Accelerator, rate_format: str, options:
     return min(1.0, options.compute_efficiency * measured / DEFAULT_COMPUTE_EFFICIENCY)
 
 
+#: Absorbed MLA decode attention on NVIDIA Blackwell (SM100: B200, GB200, B300, GB300), by KV-cache dtype, as
+#: ``(rate the kernel computes at, fraction of that dense peak)``, where Hopper keeps FlashMLA's 0.67 of bf16
+#: (``decode.MLA_ATTENTION_EFFICIENCY``). Measured, not fitted: flashinfer-ai/flashinfer#2743 (merged 2026-03-27,
+#: commit 31b63bc3d; measured 2026-03-11 on "NVIDIA Blackwell (SM100a)", B200 assumed as for #2503), DeepSeek-V3
+#: MLA (128 heads, kv_lora_rank 512, rope 64), q_len 1, fixed length (every sequence 8,192 tokens), page 32,
+#: CUPTI with CUDA graphs and a cold L2, the TRT-LLM-gen kernel (``trtllm_batch_decode_with_kv_cache_mla``,
+#: SGLang's ``trtllm_mla`` backend on Blackwell; FlashInfer's CuTe DSL kernel is 3-5% faster at this batch):
+#:
+#: * FLOPs of one call: 2 x 128 heads x (2 x 512 + 64) x 256 sequences x 8,192 tokens = 5.841e11 (the FLOP
+#:   count of ``benchmarks/bench_trtllm_gen_mla.py`` and of this model's MLA term).
+#: * ``bf16`` KV, batch 256: 0.5106 ms: 1,144 TFLOPS = 0.51 of B200's 2,250 dense bf16 (batch 128: 0.2566 ms,
+#:   1,138 TFLOPS: saturated). The kernel also streams 2.42 GB of KV (4.73 TB/s); the KV bytes stay in the
+#:   step's memory term as on Hopper.
+#: * ``fp8`` KV (FP8 query and KV, both attention GEMMs in FP8), batch 256: 0.2825 ms: 2,068 TFLOPS = 0.46 of
+#:   B200's 4,500 dense fp8 (0.92 of its bf16 peak, which only the FP8 tensor-core rate allows).
+#:
+#: A kernel constant like the Hopper figure: not moved by ``compute_efficiency``. Other KV dtypes (int8) keep
+#: the Hopper figure, for want of a measurement.
+BLACKWELL_MLA_DECODE_EFFICIENCY: dict[str, tuple[str, float]] = {"bf16": ("bf16", 0.51), "fp8": ("fp8", 0.46)}
+#: KV-cache dtypes by the MLA decode kernel family they run (fp16 runs the bf16 kernel: #2743's BF16/FP16).
+_MLA_KV_FAMILY: dict[str, str] = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+
+
+def mla_decode_efficiency(accelerator: Accelerator, kv_cache_dtype: str, hopper: float) -> tuple[str, float]:
+    """``(rate format, efficiency)`` of the absorbed MLA decode attention on ``accelerator`` with a
+    ``kv_cache_dtype`` cache: on data-centre Blackwell the measured ``BLACKWELL_MLA_DECODE_EFFICIENCY`` of its KV
+    dtype (fp8 at the fp8 rate when the SKU has one), elsewhere (and for other dtypes) ``hopper`` of bf16."""
+    family = _MLA_KV_FAMILY.get(kv_cache_dtype)
+    if family is None or not is_datacentre_blackwell(accelerator.name):
+        return "bf16", hopper
+    rate, efficiency = BLACKWELL_MLA_DECODE_EFFICIENCY[family]
+    if rate == "fp8" and not accelerator.fp8_tflops:
+        return "bf16", hopper
+    return rate, efficiency
+
+
 def cuda_graph_max_batch(accelerator: Accelerator, tp: int, options: ThroughputOptions) -> int:
     """Largest decode batch per rank that replays a CUDA graph (0 when graphs are off).
 
