@@ -284,12 +284,16 @@ def test_gb200_admits_the_published_decode_layouts():
 def test_blackwell_grouped_gemm_efficiency_is_the_measured_one():
     """The expert GEMMs' efficiency on Blackwell is the cited measurement (options.BLACKWELL_GROUPED_GEMM_EFFICIENCY:
     FlashInfer's NVFP4 masked grouped GEMM at DeepSeek-V3's shapes, flashinfer#2503, 3,588 TFLOPS = 0.40 of 9,000;
-    FP8 1.9x slower, LMSYS GB200 Part II), not the Hopper simulator's 0.6; Hopper and bf16 keep
-    ``compute_efficiency``, and the Blackwell figures follow ``compute_efficiency`` when it is moved."""
+    FP8 1.9x slower, LMSYS GB200 Part II; BF16 MegaMoE at EP8 on 8 x B200, flashinfer#4386, 5.772e12 FLOPs in
+    6,504.4 us = 887 TFLOPS = 0.39 of 2,250), not the Hopper simulator's 0.6; Hopper keeps ``compute_efficiency``,
+    and the Blackwell figures follow ``compute_efficiency`` when it is moved."""
+    megamoe_flops = 2 * 8192 * 8 * 7168 * 3 * 2048
+    assert megamoe_flops / 6504.4e-6 / 2250e12 == pytest.approx(BLACKWELL_GROUPED_GEMM_EFFICIENCY["bf16"], abs=0.005)
     default = ThroughputOptions()
     assert grouped_gemm_efficiency(GB200, "fp4", default) == BLACKWELL_GROUPED_GEMM_EFFICIENCY["fp4"] == 0.40
     assert grouped_gemm_efficiency(B200, "fp8", default) == grouped_gemm_efficiency(GB300, "fp8", default) == 0.42
-    assert grouped_gemm_efficiency(GB200, "bf16", default) == default.compute_efficiency
+    assert grouped_gemm_efficiency(GB200, "bf16", default) == BLACKWELL_GROUPED_GEMM_EFFICIENCY["bf16"] == 0.39
+    assert grouped_gemm_efficiency(H100, "bf16", default) == default.compute_efficiency
     assert grouped_gemm_efficiency(H100, "fp8", default) == grouped_gemm_efficiency(H200, "fp8", default) == 0.6
     assert grouped_gemm_efficiency(GB200, "fp8", ThroughputOptions(compute_efficiency=0.3)) == pytest.approx(0.21)
 

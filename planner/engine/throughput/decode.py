@@ -477,7 +477,8 @@ class DecodeModel:
         if perf.is_moe and e_eff != o.compute_efficiency:
             notes.append(
                 f"Expert (grouped) GEMMs at {e_eff:.2g} of the {self.expert_fmt} peak on Blackwell (FlashInfer's NVFP4 "
-                "masked grouped GEMM at DeepSeek-V3's shapes, flashinfer#2503; FP8 1.9x slower, LMSYS GB200 Part II)."
+                "masked grouped GEMM at DeepSeek-V3's shapes, flashinfer#2503; FP8 1.9x slower, LMSYS GB200 Part II; "
+                "BF16 MegaMoE at EP8, flashinfer#4386)."
             )
         mla_fmt, mla_eff = mla_decode_efficiency(acc, self.kv_dtype, MLA_ATTENTION_EFFICIENCY)
         if self.attn_mla and (mla_fmt, mla_eff) != ("bf16", MLA_ATTENTION_EFFICIENCY):

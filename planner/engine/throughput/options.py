@@ -197,20 +197,25 @@ def _number(value: Any) -> bool:
 #:   B200 assumed, the GPU FlashInfer's Blackwell kernels are benchmarked on; on a GB200 it would be 0.36).
 #: * ``fp8`` 0.42: the same curve through LMSYS GB200 Part II's kernel comparison ("GEMM is up to 1.9x faster" in
 #:   NVFP4 than in FP8, MoE gate-up / down and o_proj): FP8 at 3,588 / 1.9 = 1,888 TFLOPS = 0.42 of 4,500.
-#: * ``bf16``: no Blackwell grouped-GEMM measurement at these shapes was found; bf16 experts keep
-#:   ``compute_efficiency``.
+#: * ``bf16`` 0.39: FlashInfer's SM100 BF16 CuTe DSL MegaMoE (flashinfer-ai/flashinfer#4386, merged 2026-08-19,
+#:   commit d3ff85a96; ``moe_ep_benchmark`` 2026-08-10, ``e2e_pipelined`` p50), 8 x B200 at EP8, DeepSeek-V3's
+#:   geometry (256 experts, top-8, hidden 7,168, intermediate 2,048), 8,192 tokens per rank (2,048 rows per local
+#:   expert): 6,504.4 us for 2 x 8,192 x 8 x 7,168 x 3 x 2,048 = 5.772e12 FLOPs = 887 TFLOPS = 0.39 of 2,250. The
+#:   timed region is the whole MoE layer (dispatch, gate-up, down, combine, pipelined), so the GEMMs alone are at
+#:   least this efficient. The same table's MXFP8 column, 3,288.5 us = 1,755 TFLOPS = 0.39 of 4,500, agrees with
+#:   the ``fp8`` figure within 7%.
 #:
-#: Both are taken relative to ``DEFAULT_COMPUTE_EFFICIENCY`` so that moving ``compute_efficiency`` (sensitivity)
+#: All are taken relative to ``DEFAULT_COMPUTE_EFFICIENCY`` so that moving ``compute_efficiency`` (sensitivity)
 #: moves them too. The curve flattens from ~1,000 rows per group (3,526 / 2,569 TFLOPS at 1,024), the decode
 #: regime of wide-EP DeepSeek (768-1,408 sequences per GPU over 48 ranks: 1,000-1,900 rows per expert); smaller
 #: groups are the tile model's (``gemm_tile_tokens``) business.
-BLACKWELL_GROUPED_GEMM_EFFICIENCY: dict[str, float] = {"fp4": 0.40, "fp8": 0.42}
+BLACKWELL_GROUPED_GEMM_EFFICIENCY: dict[str, float] = {"fp4": 0.40, "fp8": 0.42, "bf16": 0.39}
 
 
 def grouped_gemm_efficiency(accelerator: Accelerator, rate_format: str, options: ThroughputOptions) -> float:
     """Efficiency of the MoE expert (grouped) GEMMs at ``rate_format`` on ``accelerator``: on Blackwell the
     measured ``BLACKWELL_GROUPED_GEMM_EFFICIENCY`` scaled by ``compute_efficiency / DEFAULT_COMPUTE_EFFICIENCY``,
-    elsewhere (and for bf16) ``compute_efficiency``."""
+    elsewhere ``compute_efficiency``."""
     measured = BLACKWELL_GROUPED_GEMM_EFFICIENCY.get(rate_format) if is_datacentre_blackwell(accelerator.name) else None
     if measured is None:
         return options.compute_efficiency
