@@ -36,7 +36,10 @@ process's CPU time per request (the Django side only, less disturbed by other wo
 query count comes from one more request inside ``CaptureQueriesContext``, not timed. ``DEBUG`` is off, as in
 production, and the test environment is not set up (so templates are not instrumented).
 
-The target (p95 under 100 ms for every page) is reported, not enforced: the exit status is 0 unless the
+Before the pages, this month's spend report is computed and stored once as beat's ``planner.refresh_spend``
+does (its time printed: what the first spend read after a record change pays); the spend page then reads the
+stored report. The target (p95 under ``--target-p95-ms``, 100 ms by default; issue 30: 300 ms at 10,000
+deployments) is reported, not enforced: the exit status is 0 unless the
 setup or a page fails. ``--profile NAME`` (repeatable) prints the top of a cProfile of 5 requests of that page.
 """
 
@@ -157,6 +160,9 @@ def main() -> int:
     parser.add_argument("--polls", type=int, default=100_000)
     parser.add_argument("--plans", type=int, default=20, help="plans stored (one run for real)")
     parser.add_argument("--repeat", type=int, default=30, help="timed requests per page (after 2 warm-ups)")
+    parser.add_argument(
+        "--target-p95-ms", type=float, default=TARGET_P95_MS, help="p95 target (issue 30: 100 at 1,000, 300 at 10,000)"
+    )
     parser.add_argument("--profile", action="append", default=[], metavar="PAGE", help="cProfile this page")
     parser.add_argument(
         "--page-cache",
@@ -203,6 +209,15 @@ def main() -> int:
             + ", ".join(f"{k} {v:.1f} s" for k, v in data["timings"].items())
         )
 
+        from planner.spend import refresh_spend
+
+        t = time.perf_counter()
+        stored = refresh_spend()
+        print(
+            f"Stored spend: this month's report computed and stored in {time.perf_counter() - t:.2f} s "
+            f"({stored.clusters:,} clusters, {stored.lines:,} lines): what beat's planner.refresh_spend pays "
+            "every SPEND_STORED_S, and the first spend read after a record changes"
+        )
         print("Load average before measuring: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
         client = Client(HTTP_HOST="localhost")
         client.force_login(data["viewer"])
@@ -214,22 +229,24 @@ def main() -> int:
             r = results[-1]
             print(f"  measured {name:16} median {r['median']:8.1f} ms  p95 {r['p95']:8.1f} ms", flush=True)
 
-        print(f"\n{args.repeat} timed requests per page after {WARMUPS} warm-ups; target p95 < {TARGET_P95_MS:.0f} ms")
+        target = args.target_p95_ms
+        print(f"\n{args.repeat} timed requests per page after {WARMUPS} warm-ups; target p95 < {target:.0f} ms")
         print()
         print(
-            "| page | URL | median ms | p95 ms | max ms | CPU ms (median) | SQL queries | SQL ms | KB | p95 < 100 ms |"
+            "| page | URL | median ms | p95 ms | max ms | CPU ms (median) | SQL queries | SQL ms | KB | "
+            f"p95 < {target:.0f} ms |"
         )
         print("|---|---|---|---|---|---|---|---|---|---|")
         for r in results:
             url = r["url"] if len(r["url"]) <= 40 else r["url"][:37] + "..."
-            ok = "yes" if r["p95"] < TARGET_P95_MS else "**no**"
+            ok = "yes" if r["p95"] < target else "**no**"
             hx = " (HX-Request)" if r["name"].endswith("-partial") else ""
             print(
                 f"| {r['name']} | `{url}`{hx} | {r['median']:.1f} | {r['p95']:.1f} | {r['max']:.1f} | {r['cpu']:.1f} | "
                 f"{r['queries']} | {r['sql_ms']:.1f} | {r['kb']:.0f} | {ok} |"
             )
         print("Load average after measuring: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-        missed = [r["name"] for r in results if r["p95"] >= TARGET_P95_MS]
+        missed = [r["name"] for r in results if r["p95"] >= target]
         print(f"\nOver the target: {', '.join(missed)}" if missed else "\nEvery page meets the target.")
 
         by_name = {name: (url, headers) for name, url, headers in todo}

@@ -253,7 +253,14 @@ def figures_for(budget: Budget, report: dict[str, Any]) -> BudgetFigures:
     """``budget`` against a spend report (``planner.spend.spend_report``): its team's line
     (``by_team``) or its cluster's (``clusters``); nothing billed that month is 0."""
     if budget.cluster_id:
-        line = next((c for c in report["clusters"] if c["cluster"] == budget.cluster.slug), None)
+        # The spend page's report holds only its costliest clusters, and the budgeted ones apart.
+        shown = report.get("budget_clusters")
+        slug = budget.cluster.slug
+        line = (
+            shown.get(slug)
+            if shown is not None
+            else next((c for c in report["clusters"] if c["cluster"] == slug), None)
+        )
     else:
         line = report["by_team"].get(budget.team)
     month = month_text(report["year"], report["month"])

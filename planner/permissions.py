@@ -25,6 +25,8 @@ MODELS: tuple[str, ...] = (
     "decisionreview",
     "budget",
     "budgetalert",
+    "spendsnapshot",
+    "spendsnapshotline",
 )
 
 RUN_PLANS = frozenset({"add_plan", "change_plan"})
@@ -53,6 +55,8 @@ GRANTS_0004: dict[str, frozenset[str]] = _table(MODELS[:4])
 GRANTS_0005: dict[str, frozenset[str]] = _table(MODELS[:4], {"admin": frozenset({"cancel_any_plan"})})
 #: The table as migration 0006 applied it, before budgets (0010 applies ``GRANTS``).
 GRANTS_0006: dict[str, frozenset[str]] = _table(MODELS[:6], {"admin": frozenset({"cancel_any_plan"})})
+#: The table as migration 0010 applied it, before stored spend reports (0012 applies ``GRANTS``).
+GRANTS_0010: dict[str, frozenset[str]] = _table(MODELS[:8], {"admin": frozenset({"cancel_any_plan"})})
 VIEW_ALL = codenames(["view"], MODELS)
 #: role -> planner permission codenames.
 GRANTS: dict[str, frozenset[str]] = _table(MODELS, {"admin": frozenset({"cancel_any_plan"})})

@@ -4,6 +4,7 @@ warnings where a cluster is unpriced; a 12-month trend; CSV."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Callable
@@ -13,6 +14,9 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
 
 from fleet import page_cache
 from fleet.bills import Billed, billed_by_cluster
@@ -36,6 +40,7 @@ from planner.engine import (
     utilisation_from_polls,
 )
 from planner.headroom import stored_headroom, stored_headroom_rows
+from planner.models import Budget, SpendSnapshot, SpendSnapshotLine
 
 MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 
@@ -175,17 +180,107 @@ def spend_for(raw_month: str | None, today: date, pricing_kind: str = "on-demand
 
 
 def spend_report(raw_month: str | None, today: date, pricing_kind: str = "on-demand") -> dict[str, Any]:
-    """``spend_for(...).to_dict()``: computed once per version of the records it rests on and shared by
-    the page, the API and its CSV for ``fleet.page_cache.window_s()`` (the report is the same for everyone
-    allowed to read it). InputError with field names: a bad month."""
+    """``spend_for(...).to_dict()`` as stored (``stored_spend``): every cluster and deployment line, for the
+    API, its CSV and the budgets. InputError with field names: a bad month."""
+    snapshot = stored_spend(raw_month, today, pricing_kind)
+    rows = snapshot.line_rows.order_by("position").values_list("kind", "line")
+    report = dict(snapshot.summary)
+    report["clusters"], report["deployments"] = [], []
+    for kind, line in rows.iterator(chunk_size=2000):
+        report["clusters" if kind == SpendSnapshotLine.Kind.CLUSTER else "deployments"].append(line)
+    return report
+
+
+#: Cluster and deployment lines the spend page shows (the costliest); the API and the CSV carry every line.
+PAGE_LINES = 20
+PAGE_CLUSTERS = 25
+
+
+def spend_page(raw_month: str | None, today: date, pricing_kind: str = "on-demand") -> dict[str, Any]:
+    """What the spend page shows of the stored report: its summary, the ``PAGE_CLUSTERS`` costliest clusters
+    and the ``PAGE_LINES`` costliest deployment lines (spent + projected; unpriced last), each with its
+    left-out polls, and how many of each the report holds (the rest are in the CSV): one ordered, limited
+    query per table, nothing read per line the page does not show. InputError: a bad month."""
+    snapshot = stored_spend(raw_month, today, pricing_kind)
+    report = dict(snapshot.summary)
+    left_out = report["left_out_polls"]
+    report["clusters"] = _costliest(snapshot, [SpendSnapshotLine.Kind.CLUSTER], PAGE_CLUSTERS)
+    lines = _costliest(snapshot, [SpendSnapshotLine.Kind.DEPLOYMENT, SpendSnapshotLine.Kind.UNASSIGNED], PAGE_LINES)
+    report["lines"] = [
+        {**line, "left_out": left_out.get(line["name"]) if line["kind"] == "deployment" else None} for line in lines
+    ]
+    # A cluster budget's figures are its cluster's line, shown or not (planner.budgets.figures_for).
+    budgeted = Budget.objects.filter(cluster__isnull=False).values_list("cluster__slug", flat=True)
+    rows = snapshot.line_rows.filter(kind=SpendSnapshotLine.Kind.CLUSTER, name__in=list(budgeted))
+    report["budget_clusters"] = dict(rows.values_list("name", "line"))
+    report["cluster_count"], report["line_count"] = snapshot.clusters, snapshot.lines
+    report["more_clusters"] = snapshot.clusters - len(report["clusters"])
+    report["more_lines"] = snapshot.lines - len(lines)
+    return report
+
+
+def _costliest(snapshot: SpendSnapshot, kinds: list[str], limit: int) -> list[dict[str, Any]]:
+    rows = snapshot.line_rows.filter(kind__in=kinds).order_by(F("cost_usd").desc(nulls_last=True), "position")
+    return list(rows.values_list("line", flat=True)[:limit])
+
+
+def stored_spend(raw_month: str | None, today: date, pricing_kind: str = "on-demand") -> SpendSnapshot:
+    """The month's stored report (``planner.models.SpendSnapshot``), computed by ``spend_for_month`` and stored
+    first when there is none for the records' current version and ``today``, or when it is older than
+    ``settings.SPEND_STORED_S`` (what the version leaves out: the polls behind utilisation, a quote coming into
+    force at midnight). Beat's ``planner.refresh_answers`` stores this month's every few minutes
+    (``refresh_spend``), so a page finds it made. InputError with field names: a bad month."""
     year, month = month_or_error(raw_month, today)
-    parts = (month_text(year, month), pricing_kind, today.isoformat(), str(settings.BILL_VARIANCE_PCT))
-    return page_cache.shared(
-        "spend",
-        parts,
-        lambda: spend_for_month(year, month, today=today, pricing_kind=pricing_kind).to_dict(),
-        version=_spend_version,
-    )
+    text = month_text(year, month)
+    key = _spend_key(text, pricing_kind, today)
+    fresh_after = timezone.now() - timedelta(seconds=float(settings.SPEND_STORED_S))
+    found = SpendSnapshot.objects.filter(month=text, pricing_kind=pricing_kind, key=key, computed_at__gt=fresh_after)
+    snapshot = found.first()
+    if snapshot is None:
+        report = spend_for_month(year, month, today=today, pricing_kind=pricing_kind).to_dict()
+        snapshot = _store(text, pricing_kind, key, report)
+    return snapshot
+
+
+def refresh_spend(today: date | None = None) -> SpendSnapshot:
+    """Store this month's report anew (beat, with the stored answers): pages then read it made."""
+    today = today or timezone.now().date()
+    year, month = today.year, today.month
+    report = spend_for_month(year, month, today=today).to_dict()
+    return _store(month_text(year, month), "on-demand", _spend_key(month_text(year, month), "on-demand", today), report)
+
+
+def _spend_key(month: str, pricing_kind: str, today: date) -> str:
+    parts = (month, pricing_kind, today.isoformat(), str(settings.BILL_VARIANCE_PCT), _spend_version())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _store(month: str, pricing_kind: str, key: str, report: dict[str, Any]) -> SpendSnapshot:
+    """Replace the month's stored report by ``report`` (``SpendReport.to_dict()``) in one transaction."""
+    clusters, deployments = report["clusters"], report["deployments"]
+    summary = {k: v for k, v in report.items() if k not in ("clusters", "deployments")}
+    with transaction.atomic():
+        snapshot, _ = SpendSnapshot.objects.select_for_update().update_or_create(
+            month=month,
+            pricing_kind=pricing_kind,
+            defaults={
+                "key": key,
+                "computed_at": timezone.now(),
+                "summary": summary,
+                "clusters": len(clusters),
+                "lines": len(deployments),
+            },
+        )
+        snapshot.line_rows.all().delete()
+        rows = [
+            SpendSnapshotLine(
+                snapshot=snapshot, position=n, kind=line.get("kind", "cluster"), name=line["name"],
+                cost_usd=line.get("cost_usd"), line=line,
+            )
+            for n, line in enumerate([*clusters, *deployments])
+        ]  # fmt: skip
+        SpendSnapshotLine.objects.bulk_create(rows, batch_size=2000)
+    return snapshot
 
 
 def _spend_version() -> str:
@@ -376,25 +471,6 @@ def spend_for_month(
         months.append(result)
     billed = reconcile(result, billed_by_cluster(year, month), settings.BILL_VARIANCE_PCT) if detail else None
     return SpendReport(result, months, pricing_kind, left_out, billed)
-
-
-#: Deployment lines the spend page shows (the costliest); the API and the CSV carry every line.
-PAGE_LINES = 20
-
-
-def costliest_lines(data: dict[str, Any], limit: int = PAGE_LINES) -> tuple[list[dict[str, Any]], int]:
-    """The ``limit`` deployment lines of a report's ``to_dict()`` that cost most (spent + projected;
-    unpriced last), each with its left-out polls (``left_out``, or None), and how many lines are not
-    among them: the page renders these, the CSV has the rest."""
-    lines = data["deployments"]
-
-    def cost(line: dict[str, Any]) -> Decimal:
-        return Decimal(line["cost_usd"]) if line.get("cost_usd") is not None else Decimal(-1)
-
-    top = sorted(lines, key=cost, reverse=True)[:limit]
-    left_out = data["left_out_polls"]
-    shown = [{**line, "left_out": left_out.get(line["name"]) if line["kind"] == "deployment" else None} for line in top]
-    return shown, len(lines) - len(shown)
 
 
 #: The trend's closed months computed in this process, newest use last (``_trend_month``).

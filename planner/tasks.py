@@ -112,6 +112,26 @@ def refresh_answers(
     return refresh(deployments or [], workloads or [], served)
 
 
+# No retries: beat sends it every SPEND_STORED_S, and each run computes the month afresh (idempotent: the
+# same records and day store the same report).
+@shared_task(
+    name="planner.refresh_spend",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=600,
+    time_limit=660,
+    max_retries=0,
+)
+def refresh_spend(self) -> dict[str, object]:
+    """Store this month's spend report (``planner.spend.refresh_spend``): the spend page, its API and the
+    budgets then read it made instead of computing the fleet's month on a request."""
+    from planner.spend import refresh_spend as store
+
+    snapshot = store()
+    return {"month": snapshot.month, "clusters": snapshot.clusters, "lines": snapshot.lines}
+
+
 # No retries: beat sends it every BUDGET_CHECK_S (an hour), and each run looks at every budget afresh;
 # what a run could not deliver stays on its alert and is delivered by the next (planner.budgets).
 # Saving a budget sends one for that budget through the outbox.

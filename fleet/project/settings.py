@@ -368,6 +368,10 @@ POLL_CYCLE_S = 5.0
 #: is shared for at most, per version of its records (fleet/page_cache.py); 0: computed per request
 #: (the pages benchmark measures that way).
 PAGE_CACHE_S = float(os.environ.get("FLEETCAP_PAGE_CACHE_S", "5"))
+#: How long a stored spend report (planner.spend.stored_spend) is read before it is computed again although no
+#: record it rests on changed, in seconds: what changes it without a record (polls' utilisation, a quote coming
+#: into force) shows within this. Beat's refresh_answers stores this month's as often, so pages find it made.
+SPEND_STORED_S = float(os.environ.get("FLEETCAP_SPEND_STORED_S", "300"))
 #: Seconds between the budget checks beat sends (planner.check_budgets): an hour by default.
 BUDGET_CHECK_S = float(os.environ.get("FLEETCAP_BUDGET_CHECK_S", "3600"))
 CELERY_BEAT_SCHEDULE = {
@@ -384,6 +388,12 @@ CELERY_BEAT_SCHEDULE = {
     # Every deployment's capacity snapshot, every workload's breakeven and every decision's review,
     # recomputed in batches (planner.snapshots); changes send their own recomputation at once.
     "refresh-answers": {"task": "planner.refresh_answers", "schedule": 300.0, "options": {"expires": 600}},
+    # This month's spend report stored (planner.spend.stored_spend) as often as a stored one is read.
+    "refresh-spend": {
+        "task": "planner.refresh_spend",
+        "schedule": max(60.0, SPEND_STORED_S),
+        "options": {"expires": max(60.0, SPEND_STORED_S)},
+    },
     # Every budget's month end projected from the month's spend; an alert once per budget and month
     # (planner.budgets, docs/operations.md, "Budgets and alerts").
     "check-budgets": {

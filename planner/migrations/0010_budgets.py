@@ -5,7 +5,7 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 from fleet.permissions import create_permissions_now, grant
-from planner.permissions import GRANTS  # the table as this migration applies it
+from planner.permissions import GRANTS_0010 as GRANTS  # the table as this migration applies it
 
 
 def grant_roles(apps, schema_editor):

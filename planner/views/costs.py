@@ -26,7 +26,7 @@ from planner.forms import DecisionForm, DecisionTableForm, RecomputeForm, RentVs
 from planner.models import Decision, WorkloadBreakeven
 from planner.reviews import supersede_after_review
 from planner.snapshots import request_refresh
-from planner.spend import costliest_lines, spend_report
+from planner.spend import spend_page
 
 
 def _compare(form: RentVsApiForm) -> dict:
@@ -144,12 +144,11 @@ def spend(request: HttpRequest) -> HttpResponse:
     context: dict = {"month": month, "form": form}
     if form.is_valid():
         try:
-            data = spend_report(month, timezone.now().date())
+            data = spend_page(month, timezone.now().date())
         except FIELD_ERRORS as exc:
             add_service_errors(form, exc)
         else:
-            lines, more = costliest_lines(data)
-            context.update(spend=data, trend_chart=_trend_chart(data["trend"]), lines=lines, more_lines=more)
+            context.update(spend=data, trend_chart=_trend_chart(data["trend"]))
     return render(request, "planner/spend.html", context, status=400 if form.errors else 200)
 
 
