@@ -398,8 +398,9 @@ def spend_for_month(
     each day at the quote in force that day), projected after it (at today's quotes), per cluster,
     deployment (and each cluster's unassigned GPUs), team, provider and model; warnings where a
     quote is missing (``planner.engine.spend_month``). With ``trend``, the totals of the
-    ``TREND_MONTHS`` months ending with it as well. Without ``detail``, clusters and totals only (no
-    deployment lines, no utilisation: two queries fewer, for ``/metrics``).
+    ``TREND_MONTHS`` months ending with it as well (from the first month a cluster's history reaches).
+    Without ``detail``, clusters and totals only (no deployment lines, no utilisation: two queries
+    fewer, for ``/metrics``).
 
     The rate each day is the cluster's price in force (``planner.engine.price_in_force``: its
     provider's own quote for its SKU, else that provider's public list price); without either the
@@ -463,7 +464,9 @@ def spend_for_month(
         # A month that ended before today is the same until a cluster's history or a quote changes: its
         # key is both, whole (frozen records, hashed: a changed, added or deleted row is another key).
         inputs = (pricing_kind, frozenset(segments), frozenset(quotes), frozenset(owned.clusters.items()))
-        y, m = first_month
+        # From the first month a cluster was registered in (its dated history): no empty months before.
+        since = min((s.effective_from for s in segments), default=last)
+        y, m = max(first_month, (since.year, since.month))
         while (y, m) < (year, month):
             if (y, m) >= FIRST_MONTH:
                 months.append(_trend_month(inputs, segments, y, m, today, rate))

@@ -149,11 +149,10 @@ def test_unpriced_days_are_warnings_per_cluster_and_day_range_never_another_prov
     assert h["projected_cost_usd"] == "9600.00"
 
 
-def test_the_trend_covers_twelve_months_ending_with_the_one_asked(june):
+def test_the_trend_covers_twelve_months_ending_with_the_one_asked_from_the_first_with_a_cluster(june):
     trend = spend_for("2026-07", date(2026, 7, 10)).to_dict()["trend"]
-    assert [t["month"] for t in trend] == [f"2025-{m:02d}" for m in range(8, 13)] + [
-        f"2026-{m:02d}" for m in range(1, 8)
-    ]
+    # c8 came into service on 1 June 2026: no empty months before it (issue 28).
+    assert [t["month"] for t in trend] == ["2026-06", "2026-07"]
     assert trend[-2] == {
         "month": "2026-06",
         "status": "actual",
@@ -164,7 +163,11 @@ def test_the_trend_covers_twelve_months_ending_with_the_one_asked(june):
     }
     # July: 10 days spent (8 x 24 x 10 x 2.50 = 4,800), 21 projected (8 x 24 x 21 x 2.50 = 10,080)
     assert (trend[-1]["actual_cost_usd"], trend[-1]["projected_cost_usd"]) == ("4800.00", "10080.00")
-    assert trend[0]["actual_cost_usd"] == "0.00"  # before the cluster existed
+    # A year and more after: the twelve months ending with the one asked.
+    later = spend_for("2027-09", date(2026, 7, 10)).to_dict()["trend"]
+    assert [t["month"] for t in later] == [f"2026-{m:02d}" for m in range(10, 13)] + [
+        f"2027-{m:02d}" for m in range(1, 10)
+    ]
 
 
 def test_months_outside_the_range_are_refused(june):
@@ -212,7 +215,7 @@ def test_the_trends_closed_months_are_computed_once_until_a_history_or_a_quote_c
 
     monkeypatch.setattr(spend_module, "spend_month", counting)
     first = spend_for_month(2026, 9, today=date(2026, 9, 10))
-    assert len(calls) == 12  # September and the eleven months before it
+    assert len(calls) == 4  # September and the months before it from June, when c8 came into service
     trend = [(t.year, t.month, t.total.cost_usd) for t in first.trend]
     calls.clear()
     again = spend_for_month(2026, 9, today=date(2026, 9, 12))  # another day: the closed months stand
@@ -228,7 +231,7 @@ def test_the_trends_closed_months_are_computed_once_until_a_history_or_a_quote_c
     )
     calls.clear()
     changed = spend_for_month(2026, 9, today=date(2026, 9, 12))
-    assert len(calls) == 12
+    assert len(calls) == 4
     assert (changed.trend[-2].year, changed.trend[-2].month, changed.trend[-2].total.cost_usd) == (
         2026, 8, Decimal("17856.00"),  # 8 x 24 x 31 x 3.00
     )  # fmt: skip
@@ -237,7 +240,7 @@ def test_the_trends_closed_months_are_computed_once_until_a_history_or_a_quote_c
     june.save(effective_from=date(2026, 7, 1))
     calls.clear()
     spend_for_month(2026, 9, today=date(2026, 9, 12))
-    assert len(calls) == 12
+    assert len(calls) == 4
 
 
 def test_utilisation_reads_the_stored_capacity_and_says_when_it_is_not_computed(june):
