@@ -547,8 +547,8 @@ def why_text(candidate: dict[str, Any], layout: str) -> str:
         figures.append(f"TPOT {candidate['tpot_ms']:,.1f} ms")
     if candidate.get("ttft_ms") is not None:
         figures.append(f"TTFT {candidate['ttft_ms']:,.0f} ms")
-    detail = candidate.get("detail") or ""
     sku, lead = candidate.get("sku_name") or candidate.get("sku"), outcome_label(candidate.get("reason"))
+    detail = "" if candidate.get("detail") in (None, lead) else candidate["detail"]
     text = f"{lead}: {layout} on {candidate.get('gpus')} x {sku}, " + ", ".join(figures)
     return text + (f" ({detail})." if detail else ".")
 
@@ -626,6 +626,13 @@ def plan_prices(plan: Plan) -> list[dict[str, Any]]:
         }
         for slug, q in sorted((plan.options or {}).get("prices", {}).items(), key=lambda i: names.get(i[0], i[0]))
     ]
+
+
+def plan_skipped(plan: Plan) -> list[dict[str, str]]:
+    """The SKUs a plan skipped for want of a price (``options["skipped_without_quote"]``): ``name``, ``slug``."""
+    slugs = (plan.options or {}).get("skipped_without_quote") or []
+    names = dict(HardwareSku.objects.filter(slug__in=slugs).values_list("slug", "name")) if slugs else {}
+    return sorted(({"name": names.get(s, s), "slug": s} for s in slugs), key=lambda sku: sku["name"])
 
 
 #: The best configuration's figures a plan's summary keeps, with its ``layout`` as text.

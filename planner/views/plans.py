@@ -31,6 +31,7 @@ from planner.plans import (
     plan_counts,
     plan_prices,
     plan_ranking,
+    plan_skipped,
     ranking_csv_rows,
     submit_plan,
 )
@@ -108,7 +109,7 @@ def plan_detail(request: HtmxHttpRequest, pk: str) -> HttpResponse:
     context = {"plan": plan, "can_cancel": can_cancel, **_rows(plan)}
     if is_partial(request):
         return render(request, "planner/_plan_status.html", context)
-    context["prices"] = plan_prices(plan)
+    context["prices"], context["skipped"] = plan_prices(plan), plan_skipped(plan)
     others = Plan.objects.listed().filter(status=Plan.Status.DONE).exclude(pk=plan.pk)
     context["compare_with"] = others.select_related("model", "workload")[:COMPARE_CHOICES]
     return render(request, "planner/plan.html", context)

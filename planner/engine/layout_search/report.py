@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from ..throughput.options import ThroughputOptions
 from ..units import HOURS_PER_DAY, SECONDS_PER_HOUR, TOKENS_PER_MTOK
 from .evaluation import Record, SearchRun
-from .types import REJECTIONS, Candidate, PoolPlan, SearchResult
+from .types import REJECTIONS, Candidate, PoolPlan, SearchResult, outcome_label
 
 T = TypeVar("T")
 
@@ -135,7 +135,7 @@ def build_result(s: SearchRun, top_n: int, examples: int, options: ThroughputOpt
     top = []
     for n, r in enumerate(top_recs):
         if n == 0:
-            top.append(_candidate(s, r, None, r.detail or "the cheapest configuration that fits and meets both SLOs"))
+            top.append(_candidate(s, r, None, r.detail or outcome_label(None)))
             continue
         extra = r.usd_hour - best.usd_hour
         pct = extra / best.usd_hour * 100 if best.usd_hour else 0.0
