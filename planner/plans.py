@@ -766,7 +766,7 @@ def compare_plans(a: Plan, b: Plan) -> dict[str, Any]:
         ),
         ComparedFigure("Up to nodes per SKU", a.options.get("max_nodes"), b.options.get("max_nodes"), "int"),
         ComparedFigure(
-            "Prices", a.price_basis_name, b.price_basis_name, "text", a.price_basis_text, b.price_basis_text
+            "Price basis", a.price_basis_name, b.price_basis_name, "text", a.price_basis_text, b.price_basis_text
         ),
         ComparedFigure("Prices of", a.options.get("on"), b.options.get("on"), "text"),
         ComparedFigure(

@@ -92,11 +92,12 @@ def test_the_price_basis_is_on_the_list_the_header_and_the_compare_page(viewer, 
     assert PRICE_BASIS_NAMES["fleet"] in prices and "USD/GPU-hour" in prices
     compare = viewer.get(f"/plans/compare/?a={every.pk}&b={listed.pk}")
     figures = {f.label: f for f in compare.context["figures"] + compare.context["searched"]}
-    assert (figures["Prices"].a, figures["Prices"].b) == (PRICE_BASIS_NAMES["fleet"], PRICE_BASIS_NAMES["list"])
+    basis = figures["Price basis"]
+    assert (basis.a, basis.b) == (PRICE_BASIS_NAMES["fleet"], PRICE_BASIS_NAMES["list"]) and basis.differs
     html = compare.content.decode()
-    assert 'class="differs" data-figure="Prices"' in html and _raw_codes(html) == []
+    assert 'class="differs" data-figure="Price basis"' in html and _raw_codes(html) == []
     same = viewer.get(f"/plans/compare/?a={every.pk}&b={every.pk}").content.decode()
-    assert 'data-figure="Prices"' in same and 'class="differs" data-figure="Prices"' not in same
+    assert 'data-figure="Price basis"' in same and 'class="differs" data-figure="Price basis"' not in same
 
 
 @pytest.mark.django_db

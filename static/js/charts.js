@@ -92,7 +92,8 @@
       // and the Pareto frontier drawn as a line through its points in order of cost.
       const xy = (p) => ({ x: p[0], y: p[1] });
       return { type: "scatter", data: { datasets: [
-        { label: `Feasible configurations (${data.drawn} of ${data.feasible})`, data: data.points.map(xy),
+        { label: `Feasible configurations (${data.drawn.toLocaleString("en")} of ${data.feasible.toLocaleString("en")})`,
+          data: data.points.map(xy),
           backgroundColor: COLORS.point, pointRadius: 2 },
         { label: "Pareto frontier", data: data.frontier.map(xy), borderColor: COLORS.frontier,
           backgroundColor: COLORS.frontier, showLine: true, type: "line", pointRadius: 3, tension: 0 } ] },

@@ -42,7 +42,7 @@ def test_the_plan_chart_draws_every_kept_point_says_how_many_and_no_code_shows(o
     )
     points, frontier = drawn
     feasible, kept = plan.result["feasible"], len(plan.result["points"])
-    assert points["n"] == kept and points["label"] == f"Feasible configurations ({kept} of {feasible})"
+    assert points["n"] == kept and points["label"] == f"Feasible configurations ({kept:,} of {feasible:,})"
     assert frontier["n"] == len(plan.result["frontier"]) and frontier["line"]
     caption = page.inner_text("#pareto-caption")
     assert caption.startswith(f"{kept:,} of {feasible:,} feasible configurations drawn")
