@@ -455,7 +455,7 @@ class PlanTableForm(TableForm):
         Column("started", "Started", ("created",)),
         Column("model", "Model", ("model__name", "-created")),
         Column("workload", "Workload", ("workload__name", "-created")),
-        Column("prices", "Prices", ("options__price_basis", "-created")),
+        Column("prices", "Price basis", ("options__price_basis", "-created")),
         Column("status", "Status", ("status", "-created")),
         Column("progress", "Progress", ("progress", "-created"), numeric=True),
         Column("best", "Best configuration", ("summary__best__sku", "summary__best__gpus", "-created")),

@@ -31,16 +31,20 @@ from fleet.models import HardwareSku, ModelSpec, OutboxMessage, Workload
 from fleet.models.base import find_by_slug
 from fleet.prices import PriceBook
 from planner.engine import (
+    BEST,
     DEFAULT_PRICING_KIND,
     MODES,
+    REJECTIONS,
     EngineInputError,
     SearchCancelled,
     SkuOffer,
+    outcome_label,
     price_in_force,
     search,
 )
 from planner.engine import Workload as SearchWorkload
 from planner.models import Plan
+from planner.models.plans import PRICE_BASES
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +57,6 @@ MAX_PROGRESS_LOG = 40
 PLAN_KV_CACHE_DTYPES: tuple[str, ...] = ("bf16", "fp8")
 #: Nodes per SKU a plan may search up to (the search's cost grows with it; docs/layouts.md).
 MAX_NODES_LIMIT = 32
-#: Which prices a plan ranks by: each SKU's price in force (``planner.engine.price_in_force``: the
-#: cheapest provider's quote to the fleet, else the cheapest public list price; assumptions never),
-#: or the cheapest public list price in force per SKU (the catalogue's dated provider price lists;
-#: fleet/catalog/README.md). SKUs without one are skipped and named.
-PRICE_BASES: dict[str, str] = {
-    "fleet": "each SKU's price in force (a provider's quote to the fleet, else the cheapest public list price)",
-    "list": "the cheapest public list price in force (providers' published on-demand prices)",
-}
 
 
 @dataclass(frozen=True)
@@ -524,23 +520,26 @@ def layout_text(pool: dict | None) -> str:
 
 
 def configuration_row(candidate: dict, names: dict[str, str]) -> dict[str, Any]:
-    """A ranked configuration with its SKU's name and its layout (decode and prefill pools apart
-    for disaggregated serving; ``layout`` is both in one text)."""
+    """A ranked configuration with its SKU's name, its layout (decode and prefill pools apart for
+    disaggregated serving; ``layout`` is both in one text) and its outcome: ``outcome`` the code (``best``
+    or the ``reason``), ``label`` its sentence (``planner.engine.OUTCOMES``)."""
     decode, prefill = layout_text(candidate.get("decode")), layout_text(candidate.get("prefill"))
     layout = f"decode {decode}; prefill {prefill}" if prefill else decode
-    return {
+    row = {
         **candidate,
         "sku_name": names.get(candidate["sku"], candidate["sku"]),
         "decode_layout": decode,
         "prefill_layout": prefill,
         "layout": layout,
-        "why": why_text(candidate, layout),
+        "outcome": candidate.get("reason") or BEST,
+        "label": outcome_label(candidate.get("reason")),
     }
+    return row | {"why": why_text(row, layout)}
 
 
 def why_text(candidate: dict[str, Any], layout: str) -> str:
-    """A ranked configuration in one line: its outcome (the search's ``detail``) and what it costs and how fast
-    it is, rounded to their precision (USD/Mtok to the cent, TPOT to 0.1 ms, TTFT to the ms)."""
+    """A ranked configuration in one line: its outcome's sentence, what it costs and how fast it is, rounded
+    to their precision (USD/Mtok to the cent, TPOT to 0.1 ms, TTFT to the ms), and the search's ``detail``."""
     figures = []
     if candidate.get("usd_per_mtok") is not None:
         figures.append(f"{candidate['usd_per_mtok']:,.2f} USD/Mtok")
@@ -548,16 +547,92 @@ def why_text(candidate: dict[str, Any], layout: str) -> str:
         figures.append(f"TPOT {candidate['tpot_ms']:,.1f} ms")
     if candidate.get("ttft_ms") is not None:
         figures.append(f"TTFT {candidate['ttft_ms']:,.0f} ms")
-    lead = (
-        "Best"
-        if not candidate.get("reason")
-        else "Same cost as the best"
-        if candidate["reason"] == "same_cost"
-        else "Costs more"
-    )
-    detail = candidate.get("detail") or ""
-    text = f"{lead}: {layout} on {candidate.get('gpus')} x {candidate.get('sku')}, " + ", ".join(figures)
+    sku, lead = candidate.get("sku_name") or candidate.get("sku"), outcome_label(candidate.get("reason"))
+    detail = "" if candidate.get("detail") in (None, lead) else candidate["detail"]
+    text = f"{lead}: {layout} on {candidate.get('gpus')} x {sku}, " + ", ".join(figures)
     return text + (f" ({detail})." if detail else ".")
+
+
+def labelled(candidate: dict[str, Any], names: dict[str, str] | None = None) -> dict[str, Any]:
+    """A stored configuration with the sentence beside each outcome code: ``label`` its ``reason``'s (the
+    best's: ``best``), ``status_label`` its ``status``'s; with ``names``, its SKU's ``sku_name`` too."""
+    row = candidate | {"label": outcome_label(candidate.get("reason"))}
+    if candidate.get("status"):
+        row["status_label"] = outcome_label(candidate["status"])
+    if names is not None and candidate.get("sku"):
+        row["sku_name"] = names.get(candidate["sku"], candidate["sku"])
+    return row
+
+
+def labelled_result(result: dict[str, Any] | None, names: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """A stored search result with every outcome code in words beside it (``labelled``): each configuration
+    of ``best``, ``frontier``, ``top`` and ``near_misses``, and each ``rejected`` reason (its ``label``, its
+    examples). Read, never stored: the vocabulary is the engine's (``OUTCOMES``), plans of any age get it."""
+    if result is None:
+        return None
+    out = dict(result)
+    if result.get("best"):
+        out["best"] = labelled(result["best"], names)
+    for key in ("frontier", "top", "near_misses"):
+        out[key] = [labelled(c, names) for c in result.get(key) or []]
+    out["rejected"] = {
+        reason: info
+        | {"label": outcome_label(reason), "examples": [labelled(e, names) for e in info.get("examples") or []]}
+        for reason, info in (result.get("rejected") or {}).items()
+    }
+    return out
+
+
+def plan_chart(result: dict[str, Any]) -> dict[str, Any]:
+    """A done plan's cost-against-TPOT chart: its feasible configurations as ``[tpot_ms, usd_per_mtok]``
+    (``points``: the search's, all or thinned with the whole frontier kept; a plan from before they were
+    kept has only its ranking and frontier), the Pareto frontier, and a ``caption`` saying how many of
+    how many feasible configurations are drawn."""
+    frontier = [[c["tpot_ms"], c["usd_per_mtok"]] for c in result.get("frontier") or []]
+    feasible = result.get("feasible") or 0
+    if "points" in result:
+        points = [list(p) for p in result["points"]]
+        how = "" if len(points) >= feasible else ": every one on the Pareto frontier, the others chosen evenly by cost"
+    else:
+        seen: dict[tuple, None] = {}
+        for c in [*(result.get("top") or []), *(result.get("frontier") or [])]:
+            seen.setdefault((c["tpot_ms"], c["usd_per_mtok"]), None)
+        points = [list(p) for p in seen]
+        how = ": the ranking and the Pareto frontier (this plan ran before every point was kept)"
+    drawn = min(len(points), feasible)
+    caption = (
+        f"All {feasible:,} feasible configurations drawn."
+        if drawn >= feasible
+        else f"{drawn:,} of {feasible:,} feasible configurations drawn{how}."
+    )
+    return {"points": points, "frontier": frontier, "drawn": drawn, "feasible": feasible, "caption": caption}
+
+
+def plan_counts(result: dict[str, Any]) -> tuple[int, int]:
+    """The configurations a done plan considered, and of those the ones rejected (``REJECTIONS``)."""
+    rejected = result.get("rejected") or {}
+    count = sum((rejected.get(r) or {}).get("count", 0) for r in REJECTIONS)
+    return (result.get("feasible") or 0) + count, count
+
+
+def plan_prices(plan: Plan) -> list[dict[str, Any]]:
+    """Each SKU's price a plan used, by SKU name: ``name``, ``slug``, ``provider``, ``usd_per_gpu_hour``, ``basis``."""
+    names = {s.slug: s.name for s in plan.skus.all()}
+    return [
+        {
+            "name": names.get(slug, slug),
+            "slug": slug,
+            **{k: q.get(k) for k in ("provider", "usd_per_gpu_hour", "basis")},
+        }
+        for slug, q in sorted((plan.options or {}).get("prices", {}).items(), key=lambda i: names.get(i[0], i[0]))
+    ]
+
+
+def plan_skipped(plan: Plan) -> list[dict[str, str]]:
+    """The SKUs a plan skipped for want of a price (``options["skipped_without_quote"]``): ``name``, ``slug``."""
+    slugs = (plan.options or {}).get("skipped_without_quote") or []
+    names = dict(HardwareSku.objects.filter(slug__in=slugs).values_list("slug", "name")) if slugs else {}
+    return sorted(({"name": names.get(s, s), "slug": s} for s in slugs), key=lambda sku: sku["name"])
 
 
 #: The best configuration's figures a plan's summary keeps, with its ``layout`` as text.
@@ -602,13 +677,6 @@ def plan_ranking(plan: Plan) -> list[dict[str, Any]]:
     return [configuration_row(c, names) for c in (plan.result or {}).get("top", [])]
 
 
-def outcome_text(row: dict[str, Any]) -> str:
-    """A ranked configuration's outcome as the page words it."""
-    if row.get("reason") == "same_cost":
-        return "same cost as #1"
-    return row.get("reason") or "best"
-
-
 #: Columns of a plan's ranking CSV: (header, key of ``plan_ranking``'s rows).
 RANKING_CSV = (
     ("rank", None),
@@ -625,7 +693,8 @@ RANKING_CSV = (
     ("usd_per_gpu_hour", "usd_per_gpu_hour"),
     ("usd_per_hour", "usd_per_hour"),
     ("usd_per_mtok", "usd_per_mtok"),
-    ("outcome", None),
+    ("outcome", "outcome"),
+    ("outcome_label", "label"),
 )
 
 
@@ -634,37 +703,40 @@ def ranking_csv_rows(plan: Plan) -> tuple[list[str], list[list[Any]]]:
     rows = []
     for rank, row in enumerate(plan_ranking(plan), start=1):
         values = [row.get(key) for _, key in RANKING_CSV]
-        values[0], values[-1] = rank, outcome_text(row)
+        values[0] = rank
         rows.append(values)
     return [h for h, _ in RANKING_CSV], rows
 
 
 #: What the compare page puts side by side from each plan's best configuration: (label, key, how
-#: to print it). A row whose two values differ is highlighted.
+#: to print it, key of its hover text or ""). A row whose two values differ is highlighted.
 COMPARED = (
-    ("SKU", "sku_name", "text"),
-    ("Serving", "mode", "text"),
-    ("Layout", "layout", "text"),
-    ("GPUs", "gpus", "int"),
-    ("Nodes", "nodes", "int"),
-    ("KV cache", "kv_cache_dtype", "text"),
-    ("USD per million output tokens", "usd_per_mtok", "2"),
-    ("USD per hour", "usd_per_hour", "2"),
-    ("USD per GPU-hour", "usd_per_gpu_hour", "text"),
-    ("TTFT (ms)", "ttft_ms", "0"),
-    ("TPOT (ms)", "tpot_ms", "1"),
-    ("Output tokens/s per GPU", "tokens_per_s_per_gpu", "0"),
+    ("SKU", "sku_name", "text", "sku"),
+    ("Serving", "mode", "text", ""),
+    ("Layout", "layout", "text", ""),
+    ("GPUs", "gpus", "int", ""),
+    ("Nodes", "nodes", "int", ""),
+    ("KV cache", "kv_cache_dtype", "text", ""),
+    ("USD per million output tokens", "usd_per_mtok", "2", ""),
+    ("USD per hour", "usd_per_hour", "2", ""),
+    ("USD per GPU-hour", "usd_per_gpu_hour", "text", ""),
+    ("TTFT (ms)", "ttft_ms", "0", ""),
+    ("TPOT (ms)", "tpot_ms", "1", ""),
+    ("Output tokens/s per GPU", "tokens_per_s_per_gpu", "0", ""),
 )
 
 
 @dataclass(frozen=True)
 class ComparedFigure:
-    """One line of the comparison: the label, each plan's value, and whether they differ."""
+    """One line of the comparison: the label, each plan's value (``hint_*``: its slug or meaning, on hover),
+    and whether they differ."""
 
     label: str
     a: Any
     b: Any
     style: str
+    hint_a: str = ""
+    hint_b: str = ""
 
     @property
     def differs(self) -> bool:
@@ -681,23 +753,32 @@ def compare_plans(a: Plan, b: Plan) -> dict[str, Any]:
         best = (plan.result or {}).get("best")
         bests.append(configuration_row(best, names) if best else None)
     searched = [
-        ComparedFigure("Model", a.model.name, b.model.name, "text"),
-        ComparedFigure("Workload", a.workload.name, b.workload.name, "text"),
+        ComparedFigure("Model", a.model.name, b.model.name, "text", a.model.slug, b.model.slug),
+        ComparedFigure("Workload", a.workload.name, b.workload.name, "text", a.workload.slug, b.workload.slug),
         ComparedFigure("Status", a.status, b.status, "text"),
         ComparedFigure(
             "SKUs searched",
             ", ".join(sorted(s.name for s in a.skus.all())),
             ", ".join(sorted(s.name for s in b.skus.all())),
             "text",
+            ", ".join(sorted(s.slug for s in a.skus.all())),
+            ", ".join(sorted(s.slug for s in b.skus.all())),
         ),
         ComparedFigure("Up to nodes per SKU", a.options.get("max_nodes"), b.options.get("max_nodes"), "int"),
+        ComparedFigure(
+            "Price basis", a.price_basis_name, b.price_basis_name, "text", a.price_basis_text, b.price_basis_text
+        ),
         ComparedFigure("Prices of", a.options.get("on"), b.options.get("on"), "text"),
         ComparedFigure(
             "Feasible configurations", (a.result or {}).get("feasible"), (b.result or {}).get("feasible"), "int"
         ),
     ]
     best_a, best_b = bests
+    a_, b_ = best_a or {}, best_b or {}
     figures = [
-        ComparedFigure(label, (best_a or {}).get(key), (best_b or {}).get(key), style) for label, key, style in COMPARED
+        ComparedFigure(
+            label, a_.get(key), b_.get(key), style, a_.get(hint, "") if hint else "", b_.get(hint, "") if hint else ""
+        )
+        for label, key, style, hint in COMPARED
     ]
     return {"searched": searched, "figures": figures, "best_a": best_a, "best_b": best_b}

@@ -19,7 +19,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import NullIf
 from django.utils import timezone
 
-from fleet.models import Cluster, Deployment, ModelSpec
+from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
 from fleet.prices import PriceBook
 from planner.engine import DEFAULT_PRICING_KIND, MILLS, PriceInForce, quantize, weights_bytes
 from planner.headroom import Headroom, stored_headroom
@@ -69,6 +69,18 @@ def decision_csv_rows(rows: Iterable[Decision]) -> list[list[Any]]:
 def plans() -> QuerySet[Plan]:
     """Every plan with its model and workload, and its summary instead of its result (``Plan.objects.listed``)."""
     return Plan.objects.listed().select_related("model", "workload")
+
+
+def with_best_sku_names(rows: Iterable[Plan]) -> list[Plan]:
+    """The plans with ``best_sku_name``: the name of their best configuration's SKU (its summary keeps the
+    slug; one query for the page)."""
+    plans = list(rows)
+    slugs = {((p.summary or {}).get("best") or {}).get("sku") for p in plans} - {None}
+    names = dict(HardwareSku.objects.filter(slug__in=slugs).values_list("slug", "name")) if slugs else {}
+    for p in plans:
+        slug = ((p.summary or {}).get("best") or {}).get("sku")
+        p.best_sku_name = names.get(slug, slug)
+    return plans
 
 
 PLAN_CSV = (

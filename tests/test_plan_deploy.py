@@ -12,6 +12,7 @@ import pytest
 
 from fleet.models import Cluster, Deployment, HardwareSku, Provider
 from planner import plans as plan_service
+from planner.engine import OUTCOMES
 
 PLANS = "/api/v1/plans/"
 
@@ -34,7 +35,8 @@ def plan(platform_api, catalog_and_agent):
 def test_register_the_best_layout_and_get_its_launch_command(platform_api, plan):
     best = plan.result["top"][0]
     ranking = platform_api.get(f"{PLANS}{plan.pk}/").json()["ranking"]
-    assert ranking[0]["rank"] == 1 and ranking[0]["why"].startswith("Best: ") and ranking[0]["sku"] == best["sku"]
+    assert ranking[0]["rank"] == 1 and ranking[0]["sku"] == best["sku"]
+    assert ranking[0]["why"].startswith(f"{OUTCOMES['best']}: ") and ranking[0]["outcome"] == "best"
     assert all(row["why"] for row in ranking)
     r = platform_api.post(
         f"{PLANS}{plan.pk}/deploy/", {"rank": 1, "cluster": "h200s", "slug": "k3-best"}, format="json"

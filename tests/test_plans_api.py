@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 
 from fleet.models import Provider
 from planner import plans as plan_service
+from planner.engine import OUTCOMES
 from planner.models import Plan
 
 URL = "/api/v1/plans/"
@@ -104,7 +105,8 @@ def test_command_runs_the_same_search_with_a_progress_bar(setup):
     out = StringIO()
     call_command("plan", "agent", "--sku", "h200-141gb", "--sku", "b200-192gb", "--max-nodes", "4", stdout=out)
     text = out.getvalue()
-    assert "100%" in text and "candidates evaluated" in text and "best" in text
+    assert "100%" in text and "candidates evaluated" in text and OUTCOMES["best"] in text
+    assert f"{OUTCOMES['does_not_fit']}: " in text and "does_not_fit" not in text  # in words, as on the pages
     assert Plan.objects.get().status == "done"
     with pytest.raises(CommandError, match="workload"):
         call_command("plan", "nope", stdout=StringIO())

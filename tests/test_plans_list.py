@@ -11,9 +11,12 @@ from django.apps import apps
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from fleet.models import HardwareSku
 from planner import plans as plan_service
+from planner.engine import OUTCOMES
 from planner.models import Plan
-from planner.plans import PlanRequest, create_plan, execute_plan, plan_summary
+from planner.models.plans import PRICE_BASIS_NAMES
+from planner.plans import PlanRequest, create_plan, execute_plan, labelled_result, plan_summary
 
 #: What a query that reads the result column says (SQLite and PostgreSQL quote alike).
 RESULT_COLUMN = '"planner_plan"."result"'
@@ -73,7 +76,8 @@ def test_a_finished_search_stores_its_summary_with_its_result(done_plan):
     assert summary == plan_summary(done_plan.result, done_plan.options["prices"])
     # The best's price basis is its SKU's price as the plan priced it; "why" says it in one line.
     assert summary["best"]["price_basis"] == done_plan.options["prices"][best["sku"]]["basis"] in ("own", "list")
-    assert summary["best"]["why"].startswith(f"Best: {summary['best']['layout']} on {best['gpus']} x {best['sku']}, ")
+    lead = f"{OUTCOMES['best']}: {summary['best']['layout']} on {best['gpus']} x {best['sku']}, "
+    assert summary["best"]["why"].startswith(lead)
     assert f"TPOT {best['tpot_ms']:,.1f} ms" in summary["best"]["why"]
     assert summary["feasible"] == done_plan.result["feasible"] > 0
     for key in ("sku", "mode", "kv_cache_dtype", "gpus", "nodes", "usd_per_gpu_hour", "usd_per_mtok", "tpot_ms"):
@@ -134,7 +138,7 @@ def test_the_plan_itself_carries_its_result(viewer_api, done_plan):
     with CaptureQueriesContext(connection) as ctx:
         body = viewer_api.get(f"/api/v1/plans/{done_plan.pk}/").json()
     assert _reads_the_result(ctx)  # the check above sees a query that reads it
-    assert body["result"] == done_plan.result and body["summary"] == done_plan.summary
+    assert body["result"] == labelled_result(done_plan.result) and body["summary"] == done_plan.summary
     assert body["options"] == done_plan.options and body["progress_log"] == done_plan.progress_log
     assert body["request"]["price_basis"] == "fleet"
 
@@ -180,9 +184,10 @@ def test_the_plans_page_of_fifty_plans_shows_their_summaries_in_under_50_kb(view
         assert text.count(best["layout"]) == 50
         return
     assert len(r.context["rows"]) == 25 and text.count('name="plan"') == 25  # 25 rows a page, of 50
-    headline = f"{best['gpus']} \u00d7 {best['sku']} · {best['mode']} · {best['kv_cache_dtype']} KV · {best['layout']}"
+    sku = f'<span title="{best["sku"]}">{HardwareSku.objects.get(slug=best["sku"]).name}</span>'
+    headline = f"{best['gpus']} \u00d7 {sku} · {best['mode']} · {best['kv_cache_dtype']} KV · {best['layout']}"
     assert text.count(headline) == 25 and text.count(f">{best['usd_per_mtok']:.2f}</td>") == 25
-    assert "fleet" in text and 'data-sort-key="usd"' in text
+    assert text.count(f">{PRICE_BASIS_NAMES['fleet']}</td>") == 25 and 'data-sort-key="usd"' in text
 
 
 @pytest.mark.django_db

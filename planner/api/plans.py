@@ -20,7 +20,14 @@ from fleet.api.permissions import require
 from fleet.api.serializers import DeploymentSerializer, LaunchCommandSerializer
 from fleet.errors import ConflictError
 from planner.deploy import DeployRequest, deploy_from_plan
-from planner.engine import DEFAULT_ENGINE, MAX_CONTEXT_TOKENS, MODES, EngineInputError, Names, engine_names
+from planner.engine import (
+    DEFAULT_ENGINE,
+    MAX_CONTEXT_TOKENS,
+    MODES,
+    EngineInputError,
+    Names,
+    engine_names,
+)
 from planner.filters import PlanFilter
 from planner.models import Plan
 from planner.plans import (
@@ -29,6 +36,7 @@ from planner.plans import (
     PRICE_BASES,
     PlanRequest,
     cancel,
+    labelled_result,
     may_cancel,
     plan_ranking,
     submit_plan,
@@ -166,14 +174,21 @@ class RankingRowSerializer(serializers.Serializer):
     usd_per_mtok = serializers.FloatField(read_only=True)
     tpot_ms = serializers.FloatField(read_only=True)
     ttft_ms = serializers.FloatField(read_only=True)
+    outcome = serializers.CharField(read_only=True, help_text="`best`, or why it is not: `costs_more`, `same_cost`.")
+    label = serializers.CharField(read_only=True, help_text="The outcome in words (docs/api.md, Plans).")
     why = serializers.CharField(read_only=True, help_text="One line: outcome, cost and speed, rounded.")
 
 
 class PlanSerializer(PlanBriefSerializer):
     """A plan with everything: the list's fields, its options (with each SKU's price used), its
-    progress log, the ranking in brief (each row with ``why``) and, when done, its result."""
+    progress log, the ranking in brief (each row with ``why``) and, when done, its result (every
+    outcome code with its ``label`` beside it: ``planner.plans.labelled_result``)."""
 
     ranking = serializers.SerializerMethodField()
+    result = serializers.SerializerMethodField(
+        help_text="The search's result when done, else null; each outcome code (`reason`, `status`, a `rejected` "
+        "key) has its sentence beside it (`label`, `status_label`)."
+    )
 
     class Meta(PlanBriefSerializer.Meta):
         fields = (*PlanBriefSerializer.Meta.fields, "options", "progress_log", "ranking", "result")
@@ -181,8 +196,13 @@ class PlanSerializer(PlanBriefSerializer):
 
     @extend_schema_field(RankingRowSerializer(many=True))
     def get_ranking(self, plan: Plan) -> list[dict[str, Any]]:
-        keys = ("sku", "mode", "layout", "gpus", "kv_cache_dtype", "usd_per_mtok", "tpot_ms", "ttft_ms", "why")
+        keys = ("sku", "mode", "layout", "gpus", "kv_cache_dtype", "usd_per_mtok", "tpot_ms", "ttft_ms")
+        keys = (*keys, "outcome", "label", "why")
         return [{"rank": n, **{k: row.get(k) for k in keys}} for n, row in enumerate(plan_ranking(plan), start=1)]
+
+    @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": True})
+    def get_result(self, plan: Plan) -> dict[str, Any] | None:
+        return labelled_result(plan.result)
 
 
 class PlanSubmittedSerializer(PlanSerializer):

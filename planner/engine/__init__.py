@@ -108,12 +108,17 @@ from planner.engine.hf_config import ImportedModel, model_record_from_config
 from planner.engine.hf_config.finite import finite_config
 from planner.engine.launch import LAUNCH_RELEASES, LaunchCommand, LaunchRequest
 from planner.engine.layout_search import (
+    BEST,
+    FEASIBLE,
     MODES,
+    OUTCOMES,
     REASONS,
+    REJECTIONS,
     SearchCancelled,
     SearchResult,
     SkuOffer,
     Workload,
+    outcome_label,
     replica_layouts,
     search,
 )
@@ -228,6 +233,7 @@ from planner.engine.weight_parts import parts_errors as weight_parts_errors
 
 __all__ = [
     "ACCELERATOR_RECORD_FIELDS",
+    "BEST",
     "CACHE_DTYPES",
     "CACHE_MODES",
     "CURVE_CONTEXTS",
@@ -240,6 +246,7 @@ __all__ = [
     "DEFAULT_STATE_POOL_RATIO",
     "DEFAULT_USEFUL_LIFE_MONTHS",
     "DEFAULT_WEIGHT_FORMAT",
+    "FEASIBLE",
     "GB",
     "GENERIC",
     "GENERIC_OPTIONS",
@@ -270,9 +277,11 @@ __all__ = [
     "MONTH_LABEL",
     "NEWEST_SGLANG",
     "NEWEST_VLLM",
+    "OUTCOMES",
     "PRICE_BASES",
     "PRICING_KINDS",
     "REASONS",
+    "REJECTIONS",
     "RETENTIONS",
     "SECONDS_PER_DAY",
     "SECONDS_PER_HOUR",
@@ -364,6 +373,7 @@ __all__ = [
     "month_label",
     "next_quote_change",
     "observed_volume",
+    "outcome_label",
     "owned_price",
     "parse_layer_groups",
     "parse_startup_log",

@@ -10,6 +10,17 @@ from django.urls import reverse
 
 from fleet.models import ModelSpec, Workload
 
+#: Which prices a plan ranks by: each SKU's price in force (``planner.engine.price_in_force``: the
+#: cheapest provider's quote to the fleet, else the cheapest public list price; assumptions never),
+#: or the cheapest public list price in force per SKU (the catalogue's dated provider price lists;
+#: fleet/catalog/README.md). SKUs without one are skipped and named.
+PRICE_BASES: dict[str, str] = {
+    "fleet": "each SKU's price in force (a provider's quote to the fleet, else the cheapest public list price)",
+    "list": "the cheapest public list price in force (providers' published on-demand prices)",
+}
+#: Each price basis by name, as lists, a plan's header and the compare page show it.
+PRICE_BASIS_NAMES: dict[str, str] = {"fleet": "Fleet prices in force", "list": "Public list prices"}
+
 
 class PlanQuerySet(models.QuerySet):
     def listed(self) -> PlanQuerySet:
@@ -87,6 +98,16 @@ class Plan(models.Model):
 
     @property
     def price_basis(self) -> str:
-        """Which prices the plan ranked by (``planner.plans.PRICE_BASES``; plans from before the
+        """Which prices the plan ranked by (``PRICE_BASES``; plans from before the
         choice existed ranked by the fleet's)."""
         return (self.options or {}).get("price_basis") or "fleet"
+
+    @property
+    def price_basis_name(self) -> str:
+        """The price basis by name (``PRICE_BASIS_NAMES``)."""
+        return PRICE_BASIS_NAMES.get(self.price_basis, self.price_basis)
+
+    @property
+    def price_basis_text(self) -> str:
+        """What the price basis means (``PRICE_BASES``)."""
+        return PRICE_BASES.get(self.price_basis, "")

@@ -22,7 +22,19 @@ from planner.deploy import DeployRequest, clusters_for, deploy_from_plan, ranked
 from planner.engine import DEFAULT_ENGINE
 from planner.forms import PlanCompareForm, PlanDeployForm, PlanForm, PlanTableForm
 from planner.models import Plan
-from planner.plans import cancel, compare_plans, may_cancel, plan_ranking, ranking_csv_rows, submit_plan
+from planner.plans import (
+    cancel,
+    compare_plans,
+    labelled_result,
+    may_cancel,
+    plan_chart,
+    plan_counts,
+    plan_prices,
+    plan_ranking,
+    plan_skipped,
+    ranking_csv_rows,
+    submit_plan,
+)
 
 #: Finished plans offered to compare with on a plan's page.
 COMPARE_CHOICES = 20
@@ -35,7 +47,7 @@ def plan_list(request: HtmxHttpRequest, form: PlanForm | None = None, status: in
     the table alone for HTMX."""
     table = PlanTableForm(request.GET)
     page = table.paginate(table.apply(tables.plans()))
-    context = table_context(table, page, page.object_list)
+    context = table_context(table, page, tables.with_best_sku_names(page.object_list))
     if is_partial(request) and form is None:
         return render(request, "planner/_plans_table.html", context)
     context["form"] = form or PlanForm()
@@ -73,20 +85,16 @@ def plan_start(request: HttpRequest) -> HttpResponse:
 
 
 def _rows(plan: Plan) -> dict:
-    """Chart and table data from a finished plan's result: each ranked configuration with its SKU's
-    name and its layout (``planner.plans.plan_ranking``)."""
-    result = plan.result or {}
-    frontier = [{"x": c["tpot_ms"], "y": c["usd_per_mtok"]} for c in result.get("frontier", [])]
-    points = [{"x": c["tpot_ms"], "y": c["usd_per_mtok"]} for c in result.get("top", [])]
-    rejected = result.get("rejected") or {}
-    losing = {r: v for r, v in rejected.items() if r not in ("costs_more", "same_cost")}
-    considered = result.get("feasible", 0) + sum(v.get("count", 0) for v in losing.values())
+    """Chart and table data from a finished plan's result, every outcome in words and every SKU by name
+    (``planner.plans``: ``labelled_result``, ``plan_chart``, ``plan_ranking``, ``plan_counts``)."""
+    result = labelled_result(plan.result, {s.slug: s.name for s in plan.skus.all()}) or {}
+    considered, rejected = plan_counts(result)
     return {
-        "chart": {"frontier": frontier, "points": points},
+        "chart": plan_chart(result),
         "result": result,
         "ranking": plan_ranking(plan),
         "considered": considered,
-        "rejected_count": considered - result.get("feasible", 0),
+        "rejected_count": rejected,
     }
 
 
@@ -101,6 +109,7 @@ def plan_detail(request: HtmxHttpRequest, pk: str) -> HttpResponse:
     context = {"plan": plan, "can_cancel": can_cancel, **_rows(plan)}
     if is_partial(request):
         return render(request, "planner/_plan_status.html", context)
+    context["prices"], context["skipped"] = plan_prices(plan), plan_skipped(plan)
     others = Plan.objects.listed().filter(status=Plan.Status.DONE).exclude(pk=plan.pk)
     context["compare_with"] = others.select_related("model", "workload")[:COMPARE_CHOICES]
     return render(request, "planner/plan.html", context)

@@ -87,10 +87,16 @@
                   y: { beginAtZero: true, title: { display: true, text: "USD per month" } } } } };
     },
     pareto(data) {
+      // Every feasible configuration the plan kept (planner.plans.plan_chart: all, or thinned with the whole
+      // frontier kept; the caption beside the canvas says how many of how many), as [tpot_ms, usd_per_mtok],
+      // and the Pareto frontier drawn as a line through its points in order of cost.
+      const xy = (p) => ({ x: p[0], y: p[1] });
       return { type: "scatter", data: { datasets: [
-        { label: "Feasible configurations", data: data.points, backgroundColor: COLORS.point },
-        { label: "Pareto frontier", data: data.frontier, borderColor: COLORS.frontier, backgroundColor: COLORS.frontier,
-          showLine: true, type: "line" } ] },
+        { label: `Feasible configurations (${data.drawn.toLocaleString("en")} of ${data.feasible.toLocaleString("en")})`,
+          data: data.points.map(xy),
+          backgroundColor: COLORS.point, pointRadius: 2 },
+        { label: "Pareto frontier", data: data.frontier.map(xy), borderColor: COLORS.frontier,
+          backgroundColor: COLORS.frontier, showLine: true, type: "line", pointRadius: 3, tension: 0 } ] },
         options: { animation: false, parsing: false,
           scales: { x: { title: { display: true, text: "TPOT (ms)" } },
                     y: { title: { display: true, text: "USD per million output tokens" } } } } };

@@ -31,7 +31,7 @@ from ..throughput.perf import cached_model_perf
 from ..throughput.prefill import PrefillModel
 from ..units import GB, ceil_div
 from .space import gpu_counts, replica_layouts
-from .types import MODES, REASONS, ProgressCallback, SearchCancelled, SkuOffer, Workload, design_concurrency
+from .types import MODES, REJECTIONS, ProgressCallback, SearchCancelled, SkuOffer, Workload, design_concurrency
 
 
 class PricedOffer:
@@ -165,7 +165,7 @@ class Record:
         self.p_step: float | None = None
 
     def reject(self, status: str, detail: str) -> Record:
-        """Mark the configuration rejected for ``status`` (a reason of ``REASONS``); returns itself."""
+        """Mark the configuration rejected for ``status`` (one of ``REJECTIONS``); returns itself."""
         self.status, self.detail = status, detail
         return self
 
@@ -211,7 +211,7 @@ class SearchRun:
         self.C = design_concurrency(workload)
         self.tpot_slo, self.ttft_slo = workload.tpot_slo_ms / 1e3, workload.ttft_slo_ms / 1e3
         self.recs: list[Record] = []
-        self.counts = dict.fromkeys(REASONS[:3], 0)
+        self.counts = dict.fromkeys(REJECTIONS, 0)
         self.enumerated = self.evaluated = self.pruned = self.pairs = 0
         self.decode_evals = self.prefill_evals = 0
         self.prefill_layouts: dict[tuple[int, str], dict[int, int]] = {}

@@ -15,9 +15,12 @@ from typing import Any, TypeVar
 from ..throughput.options import ThroughputOptions
 from ..units import HOURS_PER_DAY, SECONDS_PER_HOUR, TOKENS_PER_MTOK
 from .evaluation import Record, SearchRun
-from .types import REASONS, Candidate, PoolPlan, SearchResult
+from .types import REJECTIONS, Candidate, PoolPlan, SearchResult, outcome_label
 
 T = TypeVar("T")
+
+#: The most feasible configurations a result draws beside its frontier (``SearchResult.points``).
+MAX_CHART_POINTS = 500
 
 
 def pareto_front(items: Iterable[T], x: Callable[[T], float], y: Callable[[T], float]) -> list[T]:
@@ -81,6 +84,24 @@ def _candidate(s: SearchRun, rec: Record, reason: str | None, detail: str | None
     )
 
 
+def spread(items: list[T], keep: list[T], limit: int) -> list[T]:
+    """``items`` thinned honestly: every one of ``keep`` (e.g. the frontier), and the others chosen evenly
+    (in the order given) up to ``limit`` in all (all of them when they fit)."""
+    if len(items) <= limit:
+        return list(items)
+    kept = {id(i) for i in keep}
+    rest = [i for i in items if id(i) not in kept]
+    room = max(0, limit - len(kept))
+    chosen = {id(rest[k * len(rest) // room]) for k in range(room)} if room else set()
+    return [i for i in items if id(i) in kept or id(i) in chosen]
+
+
+def _point(s: SearchRun, rec: Record) -> tuple[float, float]:
+    """A feasible configuration as the chart draws it: (TPOT ms, USD per million output tokens), 5 digits."""
+    usd_mtok = rec.usd_hour * HOURS_PER_DAY / (s.w.output_tokens_per_day / TOKENS_PER_MTOK)
+    return float(f"{rec.tpot * 1e3:.5g}"), float(f"{usd_mtok:.5g}")
+
+
 def _distinct(recs: Iterable[Record], key: Callable[[Record], Any], n: int) -> list[Record]:
     """The first ``n`` records with distinct ``key`` (in the order given)."""
     seen: set[Any] = set()
@@ -114,7 +135,7 @@ def build_result(s: SearchRun, top_n: int, examples: int, options: ThroughputOpt
     top = []
     for n, r in enumerate(top_recs):
         if n == 0:
-            top.append(_candidate(s, r, None, r.detail or "the cheapest configuration that fits and meets both SLOs"))
+            top.append(_candidate(s, r, None, r.detail or outcome_label(None)))
             continue
         extra = r.usd_hour - best.usd_hour
         pct = extra / best.usd_hour * 100 if best.usd_hour else 0.0
@@ -125,6 +146,7 @@ def build_result(s: SearchRun, top_n: int, examples: int, options: ThroughputOpt
             top.append(_candidate(s, r, "costs_more", f"+{extra:,.2f} USD/hour vs the best (+{pct:.0f}%)"))
     front = pareto_front(feasible, lambda r: r.usd_hour, lambda r: r.tpot)
     frontier = [_candidate(s, r, None if r is best else _dearer(r, best)) for r in front]
+    points = tuple(_point(s, r) for r in spread(order, front, MAX_CHART_POINTS))
     # near misses: cheaper than the best but lost; fitting ones first, then the closest in cost
     limit = best.usd_hour if best else math.inf
     losers = sorted(
@@ -133,7 +155,7 @@ def build_result(s: SearchRun, top_n: int, examples: int, options: ThroughputOpt
     )
     near = [_candidate(s, r, r.status) for r in _distinct(losers, lambda r: (r.offer, r.mode, r.gpus), top_n)]
     rejected: dict[str, tuple[int, tuple[Candidate, ...]]] = {}
-    for reason in REASONS[:3]:
+    for reason in REJECTIONS:
         group = sorted((r for r in s.recs if r.status == reason), key=lambda r: -r.usd_hour)
         picks = _distinct(group, lambda r: (r.offer, r.mode), examples)
         rejected[reason] = (s.counts[reason], tuple(_candidate(s, r, reason) for r in picks))
@@ -160,6 +182,7 @@ def build_result(s: SearchRun, top_n: int, examples: int, options: ThroughputOpt
         feasible=len(feasible),
         best=top[0] if top else None,
         frontier=tuple(frontier),
+        points=points,
         top=tuple(top),
         near_misses=tuple(near),
         rejected=rejected,

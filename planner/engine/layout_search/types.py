@@ -18,8 +18,28 @@ from ..throughput.options import ThroughputOptions
 from ..units import SECONDS_PER_DAY
 
 MODES: tuple[str, ...] = ("aggregated", "disaggregated")
-REASONS: tuple[str, ...] = ("does_not_fit", "misses_ttft", "misses_tpot", "costs_more", "same_cost")
+#: Why a configuration is not the pick: three rejections (a ``status``) then two losses of a feasible one.
+REJECTIONS: tuple[str, ...] = ("does_not_fit", "misses_ttft", "misses_tpot")
+REASONS: tuple[str, ...] = (*REJECTIONS, "costs_more", "same_cost")
+#: The pick's outcome (``reason`` is ``None``) and a feasible configuration's ``status``.
+BEST, FEASIBLE = "best", "feasible"
+#: Every outcome in words, one sentence per code (no final stop: the prose around it punctuates); the
+#: only place they are worded (pages show these, the API and CSV give each beside its code).
+OUTCOMES: dict[str, str] = {
+    BEST: "The cheapest that fits and meets both SLOs",
+    FEASIBLE: "Fits and meets both SLOs",
+    "does_not_fit": "Does not fit in GPU memory at the p95 context, or not within the GPU cap",
+    "misses_ttft": "Misses the time-to-first-token SLO",
+    "misses_tpot": "Misses the time-per-output-token SLO",
+    "costs_more": "Meets both SLOs but costs more than the best",
+    "same_cost": "Costs the same as the best but is slower",
+}
 ProgressCallback = Callable[[int, int], "bool | None"]
+
+
+def outcome_label(code: str | None) -> str:
+    """The sentence for an outcome code (``OUTCOMES``; ``None`` is the best)."""
+    return OUTCOMES.get(code or BEST, code or BEST)
 
 
 class SearchCancelled(Exception):
@@ -212,7 +232,9 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """Everything ``search()`` found. ``rejected`` maps a reason to ``(count, examples)``."""
+    """Everything ``search()`` found. ``rejected`` maps a reason to ``(count, examples)``; ``points`` are
+    feasible configurations to draw, ``(tpot_ms, usd_per_mtok)``: all of them, or when there are more than
+    ``report.MAX_CHART_POINTS``, every one on the frontier and the others chosen evenly by cost."""
 
     model: str
     workload: Workload
@@ -230,6 +252,7 @@ class SearchResult:
     feasible: int
     best: Candidate | None
     frontier: tuple[Candidate, ...]
+    points: tuple[tuple[float, float], ...]
     top: tuple[Candidate, ...]
     near_misses: tuple[Candidate, ...]
     rejected: dict[str, tuple[int, tuple[Candidate, ...]]]
@@ -255,6 +278,7 @@ class SearchResult:
             "feasible": self.feasible,
             "best": None if self.best is None else self.best.to_dict(),
             "frontier": [c.to_dict() for c in self.frontier],
+            "points": [list(p) for p in self.points],
             "top": [c.to_dict() for c in self.top],
             "near_misses": [c.to_dict() for c in self.near_misses],
             "rejected": {

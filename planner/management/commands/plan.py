@@ -8,7 +8,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.errors import InputError, describe
-from planner.engine import MODES
+from planner.engine import MODES, outcome_label
 from planner.plans import PLAN_KV_CACHE_DTYPES, PlanRequest, RunInterrupted, create_plan, execute_plan
 
 
@@ -64,9 +64,9 @@ class Command(BaseCommand):
             speed = f"{c['tpot_ms']:>10.1f}{c['ttft_ms']:>10.0f}"
             cost = f"{c['usd_per_mtok']:>10.2f}{float(c['usd_per_hour']):>9.2f}"
             what = f"{c['sku']:<16}{c['mode']:<14}{c['gpus']:>6}{c['kv_cache_dtype']:>6}"
-            w(f"{what}{speed}{cost}  {c.get('reason') or 'best'}")
+            w(f"{what}{speed}{cost}  {outcome_label(c.get('reason'))}")
         for reason, info in r.get("rejected", {}).items():
-            w(f"  rejected, {reason}: {info['count']:,}")
+            w(f"  {outcome_label(reason)}: {info['count']:,}")
 
 
 class ProgressBar:
