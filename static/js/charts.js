@@ -1,6 +1,8 @@
 /* fleetcap charts: draws every <canvas data-chart="..." data-source="json-script-id">, on load and
-   after each HTMX swap. Every chart's numbers are also in a table next to it. Chart.js is vendored
-   under static/vendor/chartjs/. */
+   after each HTMX swap. Every chart's numbers come from the server (json_script) and are also in a
+   table next to it. Chart.js is vendored under static/vendor/chartjs/. A canvas alone in a
+   <div class="chart"> (static/css/app.css gives the box its height) fills that box and follows its
+   width (``sized``, used by every chart of this file). */
 (function () {
   "use strict";
   const COLORS = { weights: "#4a5a80", runtime: "#8f6bb3", state: "#d08c2e", kv: "#2f8f6b", free: "#d7dce6",
@@ -8,6 +10,13 @@
                    point: "#2856d8", frontier: "#c53030",
                    memory: "#2f8f6b", compute: "#4a5a80", communication: "#d08c2e", overhead: "#8f6bb3",
                    gpu: "#c53030", mark: "#8f6bb3" };
+
+  function sized(canvas, config) {
+    // Chart.js responsive; in a sized <div class="chart"> the box's height, not an aspect ratio.
+    const boxed = !!canvas.parentElement && canvas.parentElement.classList.contains("chart");
+    config.options = Object.assign({ responsive: true }, config.options, boxed ? { maintainAspectRatio: false } : {});
+    return config;
+  }
 
   function readJSON(id) {
     const el = id && document.getElementById(id);
@@ -32,7 +41,7 @@
         scales.mark = { type: "linear", min: 0, max: 1, display: false };
       }
       return { type: "bar", data: { labels: ["GiB per GPU"], datasets },
-               options: { indexAxis: "y", animation: false, responsive: true, scales } };
+               options: { indexAxis: "y", animation: false, scales } };
     },
     breakdown(data) {
       // One decode step's parts (ms), as planner.estimates.breakdown gives them.
@@ -42,7 +51,7 @@
         type: "bar",
         data: { labels: ["ms per decode step"], datasets: parts.map((p) => ({ label: labels[p], data: [data[p + "_ms"]],
           backgroundColor: COLORS[p] })) },
-        options: { indexAxis: "y", animation: false, responsive: true,
+        options: { indexAxis: "y", animation: false,
           scales: { x: { stacked: true, title: { display: true, text: "ms" } }, y: { stacked: true } } },
       };
     },
@@ -120,12 +129,12 @@
       if (!build || data === null) return;
       const existing = Chart.getChart(canvas);
       if (existing) existing.destroy();
-      new Chart(canvas, build(data, canvas));
+      new Chart(canvas, sized(canvas, build(data, canvas)));
       canvas.dataset.drawn = "1";
     });
   }
 
-  window.fleetcapCharts = { draw };
+  window.fleetcapCharts = { draw, sized };
   document.addEventListener("DOMContentLoaded", () => draw(document));
   document.addEventListener("htmx:afterSettle", (event) => draw(event.target));
 })();
@@ -144,16 +153,16 @@
       const existing = Chart.getChart(canvas);
       if (existing) existing.destroy();
       const unpriced = new Set(data.incomplete || []);
-      new Chart(canvas, {
+      new Chart(canvas, window.fleetcapCharts.sized(canvas, {
         type: "bar",
         data: { labels: data.labels.map((m) => (unpriced.has(m) ? m + " (unpriced days)" : m)), datasets: [
           { label: "Spent (USD)", data: data.actual, backgroundColor: "#2856d8", stack: "usd" },
           { label: "Projected (USD)", data: data.projected, backgroundColor: "rgba(40, 86, 216, 0.25)",
             borderColor: "#2856d8", borderWidth: 1, borderDash: [4, 3], stack: "usd" },
         ] },
-        options: { animation: false, responsive: true, aspectRatio: 3,
+        options: { animation: false,
           scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, title: { display: true, text: "USD" } } } },
-      });
+      }));
       canvas.dataset.drawn = "1";
     });
   }
@@ -180,7 +189,7 @@
       const marker = data.labels.map((_, i) => (i === data.choice ? data.reuse_percent[i] : null));
       const existing = Chart.getChart(canvas);
       if (existing) existing.destroy();
-      new Chart(canvas, {
+      new Chart(canvas, window.fleetcapCharts.sized(canvas, {
         data: {
           labels,
           datasets: [
@@ -195,7 +204,6 @@
         },
         options: {
           animation: false,
-          responsive: true,
           scales: {
             x: { title: { display: true, text: "block size (tokens)" } },
             y: { beginAtZero: true, suggestedMax: 100, title: { display: true, text: "% of prompt tokens" } },
@@ -203,7 +211,7 @@
                       title: { display: true, text: "GiB per GPU" } },
           },
         },
-      });
+      }));
       canvas.dataset.drawn = "1";
       canvas.dataset.choice = data.choice === null ? "" : String(data.labels[data.choice]);
     });
