@@ -106,9 +106,13 @@
     },
     timeseries(data) {
       // ``data.axes`` (optional): one y axis per unit, e.g. TTFT on the left and TPOT on the right, each
-      // series naming its own (``axis``) with its SLO drawn as a flat series on the same axis.
+      // series naming its own (``axis``) with its SLO drawn as a flat series on the same axis. An SLO
+      // (``slo``) is drawn above the data (Chart.js draws the lowest ``order`` last), thicker; the points
+      // past it (``marks``, chosen by the view) as triangles without a line.
       const datasets = data.series.map((s) => ({ label: s.label, data: s.values, yAxisID: s.axis || "y",
-        borderColor: s.color, backgroundColor: s.color, borderDash: s.dash || [], pointRadius: 0, spanGaps: true }));
+        borderColor: s.color, backgroundColor: s.color, borderDash: s.dash || [], spanGaps: !s.marks,
+        order: s.slo ? 0 : s.marks ? 1 : 2, borderWidth: s.slo ? 3 : 2, showLine: !s.marks,
+        pointRadius: s.marks ? 5 : 0, pointStyle: s.marks ? "triangle" : "circle" }));
       let scales = { y: { beginAtZero: true, title: { display: !!data.unit, text: data.unit } } };
       if (data.axes) {
         scales = {};
