@@ -9,7 +9,7 @@
                    reserve: "#f0f1f4", short: "#e8a0a0", rent: "#c53030", api: "#2856d8", buy: "#2f8f6b", capacity: "#677085", load: "#c53030",
                    point: "#2856d8", frontier: "#c53030",
                    memory: "#2f8f6b", compute: "#4a5a80", communication: "#d08c2e", overhead: "#8f6bb3",
-                   gpu: "#c53030", mark: "#8f6bb3" };
+                   gpu: "#c53030", mark: "#8f6bb3", step: "#141a26" };
 
   function sized(canvas, config) {
     // Chart.js responsive; in a sized <div class="chart"> the box's height, not an aspect ratio.
@@ -44,15 +44,19 @@
                options: { indexAxis: "y", animation: false, scales } };
     },
     breakdown(data) {
-      // One decode step's parts (ms), as planner.estimates.breakdown gives them.
-      const parts = ["memory", "compute", "communication", "overhead"];
-      const labels = { memory: "Memory", compute: "Compute", communication: "Communication", overhead: "Overhead" };
+      // One decode step's parts (ms), as planner.estimates.breakdown gives them. They overlap (memory
+      // and compute inside a stage, communication under two-batch overlap), so each is its own bar from
+      // 0, not stacked, beside the step they overlap into.
+      const parts = ["memory", "compute", "communication", "overhead", "step"];
+      const labels = { memory: "Memory", compute: "Compute", communication: "Communication", overhead: "Overhead",
+                       step: "Whole step" };
       return {
         type: "bar",
-        data: { labels: ["ms per decode step"], datasets: parts.map((p) => ({ label: labels[p], data: [data[p + "_ms"]],
-          backgroundColor: COLORS[p] })) },
-        options: { indexAxis: "y", animation: false,
-          scales: { x: { stacked: true, title: { display: true, text: "ms" } }, y: { stacked: true } } },
+        data: { labels: parts.map((p) => labels[p]), datasets: [{ label: "ms", data: parts.map((p) => data[p + "_ms"]),
+          backgroundColor: parts.map((p) => COLORS[p]) }] },
+        options: { indexAxis: "y", animation: false, plugins: { legend: { display: false } },
+          scales: { x: { stacked: false, beginAtZero: true, title: { display: true, text: "ms (parts overlap)" } },
+                    y: { stacked: false } } },
       };
     },
     capacity(data, canvas) {
