@@ -82,12 +82,15 @@
                   y: { type: "logarithmic", title: { display: true, text: "concurrent sequences (log scale)" } } } } };
     },
     breakeven(data) {
+      // Rent (and buy) step up at each multiple of the cluster's capacity: another cluster
+      // (planner.breakeven.cost_curve gives the points, the steps included).
       const ds = [
-        { label: "Rent (USD/month)", data: data.points.map((p) => ({ x: p.volume, y: p.rent })), borderColor: COLORS.rent, pointRadius: 0 },
+        { label: "Rent (USD/month, one more cluster past each capacity)", data: data.points.map((p) => ({ x: p.volume, y: p.rent })),
+          borderColor: COLORS.rent, pointRadius: 0 },
         { label: "API (USD/month)", data: data.points.map((p) => ({ x: p.volume, y: p.api })), borderColor: COLORS.api, pointRadius: 0 },
       ];
       if (data.buy !== null && data.buy !== undefined)
-        ds.push({ label: "Buy (USD/month, with depreciation)", data: data.points.map((p) => ({ x: p.volume, y: data.buy })),
+        ds.push({ label: "Buy (USD/month, with depreciation)", data: data.points.map((p) => ({ x: p.volume, y: p.buy })),
                   borderColor: COLORS.buy, borderDash: [8, 3], pointRadius: 0 });
       if (data.current) ds.push({ label: "Current volume", type: "scatter", data: [{ x: data.current.volume, y: data.current.api }],
                                   backgroundColor: "#000", pointRadius: 6 });
