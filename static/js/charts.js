@@ -10,6 +10,10 @@
                    point: "#2856d8", frontier: "#c53030",
                    memory: "#2f8f6b", compute: "#4a5a80", communication: "#d08c2e", overhead: "#8f6bb3",
                    gpu: "#c53030", mark: "#8f6bb3", step: "#141a26" };
+  const compact = new Intl.NumberFormat("en", { notation: "compact", maximumFractionDigits: 1 });
+  // A log axis labelled at its powers of ten only, in short form (1K, 10K, 1M): no overlapping labels.
+  const logTicks = { maxRotation: 0, autoSkip: true,
+                     callback: (v) => (Number.isInteger(Math.log10(v)) ? compact.format(v) : "") };
 
   function sized(canvas, config) {
     // Chart.js responsive; in a sized <div class="chart"> the box's height, not an aspect ratio.
@@ -78,8 +82,9 @@
                         borderColor: COLORS.mark, backgroundColor: COLORS.mark, borderDash: [4, 4], borderWidth: 2, pointRadius: 0 });
       }
       return { type: "line", data: { datasets }, options: { animation: false, parsing: false,
-        scales: { x: { type: "logarithmic", title: { display: true, text: "context (tokens, log scale)" } },
-                  y: { type: "logarithmic", title: { display: true, text: "concurrent sequences (log scale)" } } } } };
+        scales: { x: { type: "logarithmic", ticks: logTicks, title: { display: true, text: "context (tokens, log scale)" } },
+                  y: { type: "logarithmic", ticks: logTicks,
+                       title: { display: true, text: "concurrent sequences (log scale)" } } } } };
     },
     breakeven(data) {
       // Rent (and buy) step up at each multiple of the cluster's capacity: another cluster
