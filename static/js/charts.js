@@ -15,6 +15,15 @@
   const logTicks = { maxRotation: 0, autoSkip: true,
                      callback: (v) => (Number.isInteger(Math.log10(v)) ? compact.format(v) : "") };
 
+  if (typeof Chart !== "undefined") {
+    // Every chart's legend compact (small swatches; a smaller font on a phone), so on a narrow screen
+    // it leaves the plot its room instead of running over it.
+    const phone = window.matchMedia("(max-width: 47.99rem)").matches;
+    Chart.defaults.font.size = phone ? 10 : 12;
+    Chart.defaults.plugins.legend.labels.boxWidth = phone ? 10 : 24;
+    Chart.defaults.plugins.legend.labels.padding = phone ? 6 : 10;
+  }
+
   function sized(canvas, config) {
     // Chart.js responsive; in a sized <div class="chart"> the box's height, not an aspect ratio.
     const boxed = !!canvas.parentElement && canvas.parentElement.classList.contains("chart");
