@@ -13,6 +13,7 @@ used.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import date
@@ -616,7 +617,10 @@ def cost_curve(comparison: Breakeven, steps: int = 40) -> dict[str, Any]:
     """Monthly cost of renting, of the API (and, with the buy option, of buying) against output volume
     (millions of tokens a month), for the rent-vs-API chart. The API's cost per million output tokens
     keeps this comparison's input:output ratio and blends input prices at its cache hit rate (the
-    engine's ``blended_input_usd_per_mtok``, in Decimal)."""
+    engine's ``blended_input_usd_per_mtok``, in Decimal).
+
+    The cluster serves at most its capacity: past each multiple of it another cluster is rented (or
+    bought), so those lines rise in steps there (``clusters_needed``); with no capacity known they stay flat."""
     figures, snapshot = comparison.figures, comparison.snapshot
     prices = snapshot["api_price"]
     output_m = (snapshot["monthly_output_tokens"] or 0) / 1e6
@@ -633,15 +637,37 @@ def cost_curve(comparison: Breakeven, steps: int = 40) -> dict[str, Any]:
     breakeven_m = breakeven_tokens / 1e6
     capacity_m = (figures["capacity_output_tokens_per_month"] or 0) / 1e6
     top = max(breakeven_m * 2, output_m * 1.5, capacity_m * 1.1, 1.0)
-    # Buying costs the same a month whatever the volume (depreciation and running costs): a flat line.
+    # Buying costs the same a month whatever the volume (depreciation and running costs), per cluster.
     buy = float(figures["buy"]["monthly_usd"]) if figures.get("buy") else None
+    volumes = [top * i / steps for i in range(steps + 1)]
+    # Each capacity ceiling twice: the cost of the clusters so far, then one cluster more (a vertical step).
+    ceilings = [capacity_m * k for k in range(1, int(top / capacity_m) + 1)] if capacity_m else []
+    samples = sorted([(v, 0) for v in volumes] + [(c, 0) for c in ceilings] + [(c, 1) for c in ceilings])
+    points = []
+    for volume, past in samples:
+        clusters = clusters_needed(volume, capacity_m) + past
+        points.append(
+            {
+                "volume": volume,
+                "rent": rent * clusters,
+                "api": volume * per_output_m,
+                "buy": buy * clusters if buy is not None else None,
+                "clusters": clusters,
+            }
+        )
     return {
         "buy": buy,
-        "points": [
-            {"volume": top * i / steps, "rent": rent, "api": top * i / steps * per_output_m} for i in range(steps + 1)
-        ],
+        "points": points,
         "current": {"volume": output_m, "api": output_m * per_output_m} if output_m else None,
         "breakeven": {"volume": breakeven_m, "usd": rent},
         "capacity": capacity_m or None,
-        "ymax": max(rent, top * per_output_m, buy or 0),
+        "ymax": max(max(p["rent"] for p in points), top * per_output_m, max((p["buy"] or 0) for p in points)),
     }
+
+
+def clusters_needed(volume: float, capacity: float) -> int:
+    """How many clusters of ``capacity`` serve ``volume`` (same units): at least one, one more past each
+    multiple of the capacity; one when the capacity is unknown (0)."""
+    if capacity <= 0 or volume <= capacity:
+        return 1
+    return math.ceil(volume / capacity - 1e-12)

@@ -326,17 +326,21 @@ def _range_charts(history: PollHistory, deployment: Deployment) -> dict:
     worst = "" if history.resolution == "poll" else ", worst in the hour"
     mean = "" if history.resolution == "poll" else " (mean)"
 
-    def line(label: str, values: list, color: str, dash: list[int] | None = None) -> dict:
-        return {"label": label, "values": values, "color": color, **({"dash": dash} if dash else {})}
+    def line(label: str, values: list, color: str, dash: list[int] | None = None, axis: str | None = None) -> dict:
+        return {"label": label, "values": values, "color": color, **({"dash": dash} if dash else {}),
+                **({"axis": axis} if axis else {})}  # fmt: skip
 
+    # TTFT and TPOT on their own axes (as the live chart): on one, TPOT and its SLO lie flat at the bottom.
+    ttft = [p.ttft_p95_max for p in points]
+    tpot = [p.tpot_p95_max for p in points]
     latency = [
-        line(f"TTFT p95 (ms{worst})", [p.ttft_p95_max for p in points], "#2856d8"),
-        line(f"TPOT p95 (ms{worst})", [p.tpot_p95_max for p in points], "#2f8f6b"),
+        line(f"TTFT p95 (ms{worst})", ttft, "#2856d8", axis="ttft"),
+        line(f"TPOT p95 (ms{worst})", tpot, "#2f8f6b", axis="tpot"),
     ]
     if w:
         latency += [
-            line("TTFT SLO", [w.ttft_slo_ms] * len(points), "#2856d8", [6, 4]),
-            line("TPOT SLO", [w.tpot_slo_ms] * len(points), "#2f8f6b", [6, 4]),
+            *slo_series("TTFT", ttft, w.ttft_slo_ms, SLO_DASH["ttft"], "ttft"),
+            *slo_series("TPOT", tpot, w.tpot_slo_ms, SLO_DASH["tpot"], "tpot"),
         ]
     load = [line(f"Running requests{mean}", [p.running_avg for p in points], "#4a5a80")]
     if history.resolution == "hour":
@@ -345,12 +349,44 @@ def _range_charts(history: PollHistory, deployment: Deployment) -> dict:
         line(f"KV cache usage{mean}", [p.kv_avg for p in points], "#d08c2e"),
         line("Polls up (fraction)", [p.up_fraction for p in points], "#2f8f6b"),
     ]
+    rows = [
+        {
+            "point": p,
+            "ttft_over": over_slo(p.ttft_p95_max, w.ttft_slo_ms if w else None),
+            "tpot_over": over_slo(p.tpot_p95_max, w.tpot_slo_ms if w else None),
+        }
+        for p in history.points[::-1]
+    ]
     return {
-        "range_latency": {"labels": labels, "series": latency, "unit": "ms"},
+        "range_latency": {"labels": labels, "series": latency, "unit": "ms", "axes": LATENCY_AXES},
         "range_load": {"labels": labels, "series": load, "unit": "sequences"},
         "range_fractions": {"labels": labels, "series": fractions, "unit": "fraction"},
-        "range_rows": history.points[::-1],
+        "range_rows": rows,
     }
+
+
+#: The latency charts' two y axes: TTFT (hundreds to thousands of ms) left, TPOT (tens of ms) right.
+LATENCY_AXES = {"ttft": {"title": "TTFT p95 (ms)"}, "tpot": {"title": "TPOT p95 (ms)"}}
+#: The SLO lines' colour (one for every SLO, apart from the data's) and each SLO's dash.
+SLO_COLOR = "#c53030"
+SLO_DASH = {"ttft": [10, 4], "tpot": [3, 3]}
+
+
+def over_slo(value: float | None, slo: float | None) -> bool:
+    """Whether a p95 is past its SLO: the one rule the charts' marks and the polls tables follow."""
+    return value is not None and slo is not None and value > slo
+
+
+def slo_series(name: str, values: list, slo: float, dash: list[int], axis: str | None = None) -> list[dict]:
+    """An SLO as a flat line (``slo``: drawn above the data) and the points of ``values`` past it
+    (``marks``: drawn as points only), for the ``timeseries`` chart of static/js/charts.js."""
+    extra = {"axis": axis} if axis else {}
+    return [
+        {"label": f"{name} SLO ({slo:,g} ms)", "values": [slo] * len(values), "color": SLO_COLOR, "dash": dash,
+         "slo": True, **extra},
+        {"label": f"{name} p95 over the SLO", "values": [v if over_slo(v, slo) else None for v in values],
+         "color": SLO_COLOR, "marks": True, **extra},
+    ]  # fmt: skip
 
 
 #: Polls drawn on the deployment page (newest last).
@@ -371,14 +407,15 @@ def _poll_series(deployment: Deployment) -> dict:
 
     # TTFT (hundreds to thousands of ms) and TPOT (tens of ms) on their own axes, each SLO on its own:
     # on one axis TPOT and its SLO lay flat along the bottom.
+    ttft, tpot = [p.ttft_p95_ms for p in polls], [p.itl_p95_ms for p in polls]
     latency = [
-        line("TTFT p95 (ms)", [p.ttft_p95_ms for p in polls], "#2856d8", axis="ttft"),
-        line("Time per output token p95 (ms)", [p.itl_p95_ms for p in polls], "#2f8f6b", axis="tpot"),
+        line("TTFT p95 (ms)", ttft, "#2856d8", axis="ttft"),
+        line("Time per output token p95 (ms)", tpot, "#2f8f6b", axis="tpot"),
     ]
     if w:
         latency += [
-            line(f"TTFT SLO ({w.ttft_slo_ms:,g} ms)", [w.ttft_slo_ms] * len(polls), "#2856d8", [6, 4], "ttft"),
-            line(f"TPOT SLO ({w.tpot_slo_ms:,g} ms)", [w.tpot_slo_ms] * len(polls), "#2f8f6b", [6, 4], "tpot"),
+            *slo_series("TTFT", ttft, w.ttft_slo_ms, SLO_DASH["ttft"], "ttft"),
+            *slo_series("TPOT", tpot, w.tpot_slo_ms, SLO_DASH["tpot"], "tpot"),
         ]
     fractions = [
         line("KV cache usage", [p.kv_cache_usage for p in polls], "#d08c2e"),
@@ -392,12 +429,19 @@ def _poll_series(deployment: Deployment) -> dict:
     calibrated = next((p for p in reversed(polls) if p.calibration_ratio is not None), None)
     blocks = next((p for p in reversed(polls) if p.block_ratios is not None), None)
     return {
-        "polls": polls[-10:][::-1],
+        "polls": [
+            {
+                "poll": p,
+                "ttft_over": over_slo(p.ttft_p95_ms, w.ttft_slo_ms if w else None),
+                "tpot_over": over_slo(p.itl_p95_ms, w.tpot_slo_ms if w else None),
+            }
+            for p in polls[-10:][::-1]
+        ],
         "latency_chart": {
             "labels": labels,
             "series": latency,
             "unit": "ms",
-            "axes": {"ttft": {"title": "TTFT p95 (ms)"}, "tpot": {"title": "TPOT p95 (ms)"}},
+            "axes": LATENCY_AXES,
         },
         "fraction_chart": {"labels": labels, "series": fractions, "unit": "fraction"},
         "tokens_chart": {"labels": labels, "series": tokens, "unit": "tokens/s"},

@@ -1,13 +1,35 @@
 /* fleetcap charts: draws every <canvas data-chart="..." data-source="json-script-id">, on load and
-   after each HTMX swap. Every chart's numbers are also in a table next to it. Chart.js is vendored
-   under static/vendor/chartjs/. */
+   after each HTMX swap. Every chart's numbers come from the server (json_script) and are also in a
+   table next to it. Chart.js is vendored under static/vendor/chartjs/. A canvas alone in a
+   <div class="chart"> (static/css/app.css gives the box its height) fills that box and follows its
+   width (``sized``, used by every chart of this file). */
 (function () {
   "use strict";
   const COLORS = { weights: "#4a5a80", runtime: "#8f6bb3", state: "#d08c2e", kv: "#2f8f6b", free: "#d7dce6",
                    reserve: "#f0f1f4", short: "#e8a0a0", rent: "#c53030", api: "#2856d8", buy: "#2f8f6b", capacity: "#677085", load: "#c53030",
                    point: "#2856d8", frontier: "#c53030",
                    memory: "#2f8f6b", compute: "#4a5a80", communication: "#d08c2e", overhead: "#8f6bb3",
-                   gpu: "#c53030", mark: "#8f6bb3" };
+                   gpu: "#c53030", mark: "#8f6bb3", step: "#141a26" };
+  const compact = new Intl.NumberFormat("en", { notation: "compact", maximumFractionDigits: 1 });
+  // A log axis labelled at its powers of ten only, in short form (1K, 10K, 1M): no overlapping labels.
+  const logTicks = { maxRotation: 0, autoSkip: true,
+                     callback: (v) => (Number.isInteger(Math.log10(v)) ? compact.format(v) : "") };
+
+  if (typeof Chart !== "undefined") {
+    // Every chart's legend compact (small swatches; a smaller font on a phone), so on a narrow screen
+    // it leaves the plot its room instead of running over it.
+    const phone = window.matchMedia("(max-width: 47.99rem)").matches;
+    Chart.defaults.font.size = phone ? 10 : 12;
+    Chart.defaults.plugins.legend.labels.boxWidth = phone ? 10 : 24;
+    Chart.defaults.plugins.legend.labels.padding = phone ? 6 : 10;
+  }
+
+  function sized(canvas, config) {
+    // Chart.js responsive; in a sized <div class="chart"> the box's height, not an aspect ratio.
+    const boxed = !!canvas.parentElement && canvas.parentElement.classList.contains("chart");
+    config.options = Object.assign({ responsive: true }, config.options, boxed ? { maintainAspectRatio: false } : {});
+    return config;
+  }
 
   function readJSON(id) {
     const el = id && document.getElementById(id);
@@ -32,18 +54,22 @@
         scales.mark = { type: "linear", min: 0, max: 1, display: false };
       }
       return { type: "bar", data: { labels: ["GiB per GPU"], datasets },
-               options: { indexAxis: "y", animation: false, responsive: true, scales } };
+               options: { indexAxis: "y", animation: false, scales } };
     },
     breakdown(data) {
-      // One decode step's parts (ms), as planner.estimates.breakdown gives them.
-      const parts = ["memory", "compute", "communication", "overhead"];
-      const labels = { memory: "Memory", compute: "Compute", communication: "Communication", overhead: "Overhead" };
+      // One decode step's parts (ms), as planner.estimates.breakdown gives them. They overlap (memory
+      // and compute inside a stage, communication under two-batch overlap), so each is its own bar from
+      // 0, not stacked, beside the step they overlap into.
+      const parts = ["memory", "compute", "communication", "overhead", "step"];
+      const labels = { memory: "Memory", compute: "Compute", communication: "Communication", overhead: "Overhead",
+                       step: "Whole step" };
       return {
         type: "bar",
-        data: { labels: ["ms per decode step"], datasets: parts.map((p) => ({ label: labels[p], data: [data[p + "_ms"]],
-          backgroundColor: COLORS[p] })) },
-        options: { indexAxis: "y", animation: false, responsive: true,
-          scales: { x: { stacked: true, title: { display: true, text: "ms" } }, y: { stacked: true } } },
+        data: { labels: parts.map((p) => labels[p]), datasets: [{ label: "ms", data: parts.map((p) => data[p + "_ms"]),
+          backgroundColor: parts.map((p) => COLORS[p]) }] },
+        options: { indexAxis: "y", animation: false, plugins: { legend: { display: false } },
+          scales: { x: { stacked: false, beginAtZero: true, title: { display: true, text: "ms (parts overlap)" } },
+                    y: { stacked: false } } },
       };
     },
     capacity(data, canvas) {
@@ -65,16 +91,20 @@
                         borderColor: COLORS.mark, backgroundColor: COLORS.mark, borderDash: [4, 4], borderWidth: 2, pointRadius: 0 });
       }
       return { type: "line", data: { datasets }, options: { animation: false, parsing: false,
-        scales: { x: { type: "logarithmic", title: { display: true, text: "context (tokens, log scale)" } },
-                  y: { type: "logarithmic", title: { display: true, text: "concurrent sequences (log scale)" } } } } };
+        scales: { x: { type: "logarithmic", ticks: logTicks, title: { display: true, text: "context (tokens, log scale)" } },
+                  y: { type: "logarithmic", ticks: logTicks,
+                       title: { display: true, text: "concurrent sequences (log scale)" } } } } };
     },
     breakeven(data) {
+      // Rent (and buy) step up at each multiple of the cluster's capacity: another cluster
+      // (planner.breakeven.cost_curve gives the points, the steps included).
       const ds = [
-        { label: "Rent (USD/month)", data: data.points.map((p) => ({ x: p.volume, y: p.rent })), borderColor: COLORS.rent, pointRadius: 0 },
+        { label: "Rent (USD/month, one more cluster past each capacity)", data: data.points.map((p) => ({ x: p.volume, y: p.rent })),
+          borderColor: COLORS.rent, pointRadius: 0 },
         { label: "API (USD/month)", data: data.points.map((p) => ({ x: p.volume, y: p.api })), borderColor: COLORS.api, pointRadius: 0 },
       ];
       if (data.buy !== null && data.buy !== undefined)
-        ds.push({ label: "Buy (USD/month, with depreciation)", data: data.points.map((p) => ({ x: p.volume, y: data.buy })),
+        ds.push({ label: "Buy (USD/month, with depreciation)", data: data.points.map((p) => ({ x: p.volume, y: p.buy })),
                   borderColor: COLORS.buy, borderDash: [8, 3], pointRadius: 0 });
       if (data.current) ds.push({ label: "Current volume", type: "scatter", data: [{ x: data.current.volume, y: data.current.api }],
                                   backgroundColor: "#000", pointRadius: 6 });
@@ -103,9 +133,13 @@
     },
     timeseries(data) {
       // ``data.axes`` (optional): one y axis per unit, e.g. TTFT on the left and TPOT on the right, each
-      // series naming its own (``axis``) with its SLO drawn as a flat series on the same axis.
+      // series naming its own (``axis``) with its SLO drawn as a flat series on the same axis. An SLO
+      // (``slo``) is drawn above the data (Chart.js draws the lowest ``order`` last), thicker; the points
+      // past it (``marks``, chosen by the view) as triangles without a line.
       const datasets = data.series.map((s) => ({ label: s.label, data: s.values, yAxisID: s.axis || "y",
-        borderColor: s.color, backgroundColor: s.color, borderDash: s.dash || [], pointRadius: 0, spanGaps: true }));
+        borderColor: s.color, backgroundColor: s.color, borderDash: s.dash || [], spanGaps: !s.marks,
+        order: s.slo ? 0 : s.marks ? 1 : 2, borderWidth: s.slo ? 3 : 2, showLine: !s.marks,
+        pointRadius: s.marks ? 5 : 0, pointStyle: s.marks ? "triangle" : "circle" }));
       let scales = { y: { beginAtZero: true, title: { display: !!data.unit, text: data.unit } } };
       if (data.axes) {
         scales = {};
@@ -126,12 +160,12 @@
       if (!build || data === null) return;
       const existing = Chart.getChart(canvas);
       if (existing) existing.destroy();
-      new Chart(canvas, build(data, canvas));
+      new Chart(canvas, sized(canvas, build(data, canvas)));
       canvas.dataset.drawn = "1";
     });
   }
 
-  window.fleetcapCharts = { draw };
+  window.fleetcapCharts = { draw, sized };
   document.addEventListener("DOMContentLoaded", () => draw(document));
   document.addEventListener("htmx:afterSettle", (event) => draw(event.target));
 })();
@@ -150,16 +184,16 @@
       const existing = Chart.getChart(canvas);
       if (existing) existing.destroy();
       const unpriced = new Set(data.incomplete || []);
-      new Chart(canvas, {
+      new Chart(canvas, window.fleetcapCharts.sized(canvas, {
         type: "bar",
         data: { labels: data.labels.map((m) => (unpriced.has(m) ? m + " (unpriced days)" : m)), datasets: [
           { label: "Spent (USD)", data: data.actual, backgroundColor: "#2856d8", stack: "usd" },
           { label: "Projected (USD)", data: data.projected, backgroundColor: "rgba(40, 86, 216, 0.25)",
             borderColor: "#2856d8", borderWidth: 1, borderDash: [4, 3], stack: "usd" },
         ] },
-        options: { animation: false, responsive: true, aspectRatio: 3,
+        options: { animation: false,
           scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, title: { display: true, text: "USD" } } } },
-      });
+      }));
       canvas.dataset.drawn = "1";
     });
   }
@@ -186,7 +220,7 @@
       const marker = data.labels.map((_, i) => (i === data.choice ? data.reuse_percent[i] : null));
       const existing = Chart.getChart(canvas);
       if (existing) existing.destroy();
-      new Chart(canvas, {
+      new Chart(canvas, window.fleetcapCharts.sized(canvas, {
         data: {
           labels,
           datasets: [
@@ -201,7 +235,6 @@
         },
         options: {
           animation: false,
-          responsive: true,
           scales: {
             x: { title: { display: true, text: "block size (tokens)" } },
             y: { beginAtZero: true, suggestedMax: 100, title: { display: true, text: "% of prompt tokens" } },
@@ -209,7 +242,7 @@
                       title: { display: true, text: "GiB per GPU" } },
           },
         },
-      });
+      }));
       canvas.dataset.drawn = "1";
       canvas.dataset.choice = data.choice === null ? "" : String(data.labels[data.choice]);
     });

@@ -12,6 +12,10 @@ from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec, Provider, 
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+#: The main pages of the ``fleet`` world below (tests/browser/test_browser_charts.py walks them on a phone too).
+MAIN_PAGES = ["/", "/clusters/pool/", "/deployments/llama/", "/models/", "/models/kimi-k3/", "/plans/", "/spend/",
+              "/decisions/", "/deployments/new/", "/api/v1/docs/"]  # fmt: skip
+
 
 @pytest.fixture
 def fleet(make_user):
@@ -38,8 +42,7 @@ def test_main_pages_report_no_content_security_policy_violation(open_page, live_
     page.on("console", lambda message: violations.append(message.text) if "Content Security Policy" in message.text
             else None)  # fmt: skip
     page.on("pageerror", lambda error: violations.append(f"page error: {error}"))
-    for path in ["/", "/clusters/pool/", "/deployments/llama/", "/models/", "/models/kimi-k3/", "/plans/",
-                 "/spend/", "/decisions/", "/deployments/new/", "/api/v1/docs/"]:  # fmt: skip
+    for path in MAIN_PAGES:
         page.goto(f"{live_server.url}{path}")
         page.wait_for_load_state("load")
     page.goto(f"{live_server.url}/")
