@@ -163,19 +163,22 @@ class WhatIfForm(forms.Form):
         data = {k: v for k, v in query.items() if v != ""}
         slug, loaded = data.get("deployment", ""), data.pop("loaded", "")
         alone = bool(slug) and not set(data) - {"deployment", "pool"}
-        reloaded = slug != loaded if "loaded" in query else alone
-        if reloaded and slug:
+        load = slug != loaded if "loaded" in query else alone
+        inputs = None
+        if load and slug:
             try:
                 inputs = deployment_inputs(find_deployment(slug))
             except InputError:
-                inputs = None  # the deployment field says so
-            if inputs is not None:
-                shown = {name: cls._shown(value) for name, value in inputs.items() if value is not None}
-                data = {**shown, "pool": data.get("pool", "unified"), "deployment": slug, "loaded": slug}
-        elif slug:
-            data["loaded"] = slug
+                load = False  # an unknown slug (or one being typed) loads nothing: its field says so
+        if inputs is not None:
+            shown = {name: cls._shown(value) for name, value in inputs.items() if value is not None}
+            data = {**shown, "pool": data.get("pool", "unified"), "deployment": slug}
+        if inputs is not None or "loaded" not in query:
+            data["loaded"] = slug  # just loaded, or a URL's own inputs sized as that deployment
+        elif not load:
+            data["loaded"] = loaded  # the same deployment, or an unknown one being typed: as they were
         form = cls(data)
-        form.reloaded = reloaded
+        form.reloaded = load
         return form
 
     @staticmethod

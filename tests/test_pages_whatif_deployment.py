@@ -123,6 +123,10 @@ def test_picking_another_deployment_loads_its_inputs(viewer, served):
 def test_an_unknown_deployment_is_named_beside_its_input(viewer, served):
     r = viewer.get("/what-if/?deployment=nope")
     assert r.status_code == 200 and "No deployment" in r.content.decode()
+    # Typed in the page's picker (a search left by a click on a suggestion): it loads nothing, the form stays.
+    sent = _as_sent(viewer.get("/what-if/?deployment=k3-prod").content.decode())
+    html = viewer.get("/what-if/?" + urlencode({**sent, "deployment": "k3"}), HTTP_HX_REQUEST="true").content.decode()
+    assert "<form" not in html and "No deployment named" in html.split('id="err-deployment"')[1].split("</span>")[0]
 
 
 def test_the_deployment_page_links_to_what_if(viewer, served):
