@@ -42,6 +42,7 @@ from planner.engine import (
 from planner.models import Decision
 from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PRICE_BASES, PlanRequest
 from planner.prefix_cache import EXAMPLE_TRACE, PrefixCacheRequest, trace_text
+from planner.routing import most_served_model
 from planner.sizing import POOLS, Sizing, SizingRequest, deployment_inputs, find_deployment
 from planner.spend import FIRST_MONTH, LAST_MONTH
 
@@ -741,7 +742,8 @@ class PrefixCacheForm(forms.Form):
 
 class RouteForm(forms.Form):
     """The route page's request class (GET, so a ranking's URL can be shared); ``RequestClass``'s
-    fields, checked again by the engine (``RequestClass.check``), whose errors go beside the inputs."""
+    fields, checked again by the engine (``RequestClass.check``), whose errors go beside the inputs. The
+    page always asks for a model (the API may leave it out: any model)."""
 
     #: Where the page starts when the URL names no input: agent-like traffic with a reused prefix.
     EXAMPLE = {
@@ -753,6 +755,7 @@ class RouteForm(forms.Form):
         "tpot_slo_ms": "50",
     }
 
+    model = forms.ChoiceField(label="Model", help_text="The model the requests are for.")
     context_tokens = BoundedIntegerField(
         label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, widget=_number(), help_text=">= prompt + output."
     )
@@ -779,17 +782,26 @@ class RouteForm(forms.Form):
         required=False,
         widget=forms.NumberInput(attrs={"step": "any", "min": "0"}),
     )
-    model = forms.ChoiceField(label="Model", required=False)
     modality = forms.ChoiceField(
         label="Modality", required=False, choices=[("", "text"), *((m, m) for m in MODALITIES if m != "text")]
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["model"].choices = [("", "any"), *ModelSpec.objects.values_list("slug", "name")]
+        self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> RouteForm:
+        """Bound to a URL's inputs (blank ones left out), or to the page's example when it names none; the
+        model, when not named, is the one the fleet serves most (``planner.routing.most_served_model``)."""
+        named = any(name in query for name in cls.base_fields)
+        data = {k: v for k, v in query.items() if v != ""} if named else dict(cls.EXAMPLE)
+        if "model" not in data and (model := most_served_model()):
+            data["model"] = model
+        return cls(data)
 
     def to_request(self) -> RequestClass:
-        """The request class of a valid form (blank: no SLO, any model, text, no reuse)."""
+        """The request class of a valid form (blank: no SLO, text, no reuse)."""
         data = self.cleaned_data
         return RequestClass(
             context_tokens=data["context_tokens"],
