@@ -5,7 +5,7 @@ the engine, never here."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -42,7 +42,8 @@ from planner.engine import (
 from planner.models import Decision
 from planner.plans import MAX_NODES_LIMIT, PLAN_KV_CACHE_DTYPES, PRICE_BASES, PlanRequest
 from planner.prefix_cache import EXAMPLE_TRACE, PrefixCacheRequest, trace_text
-from planner.sizing import POOLS, SizingRequest
+from planner.routing import most_served_model
+from planner.sizing import POOLS, Sizing, SizingRequest, deployment_inputs, find_deployment
 from planner.spend import FIRST_MONTH, LAST_MONTH
 
 
@@ -87,15 +88,18 @@ class WhatIfForm(forms.Form):
         "pool": "unified",
     }
 
-    model = forms.ChoiceField()
-    sku = forms.ChoiceField(label="SKU")
     deployment = PickField(
         "deployments",
-        label="As deployment",
+        label="From deployment",
         required=False,
         placeholder="none (slug or model)",
-        help_text="Fields left blank take the deployment's; its live speed correction applies to its own layout.",
+        help_text="Picking one loads its inputs; the result then names each input changed from it, and a field "
+        "left blank takes the deployment's. Its live speed correction applies to its own layout.",
     )
+    #: The deployment the fields were loaded from (``from_query``): picking another loads that one's.
+    loaded = forms.CharField(required=False, widget=forms.HiddenInput)
+    model = forms.ChoiceField(required=False)
+    sku = forms.ChoiceField(label="SKU", required=False)
     gpus = BoundedIntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())
     tp = BoundedIntegerField(label="tp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
     pp = BoundedIntegerField(label="pp", min_value=1, max_value=MAX_DEGREE, required=False, widget=_number())
@@ -135,16 +139,77 @@ class WhatIfForm(forms.Form):
         required=False,
         widget=forms.NumberInput(attrs={"step": "0.01", "min": "0"}),
     )
+    workload = PickField(
+        "workloads",
+        required=False,
+        placeholder="none: 2,048 in, 256 out",
+        help_text="Its mean prompt and output tokens are the speed estimate's request shape.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
-        self.fields["sku"].choices = list(HardwareSku.objects.values_list("slug", "name"))
+        #: True when this form's inputs were (re)loaded from its deployment or cleared of it (``from_query``):
+        #: the page draws the form again.
+        self.reloaded = False
+        blank = [("", "the deployment's")]
+        self.fields["model"].choices = [*blank, *ModelSpec.objects.values_list("slug", "name")]
+        self.fields["sku"].choices = [*blank, *HardwareSku.objects.values_list("slug", "name")]
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> WhatIfForm:
+        """Bound to a URL's inputs (blank ones left out). A ``deployment`` replaces every input by its own
+        (``deployment_inputs``; the pool is kept) when the page's form sent another one than the fields
+        were ``loaded`` from (picking one), or when the URL names no other input (``?deployment=SLUG``):
+        both start from how it serves. A URL with inputs and a deployment sizes those inputs as it."""
+        data = {k: v for k, v in query.items() if v != ""}
+        slug, loaded = data.get("deployment", ""), data.pop("loaded", "")
+        alone = bool(slug) and not set(data) - {"deployment", "pool"}
+        load = slug != loaded if "loaded" in query else alone
+        inputs = None
+        if load and slug:
+            try:
+                inputs = deployment_inputs(find_deployment(slug))
+            except InputError:
+                load = False  # an unknown slug (or one being typed) loads nothing: its field says so
+        if inputs is not None:
+            shown = {name: cls._shown(value) for name, value in inputs.items() if value is not None}
+            data = {**shown, "pool": data.get("pool", "unified"), "deployment": slug}
+        if inputs is not None or "loaded" not in query:
+            data["loaded"] = slug  # just loaded, or a URL's own inputs sized as that deployment
+        elif not load:
+            data["loaded"] = loaded  # the same deployment, or an unknown one being typed: as they were
+        form = cls(data)
+        form.reloaded = load
+        return form
+
+    @staticmethod
+    def _shown(value: object) -> str:
+        """A service value as its input takes it (booleans as the select's ``true`` / ``false``)."""
+        return str(value).lower() if isinstance(value, bool) else str(value)
 
     def to_request(self) -> SizingRequest:
         """The sizing request of a valid form (blank numbers take the service's defaults)."""
-        data = {k: v for k, v in self.cleaned_data.items() if v not in (None, "")}
+        data = {k: v for k, v in self.cleaned_data.items() if v not in (None, "") and k != "loaded"}
         return SizingRequest(**data)
+
+    def changes_of(self, sizing: Sizing) -> list[dict[str, Any]]:
+        """The inputs ``sizing`` changed from its deployment (``Sizing.changes``) as the page names them:
+        each field's name, label and both values as text."""
+        return [
+            {"name": name, "label": self.fields[name].label or name, "was": _text(was), "now": _text(now)}
+            for name, was, now in sizing.changes()
+        ]
+
+
+def _text(value: object) -> str:
+    """A sizing input as the what-if page writes it (None: the default; booleans on / off; numbers grouped)."""
+    if value is None:
+        return "default"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
 
 
 class PlanForm(forms.Form):
@@ -677,7 +742,8 @@ class PrefixCacheForm(forms.Form):
 
 class RouteForm(forms.Form):
     """The route page's request class (GET, so a ranking's URL can be shared); ``RequestClass``'s
-    fields, checked again by the engine (``RequestClass.check``), whose errors go beside the inputs."""
+    fields, checked again by the engine (``RequestClass.check``), whose errors go beside the inputs. The
+    page always asks for a model (the API may leave it out: any model)."""
 
     #: Where the page starts when the URL names no input: agent-like traffic with a reused prefix.
     EXAMPLE = {
@@ -689,6 +755,7 @@ class RouteForm(forms.Form):
         "tpot_slo_ms": "50",
     }
 
+    model = forms.ChoiceField(label="Model", help_text="The model the requests are for.")
     context_tokens = BoundedIntegerField(
         label="Context (tokens)", min_value=1, max_value=MAX_TOKENS, widget=_number(), help_text=">= prompt + output."
     )
@@ -715,17 +782,26 @@ class RouteForm(forms.Form):
         required=False,
         widget=forms.NumberInput(attrs={"step": "any", "min": "0"}),
     )
-    model = forms.ChoiceField(label="Model", required=False)
     modality = forms.ChoiceField(
         label="Modality", required=False, choices=[("", "text"), *((m, m) for m in MODALITIES if m != "text")]
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["model"].choices = [("", "any"), *ModelSpec.objects.values_list("slug", "name")]
+        self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> RouteForm:
+        """Bound to a URL's inputs (blank ones left out), or to the page's example when it names none; the
+        model, when not named, is the one the fleet serves most (``planner.routing.most_served_model``)."""
+        named = any(name in query for name in cls.base_fields)
+        data = {k: v for k, v in query.items() if v != ""} if named else dict(cls.EXAMPLE)
+        if "model" not in data and (model := most_served_model()):
+            data["model"] = model
+        return cls(data)
 
     def to_request(self) -> RequestClass:
-        """The request class of a valid form (blank: no SLO, any model, text, no reuse)."""
+        """The request class of a valid form (blank: no SLO, text, no reuse)."""
         data = self.cleaned_data
         return RequestClass(
             context_tokens=data["context_tokens"],

@@ -10,6 +10,8 @@ engine's plain inputs and kept as this process's snapshot; a gateway calls this 
 call first asks one query whether any of those records changed (``fleet_version``) and reuses the
 snapshot when none did (poll ages recomputed for now).
 
+``most_served_model()``: the model the route page asks for unless told another.
+
 ``litellm_model_list(now=None)``: one LiteLLM router entry per enabled deployment with a base URL
 and per hosted API price in force, priced per token from our records and limited (rpm/tpm) by the
 deployment's capacity. No API key is ever read or written here: keys are write-only.
@@ -28,6 +30,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Count, Sum
 from django.utils import timezone
 
 from fleet.errors import FIELD_ERRORS, InputError
@@ -314,6 +317,20 @@ def route(request: RequestClass, now: datetime | None = None) -> Route:
     if request.model is not None and request.model not in fleet.models:
         raise InputError.single("model", f"No model {request.model!r}.")
     return Route(result=rank(request, fleet.deployments, fleet.apis), at=now)
+
+
+def most_served_model() -> str | None:
+    """The slug of the model the fleet serves most: on the most enabled deployments, then on the most
+    replicas, then the first slug (one query; None when no deployment is enabled). The route page asks
+    for this model unless told another."""
+    top = (
+        Deployment.objects.filter(enabled=True)
+        .values("model__slug")
+        .annotate(deployments=Count("id"), replicas=Sum("replicas"))
+        .order_by("-deployments", "-replicas", "model__slug")
+        .first()
+    )
+    return top["model__slug"] if top else None
 
 
 # ------------------------------------------------------------------------------------------------

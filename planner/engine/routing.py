@@ -47,7 +47,9 @@ arquitetura muda para o roteamento de modelos?"), in the order they are applied:
    - hosted API: ``usd_per_request = (reusable x cache_hit + (prompt - reusable) x cache_miss +
      output x output_price) / 1e6`` with the prices in USD per million tokens.
 
-**Ranking** (deterministic): eligible before ineligible; among the eligible, meeting the SLO
+**Ranking** (deterministic): eligible before ineligible; serving the model asked for before serving
+another (so no destination of another model ever ranks above one of the asked model, eligible or
+not; with no model asked for, any model counts as asked); among the eligible, meeting the SLO
 (``ttft_ms <= ttft_slo_ms`` and ``tpot_ms <= tpot_slo_ms``; no SLO given counts as met) before an
 unknown latency (a hosted API: nothing measures it) before missing it; then the lower
 ``usd_per_request`` (unknown cost last); then ``slug``, then ``kind``. Every destination carries its
@@ -222,9 +224,22 @@ class Destination:
         """True/False against the SLO; None when the latency is not known."""
         return None if self.slo == UNKNOWN else self.slo == MEETS
 
-    def sort_key(self) -> tuple[Any, ...]:
+    def serves_another(self, model: str | None) -> bool:
+        """Whether it serves another model than ``model`` (None: any model is asked for, so never)."""
+        return model is not None and self.model != model
+
+    def sort_key(self, model: str | None = None) -> tuple[Any, ...]:
+        """The ranking's order (module docstring, "Ranking") for a class asking for ``model``."""
         cost = self.usd_per_request
-        return (not self.eligible, self.slo, cost is None, cost if cost is not None else 0.0, self.slug, self.kind)
+        return (
+            not self.eligible,
+            self.serves_another(model),
+            self.slo,
+            cost is None,
+            cost if cost is not None else 0.0,
+            self.slug,
+            self.kind,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -491,9 +506,11 @@ def assess_api(request: RequestClass, a: ApiCandidate) -> Destination:
     )
 
 
-def _why_below(d: Destination, above: Destination) -> str:
+def _why_below(d: Destination, above: Destination, model: str | None) -> str:
     if above.eligible and not d.eligible:
         return f"Ranked {d.rank}: ineligible, after every eligible destination."
+    if d.serves_another(model) and not above.serves_another(model):
+        return f"Ranked {d.rank}: serves another model, after every destination serving {model}."
     if not d.eligible:
         return f"Ranked {d.rank}: ineligible (ordered by slug)."
     if d.slo != above.slo:
@@ -513,7 +530,7 @@ def rank(
     for a request class that cannot be routed."""
     request.check()
     found = [assess_deployment(request, d) for d in deployments] + [assess_api(request, a) for a in apis]
-    found.sort(key=Destination.sort_key)
+    found.sort(key=lambda d: d.sort_key(request.model))
     for i, d in enumerate(found, start=1):
         d.rank = i
         if i == 1:
@@ -523,5 +540,5 @@ def rank(
                 else "Ranked 1: but no destination is eligible."
             )
         else:
-            d.reasons.append(_why_below(d, found[i - 2]))
+            d.reasons.append(_why_below(d, found[i - 2], request.model))
     return RouteResult(request=request, destinations=tuple(found), assumptions=ASSUMPTIONS)

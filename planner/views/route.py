@@ -1,6 +1,7 @@
-"""Route: type a request class, see every destination ranked with its reasons (the routing advisor,
-``planner.routing``). Every change re-renders the ranking in place (HTMX), each input's error beside
-it; the URL carries the inputs so a ranking can be shared. The table shows the ranking a page at a time
+"""Route: pick the model (by default the one the fleet serves most) and type a request class, see every
+destination ranked with its reasons (the routing advisor, ``planner.routing``). Every change re-renders
+the ranking in place (HTMX), each input's error beside it; the URL carries the inputs so a ranking can
+be shared. The table shows the ranking a page at a time
 (the fleet's every deployment is in it; the API's route answers it whole)."""
 
 from __future__ import annotations
@@ -21,13 +22,6 @@ from planner.forms import RouteForm
 from planner.routing import route
 
 
-def _form(request: HtmxHttpRequest) -> RouteForm:
-    """Bound to the URL's inputs, or to the page's example when the URL names none."""
-    if any(name in request.GET for name in RouteForm.base_fields):
-        return RouteForm({k: v for k, v in request.GET.items() if v != ""})
-    return RouteForm(RouteForm.EXAMPLE)
-
-
 def compute(form: RouteForm, page: str | None = None) -> dict:
     """Rank a bound form's request class, the table showing ``ROWS_PER_PAGE`` destinations of it (page
     ``page``); a problem goes beside its input, never out as an exception."""
@@ -46,7 +40,7 @@ def compute(form: RouteForm, page: str | None = None) -> dict:
 @perms_required("fleet.view_deployment", "fleet.view_apiprice")
 @vary_on_headers("HX-Request")
 def route_page(request: HtmxHttpRequest) -> HttpResponse:
-    form = _form(request)
+    form = RouteForm.from_query(request.GET)
     context = {"form": form, **compute(form, request.GET.get("page"))}
     if is_partial(request):
         return render(request, "planner/_route_result.html", {**context, "oob_errors": True})

@@ -1,11 +1,15 @@
-"""What-if: pick a model, SKU, GPUs, layout, KV dtype, context and pool; every change re-renders
-the result in place (HTMX) with each input's error beside it, and the URL carries the inputs so
-it can be shared."""
+"""What-if: pick a model, SKU, GPUs, layout, KV dtype, context and pool, or start from a deployment
+(``?deployment=SLUG``, the deployment page's "What if…" link, or the page's picker: its inputs are
+loaded, and the result names each one changed from it); every change re-renders the result in place
+(HTMX) with each input's error beside it, and the URL carries the inputs so it can be shared."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
@@ -23,7 +27,7 @@ from planner.sizing import size_layout, speed_of
 def _form(request: HtmxHttpRequest) -> WhatIfForm:
     """Bound to the URL's inputs, or to the page's example when the URL names none."""
     if any(name in request.GET for name in WhatIfForm.base_fields):
-        return WhatIfForm({k: v for k, v in request.GET.items() if v != ""})
+        return WhatIfForm.from_query(request.GET)
     form = WhatIfForm(WhatIfForm.EXAMPLE)
     return form if WhatIfForm.EXAMPLE["model"] in dict(form.fields["model"].choices) else WhatIfForm()
 
@@ -38,7 +42,7 @@ def compute(form: WhatIfForm) -> dict:
         add_service_errors(form, exc)
         return {}
     result = sizing.result
-    context = {"result": result, "envelope": envelope(result)}
+    context = {"result": result, "envelope": envelope(result), "sizing": sizing, "changes": form.changes_of(sizing)}
     if result.fits:
         quote = prices.price_of_sku(sizing.sku, timezone.now().date())
         try:
@@ -55,6 +59,9 @@ def compute(form: WhatIfForm) -> dict:
                 "idle_ttft_ms": speed.idle_ttft_s * 1000,
                 "idle_ttft_definition": IDLE_TTFT_DEFINITION,
                 "batch": speed.batch,
+                "prompt_tokens": speed.prompt_tokens,
+                "output_tokens": speed.output_tokens,
+                "workload": sizing.workload,
                 "tokens_per_s_per_gpu": speed.tokens_per_s_per_gpu,
                 "usd_per_mtok": speed.usd_per_mtok,
                 "quote": quote,
@@ -89,6 +96,9 @@ def band_summary(band: dict) -> dict:
 def what_if(request: HtmxHttpRequest) -> HttpResponse:
     form = _form(request)
     context = {"form": form, **compute(form)}
-    if is_partial(request):
-        return render(request, "planner/_whatif_result.html", {**context, "oob_errors": True})
-    return render(request, "planner/whatif.html", context)
+    if not is_partial(request):
+        return render(request, "planner/whatif.html", context)
+    response = render(request, "planner/_whatif_result.html", {**context, "oob_errors": True})
+    if form.reloaded:  # the URL to share is the inputs just loaded, not the ones the request sent
+        response["HX-Push-Url"] = f"{reverse('what-if')}?{urlencode(form.data)}"
+    return response

@@ -326,8 +326,10 @@ def test_never_an_ineligible_or_stale_destination_first(fleet, request):
         assert dest.reusable_prefix_tokens <= request.prompt_tokens
         if dest.reusable_prefix_tokens and dest.granularity_tokens:
             assert dest.reusable_prefix_tokens % dest.granularity_tokens == 0
-    keys = [d.sort_key() for d in found]
+    keys = [d.sort_key(request.model) for d in found]
     assert keys == sorted(keys)
+    others = [d.serves_another(request.model) for d in found]
+    assert others == sorted(others)  # no destination of another model above one of the asked model
     assert [d.rank for d in found] == list(range(1, len(found) + 1))
     again = rank(request, deployments_, apis_)
     assert [d.to_dict() for d in again.destinations] == [d.to_dict() for d in found]
