@@ -16,6 +16,7 @@ from fleet.errors import InputError
 from fleet.forms import BoundedDecimalField, BoundedFloatField, BoundedIntegerField, UploadField
 from fleet.limits import MAX_BLOCK_TOKENS, MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_SLO_MS, MAX_TOKENS
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
+from fleet.models.base import SLUG_MAX_CHARS
 from fleet.pickers import PickField
 from fleet.tables import Column, TableForm
 from planner.breakeven import BreakevenRequest
@@ -97,7 +98,7 @@ class WhatIfForm(forms.Form):
         "left blank takes the deployment's. Its live speed correction applies to its own layout.",
     )
     #: The deployment the fields were loaded from (``from_query``): picking another loads that one's.
-    loaded = forms.CharField(required=False, widget=forms.HiddenInput)
+    loaded = forms.CharField(required=False, max_length=SLUG_MAX_CHARS, widget=forms.HiddenInput)
     model = forms.ChoiceField(required=False)
     sku = forms.ChoiceField(label="SKU", required=False)
     gpus = BoundedIntegerField(label="GPUs", min_value=1, max_value=MAX_GPUS, required=False, widget=_number())

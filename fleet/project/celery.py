@@ -3,6 +3,13 @@
 import os
 
 from celery import Celery
+from kombu.transport import TRANSPORT_ALIASES
+
+from fleet.broker import ALIAS
+
+# filesystem:// is kombu's filesystem transport with whole message files (fleet/broker.py), registered
+# before any connection resolves the scheme.
+TRANSPORT_ALIASES[ALIAS[0]] = ALIAS[1]
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleet.project.settings")
 
