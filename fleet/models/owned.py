@@ -11,8 +11,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from planner.engine import EngineInputError, Purchase
-from planner.engine.costs.money import price_text
+from planner.engine import EngineInputError, Purchase, price_text
 
 from .base import TimeStamped
 from .inventory import Cluster
