@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from fleet.models import Cluster, Deployment, HardwareSku, ModelSpec
 from fleet.prices import PriceBook
+from planner.decisions import frozen_inputs
 from planner.engine import DEFAULT_PRICING_KIND, MILLS, PriceInForce, quantize, weights_bytes
 from planner.headroom import Headroom, stored_headroom
 from planner.models import Decision, Plan
@@ -38,7 +39,10 @@ DECISION_CSV = (
     "decided_at",
     "workload",
     "tier",
+    "deployment",
+    "sku",
     "current",
+    "review",
     "rent_usd_per_30_day_month",
     "api_usd_per_30_day_month",
     "verdict",
@@ -55,7 +59,10 @@ def decision_csv_rows(rows: Iterable[Decision]) -> list[list[Any]]:
             d.decided_at.strftime("%Y-%m-%d %H:%M:%S"),
             d.workload.name,
             d.get_tier_display(),
+            d.deployment_slug,
+            d.sku_name,
             "yes" if d.is_current else "no",
+            d.review_state,
             (d.figures or {}).get("monthly_rent_usd"),
             (d.figures or {}).get("monthly_api_usd"),
             (d.figures or {}).get("verdict"),
@@ -221,8 +228,12 @@ def with_snapshot_cost(deployments: QuerySet[Deployment]) -> QuerySet[Deployment
 
 
 def decision_items(rows: Iterable[Decision]) -> list[dict[str, Any]]:
-    """Each decision with its frozen inputs as indented JSON (the row's details)."""
-    return [{"d": d, "inputs": json.dumps(d.inputs, indent=1, default=str)} for d in rows]
+    """Each decision with its frozen inputs as labelled sections (``planner.decisions.frozen_inputs``) and
+    as indented JSON (behind the table)."""
+    return [
+        {"d": d, "sections": frozen_inputs(d.inputs), "inputs": json.dumps(d.inputs, indent=1, default=str)}
+        for d in rows
+    ]
 
 
 FLEET_CSV = (

@@ -1,9 +1,9 @@
 """Pages of the planner: the fleet's headroom, models, what-if, route, plans, rent vs API, spend, budgets,
-decisions."""
+decisions, the glossary."""
 
 from django.urls import path
 
-from planner.views import budgets, costs, fleet, models, plans, prefix_cache, route, whatif
+from planner.views import budgets, costs, fleet, glossary, models, plans, prefix_cache, route, whatif
 
 urlpatterns = [
     path("", fleet.fleet, name="fleet"),
@@ -39,4 +39,5 @@ urlpatterns = [
     path("decisions/export.csv", costs.decisions_csv, name="decisions-csv"),
     path("decisions/<int:pk>/history/", costs.decision_history, name="decision-history"),
     path("decisions/<int:pk>/supersede/", costs.supersede_decision, name="decision-supersede"),
+    path("glossary/", glossary.glossary, name="glossary"),
 ]

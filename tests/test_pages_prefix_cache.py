@@ -76,3 +76,23 @@ def test_hybrid_model_page_links_here(viewer, catalog):
         in viewer.get("/models/qwen3-next-80b-a3b/").content.decode()
     )
     assert 'id="prefix-cache-link"' not in viewer.get("/models/llama-3.1-70b/").content.decode()
+
+
+@pytest.mark.django_db
+def test_every_figure_has_its_unit_and_no_byte_count_is_raw(viewer, catalog):
+    """Issue 28, "Reading": bytes in binary units, padding and reuse in %, times in s or ms; no raw bytes."""
+    body = {**FORM, "trace_text": TRACE}
+    html = viewer.post(URL, body, HTTP_HX_REQUEST="true").content.decode()
+    # The exact bytes only in brackets after the binary figure (``19.13 MiB (20,054,016 B)``).
+    assert not re.search(r"(?<!\()\b\d{1,3}(,\d{3}){2,} B\b(?!\))", html), "a byte count written as raw bytes"
+    assert "MiB (20,054,016 B) per GPU" in html
+    facts = html[html.index('id="prefix-facts"') : html.index('id="prefix-granularities"')]
+    assert 'class="bytes"' in facts and "MiB</span>" in facts
+    assert re.search(r"padding \d[\d,.]* % of the unpadded page", facts)
+    grans = html[html.index('id="prefix-granularities"') : html.index('id="prefix-modes"')]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", grans, re.S)[1:]
+    assert rows
+    for row in rows:
+        cells = re.findall(r'<td class="num">(.*?)</td>', row, re.S)
+        assert cells[2].endswith(" %") and cells[7].endswith((" %", "\u2013")) and cells[8].endswith(" s"), cells
+        assert "MiB" in cells[6] or "KiB" in cells[6] or "GiB" in cells[6] or cells[6].startswith("<span")

@@ -129,3 +129,44 @@ def test_sources_link_web_addresses_and_leave_internal_paths_out():
     assert '<a href="https://example.org/a"' in html and html.endswith("</a>.")
     assert "config.json (shipped;" in html
     assert source_html("<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;"
+
+
+def test_money_has_cents_and_its_currency_and_rates_keep_sub_cent_digits():
+    from planner.templatetags.reading import usd
+
+    assert usd(14400) == "14,400.00 USD" and usd("14400.00") == "14,400.00 USD"
+    assert usd("2.5000", "GPU-h") == "2.50 USD/GPU-h" and usd("0.5725", "Mtok") == "0.5725 USD/Mtok"
+    assert usd(Decimal("1234.5")) == "1,234.50 USD" and usd(None) == UNKNOWN
+
+
+def test_fractions_durations_and_short_numbers_carry_their_unit():
+    from planner.templatetags.reading import ms, percent, seconds, seconds_ms, short_number
+
+    assert percent(0.5) == "50.0 %" and percent(2.8209) == "282.1 %" and percent(None) == UNKNOWN
+    assert ms(42.76311925502523) == "42.8 ms" and seconds_ms(0.0001234, 3) == "0.123 ms"
+    assert seconds(12.3456, 2) == "12.35 s"
+    assert short_number(24.0) == "24" and short_number(0.123456) == "0.1235" and short_number(5191.3893) == "5,191.4"
+
+
+@pytest.mark.parametrize(
+    ("value", "key", "shown"),
+    [
+        (0.5, "cache_hit_rate", "50.0 %"),
+        (0.9, "gpu_memory_utilization", "90.0 %"),
+        ("2.5000", "usd_per_gpu_hour", "2.50 USD/GPU-h"),
+        ("20.0000", "output_usd_per_mtok", "20.00 USD/Mtok"),
+        (85_018_877_624, "hbm_bytes_reported", "79.18 GiB"),
+        (3_000_000_000, "monthly_input_tokens", "3,000,000,000 tokens"),
+        (42.76311925502523, "tpot_ms", "42.8 ms"),
+        (5191.389306193141, "tokens_per_s_replica", "5,191.4 tokens/s per replica"),
+        ("24", "hours_per_day", "24 h/day"),
+        (222, "batch", "222"),
+        ("fp8", "kv_cache_dtype", "fp8"),
+        (None, "max_model_len", UNKNOWN),
+        (True, "enable_prefix_caching", "yes"),
+    ],
+)
+def test_a_recorded_figure_is_written_with_the_unit_its_name_says(value, key, shown):
+    from planner.templatetags.reading import figure
+
+    assert figure(value, key) == shown

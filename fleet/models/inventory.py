@@ -419,6 +419,12 @@ class Deployment(TimeStamped):
     def __str__(self) -> str:
         return self.slug
 
+    @property
+    def headline(self) -> str:
+        """How a page's headline names it (a deployment has no name; its slug is an identifier):
+        ``Llama-3.1-70B-Instruct on Pool``."""
+        return f"{self.model.name} on {self.cluster.name}"
+
     def get_absolute_url(self) -> str:
         return reverse("api:deployment-detail", kwargs={"slug": self.slug})
 

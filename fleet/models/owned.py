@@ -11,7 +11,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from planner.engine import EngineInputError, Purchase
+from planner.engine import EngineInputError, Purchase, price_text
 
 from .base import TimeStamped
 from .inventory import Cluster
@@ -152,4 +152,4 @@ class ElectricityPrice(TimeStamped):
         constraints = [models.UniqueConstraint(fields=["site", "valid_from"], name="electricity_price_once_a_day")]
 
     def __str__(self) -> str:
-        return f"{self.site}: {self.usd_per_kwh} USD/kWh from {self.valid_from}"
+        return f"{self.site}: {price_text(Decimal(self.usd_per_kwh))} USD/kWh from {self.valid_from}"

@@ -32,7 +32,7 @@ def deployment_form(request: HttpRequest, slug: str | None = None) -> HttpRespon
         request,
         DeploymentForm,
         deployment,
-        title=f"Edit {deployment.slug}" if deployment else "Register a deployment",
+        title=f"Edit {deployment.headline}" if deployment else "Register a deployment",
         saved=lambda d: (f"Deployment {d.slug} saved.", reverse("deployment", args=[d.slug])),
         cancel="fleet",
         initial=None if deployment else {"cluster": request.GET.get("cluster")},

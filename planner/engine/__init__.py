@@ -94,6 +94,7 @@ from planner.engine.costs.money import (
     calendar_month_hours,
     calendar_month_label,
     month_label,
+    price_text,
     quantize,
 )
 from planner.engine.errors import EngineInputError
@@ -385,6 +386,7 @@ __all__ = [
     "prefix_cache_engines",
     "prefix_granularity_tokens",
     "price_in_force",
+    "price_text",
     "profile_names",
     "profile_of",
     "quantize",

@@ -95,7 +95,7 @@ from .spec import Accelerator, Layout, ModelArch
 from .throughput import DEFAULT_OPTIONS, prefill
 from .throughput.decode import DecodeModel
 from .throughput.prefill import PrefillModel
-from .units import TB, ceil_div
+from .units import TB, bytes_exact, bytes_text, ceil_div
 
 #: Every caching mode the app knows, by engine; a release offers a subset (``PrefixRules.modes``).
 CACHE_MODES: dict[str, tuple[str, ...]] = {
@@ -836,7 +836,7 @@ def prefix_cache(
     if hybrid:
         notes.append(
             f"Attention block {chosen.block_size_tokens} tokens (the {engine} profile's allocation); a hit lands "
-            f"on multiples of {granularity} token(s); one checkpoint = {ckpt_bytes:,} B per GPU "
+            f"on multiples of {granularity} token(s); one checkpoint = {bytes_exact(ckpt_bytes)} per GPU "
             + (
                 "(one padded state page in every layer slot of the state groups)."
                 if engine == "vllm"
@@ -874,8 +874,8 @@ def prefix_cache(
         seconds = 2 * copied / (bandwidth * TB) if bandwidth else None
         cow = CopyOnWrite(copied, 2 * copied, bandwidth, seconds)
         notes.append(
-            f"Copy-on-write of a partial hit: {copied:,} B of state per GPU (unpadded conv + recurrent state of "
-            f"its linear layers) read and written once, 2 x {copied:,} B at "
+            f"Copy-on-write of a partial hit: {bytes_exact(copied)} of state per GPU (unpadded conv + recurrent state "
+            f"of its linear layers) read and written once, 2 x {bytes_text(copied)} at "
             + (f"{bandwidth:g} TB/s = {seconds * 1e6:.1f} us." if seconds is not None else "an unknown bandwidth.")
         )
         if engine == "vllm" and mode == "align":
@@ -1255,12 +1255,14 @@ def _ratio_advice(
     at_best, _, best = max(scored)
     at_current = sequences(current)
     reasoning = [
-        f"A running request of {context:,} tokens needs {per_request} state slot(s) x {slot:,} B = {state:,} B of "
+        f"A running request of {context:,} tokens needs {per_request} state slot(s) x {bytes_exact(slot)} = "
+        f"{bytes_exact(state)} of "
         f"state ({mode}: {per_request - checkpoint.retained_checkpoints_per_sequence} running, "
         f"{checkpoint.retained_checkpoints_per_sequence} retained) and {pages:,} page(s) x {page} x {cell:,} B = "
-        f"{kv:,} B of KV on each GPU.",
-        f"SGLang splits its rest memory ({rest:,} B) as state = rest x r / (1 + r): the ratio that strands neither "
-        f"pool is state / KV = {best:.4g}" + (f" for {n:,} requests (the padding slot included)." if n else "."),
+        f"{bytes_exact(kv)} of KV on each GPU.",
+        f"SGLang splits its rest memory ({bytes_exact(rest)}) as state = rest x r / (1 + r): the ratio that "
+        f"strands neither pool is state / KV = {best:.4g}"
+        + (f" for {n:,} requests (the padding slot included)." if n else "."),
         f"At the current r = {current:g}: {at_current:,} request(s) per replica; at r = {best:.4g}: {at_best:,}.",
     ]
     feasible = None
@@ -1274,12 +1276,14 @@ def _ratio_advice(
             high = (rest - need_kv) / need_kv if need_kv else MAX_RATIO
             feasible = (round(max(MIN_RATIO, low), 6), round(min(MAX_RATIO, high), 6))
             reasoning.append(
-                f"{n:,} requests need {need_state:,} B of state and {need_kv:,} B of KV: any r from {feasible[0]:.4g} "
+                f"{n:,} requests need {bytes_exact(need_state)} of state and {bytes_exact(need_kv)} of KV: any r "
+                f"from {feasible[0]:.4g} "
                 f"to {feasible[1]:.4g} holds them."
             )
         else:
             reasoning.append(
-                f"{n:,} requests need {need_state + need_kv:,} B per GPU, more than the {rest:,} B rest: no ratio "
+                f"{n:,} requests need {bytes_exact(need_state + need_kv)} per GPU, more than the "
+                f"{bytes_exact(rest)} rest: no ratio "
                 f"holds them; {at_best:,} is the most at this context."
             )
     return RatioAdvice(

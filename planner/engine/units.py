@@ -43,3 +43,37 @@ def gb_to_bytes(gb: float) -> int:
 def ceil_div(a: int, b: int) -> int:
     """Integer ceiling of ``a / b`` for positive ``b``."""
     return -(-a // b)
+
+
+#: Binary (IEC) units a byte count is written in: 1 KiB = 1,024 bytes, 1 GiB = 1,073,741,824 bytes.
+BINARY_UNITS: tuple[str, ...] = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def binary_parts(n: float, digits: int = 2, unit: str | None = None) -> tuple[str, str]:
+    """``(number, unit)`` of a byte count in the largest binary unit it reaches (``("1.50", "GiB")``), or
+    in ``unit`` when given: the one rule every page, table and note writes bytes by."""
+    size, index = abs(float(n)), 0
+    if unit is not None:
+        index = BINARY_UNITS.index(unit)
+        size /= 1024**index
+    else:
+        while size >= 1024 and index < len(BINARY_UNITS) - 1:
+            size /= 1024
+            index += 1
+    sign = "-" if n < 0 else ""
+    if index == 0:
+        return f"{sign}{round(size):,}", "B"
+    return f"{sign}{size:,.{digits}f}", BINARY_UNITS[index]
+
+
+def bytes_text(n: float, digits: int = 2) -> str:
+    """A byte count in binary units: ``1610612736`` -> ``"1.50 GiB"``."""
+    number, unit = binary_parts(n, digits)
+    return f"{number} {unit}"
+
+
+def bytes_exact(n: int) -> str:
+    """A byte count for a derivation: in binary units, the exact bytes in brackets from a KiB on
+    (``"19.13 MiB (20,054,016 B)"``; ``"512 B"``)."""
+    text = bytes_text(n)
+    return text if abs(n) < KIB else f"{text} ({n:,} B)"

@@ -29,6 +29,19 @@ class Decision(models.Model):
         API = 3, "Hosted API with our own gateway"
         BUY = 4, "Buy (own) the GPUs"
 
+    #: What each tier means (the glossary page, ``planner.views.glossary``; the design's tiers, with buying).
+    TIER_MEANINGS: dict[int, str] = {
+        Tier.RENT: "Rent a cluster by the hour: the only tier that runs the big model. Its GPUs bill the same "
+        "busy or idle, so it wins only while it stays busy enough (the breakeven volume of rent vs API).",
+        Tier.SMALL_MODEL: "A smaller model on one accelerator: its parameters times bytes per parameter, plus "
+        "the KV cache, plus about 2 GB of runtime, must fit in that one GPU's memory (16 GB: a 7B model at "
+        "4-bit; 24 GB: 14B; 48 GB: 32B; 80 GB: 70B at 4-bit or a 30B-class MoE at 8-bit).",
+        Tier.API: "A hosted API behind a gateway of our own (keys, logs, retries, rate limits, budgets): "
+        "paid per token, nothing idle to pay for.",
+        Tier.BUY: "Buy (own) the GPUs: the purchase depreciated over its useful life, plus power, "
+        "colocation, support and staff, whether busy or idle.",
+    }
+
     workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="decisions")
     tier = models.PositiveSmallIntegerField(choices=Tier.choices)
     figures = models.JSONField(help_text="The computed figures (breakeven result) the decision was made on.")
@@ -77,6 +90,32 @@ class Decision(models.Model):
     @property
     def is_current(self) -> bool:
         return not hasattr(self, "superseded_by")
+
+    @property
+    def deployment_slug(self) -> str:
+        """The deployment the comparison priced ("" when it priced none), as frozen in its inputs."""
+        inputs = self.inputs or {}
+        frozen = (inputs.get("deployment") or {}).get("slug")
+        return str(frozen or (inputs.get("request") or {}).get("deployment") or "")
+
+    @property
+    def sku_name(self) -> str:
+        """The SKU the comparison rented ("" when unknown), as frozen in its inputs."""
+        inputs = self.inputs or {}
+        return str((inputs.get("sku") or {}).get("name") or (inputs.get("request") or {}).get("sku") or "")
+
+    @property
+    def review_state(self) -> str:
+        """What the reviews say of it: ``superseded``, ``not reviewed yet``,
+        ``holds``, ``no longer holds`` or ``not checked`` (its comparison could not be recomputed), with
+        ``, being reviewed again`` when an input changed since."""
+        if not self.is_current:
+            return "superseded"
+        review = getattr(self, "review", None)
+        if review is None or review.checked_at is None:
+            return "not reviewed yet"
+        state = {True: "holds", False: "no longer holds"}.get(review.still_holds, "not checked")
+        return f"{state}, being reviewed again" if review.stale_since is not None else state
 
     @classmethod
     def record(cls, *, workload: Workload, tier: int, note: str, figures: dict, inputs: dict, user: Any) -> Decision:

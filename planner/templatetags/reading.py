@@ -17,15 +17,18 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from planner.engine import MONTH_LABEL
+from planner.engine import MONTH_LABEL, units
+from planner.engine.units import BINARY_UNITS
 
 register = template.Library()
 
-#: Binary (IEC) units: 1 KiB = 1,024 bytes, 1 GiB = 1,073,741,824 bytes. Every memory and byte figure a
-#: page, table or command writes goes through ``binary_bytes`` (``bytes_text`` for plain text): one unit
-#: family for bytes on every page. Decimal GB and TB are not written as figures: a SKU's nominal "141GB"
-#: is in its name only, its GPU memory is ``HardwareSku.memory_bytes`` (the driver's figure) in GiB.
-BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+#: Binary (IEC) units (``planner.engine.units.BINARY_UNITS``). Every memory and byte figure a page, table or
+#: command writes goes through ``binary_bytes`` (``bytes_text`` for plain text), and the engine's notes through
+#: ``planner.engine.units.bytes_exact``: one rule, ``planner.engine.units.binary_parts``, for bytes everywhere.
+#: Decimal GB and TB are not written as figures: a SKU's nominal "141GB" is in its name only, its GPU memory is
+#: ``HardwareSku.memory_bytes`` (the driver's figure) in GiB.
+__all__ = ["BINARY_UNITS"]
+
 #: What a page shows for an unknown figure (an en dash, as the tables do).
 UNKNOWN = "\u2013"
 
@@ -47,22 +50,9 @@ def _as_number(value: Any) -> float | int | None:
 
 def binary_parts(value: Any, digits: int = 2, unit: str | None = None) -> tuple[str, str] | None:
     """``(number, unit)`` of a byte count in the largest binary unit it reaches (``("1.50", "GiB")``),
-    or in ``unit`` when given."""
+    or in ``unit`` when given (None: not a number)."""
     n = _as_number(value)
-    if n is None:
-        return None
-    size, index = abs(float(n)), 0
-    if unit is not None:
-        index = BINARY_UNITS.index(unit)
-        size /= 1024**index
-    else:
-        while size >= 1024 and index < len(BINARY_UNITS) - 1:
-            size /= 1024
-            index += 1
-    sign = "-" if n < 0 else ""
-    if index == 0:
-        return f"{sign}{round(size):,}", "B"
-    return f"{sign}{size:,.{digits}f}", BINARY_UNITS[index]
+    return None if n is None else units.binary_parts(n, digits, unit)
 
 
 def exact_bytes(value: Any) -> str:
@@ -210,3 +200,119 @@ def month_convention() -> str:
     """The month every monthly figure outside spend is for: ``"30-day month, 720 h"``
     (``planner.engine.costs.money.MONTH_LABEL``); spend names its calendar month itself."""
     return MONTH_LABEL
+
+
+def _decimals_between(n: float | int, low: int, high: int) -> str:
+    """``n`` with thousands separators and between ``low`` and ``high`` decimals (trailing zeros past
+    ``low`` dropped): ``2.5`` -> ``2.50``, ``0.5725`` -> ``0.5725`` (2, 4)."""
+    text = f"{float(n):,.{high}f}"
+    if high > low:
+        whole, _, frac = text.partition(".")
+        frac = frac.rstrip("0").ljust(low, "0")
+        text = f"{whole}.{frac}" if frac else whole
+    return text
+
+
+@register.filter
+def usd(value: Any, unit: str = "") -> str:
+    """Money with cents and its currency: ``14400`` -> ``14,400.00 USD``; ``unit`` names what it is per
+    (``{{ rate|usd:"GPU-h" }}`` -> ``2.50 USD/GPU-h``); a rate below a cent keeps up to 4 decimals
+    (``0.0025 USD/token``). Unknown: an en dash."""
+    n = _as_number(value)
+    if n is None:
+        return UNKNOWN
+    per = f"/{unit}" if unit else ""
+    high = 4 if unit and abs(n) < 1 else 2
+    return f"{_decimals_between(n, 2, high)} USD{per}"
+
+
+@register.filter
+def percent(value: Any, digits: int = 1) -> str:
+    """A fraction as a percentage: ``0.5`` -> ``50.0 %`` (``digits`` decimals); unknown: an en dash."""
+    n = _as_number(value)
+    return UNKNOWN if n is None else f"{float(n) * 100:,.{int(digits)}f} %"
+
+
+@register.filter
+def ms(value: Any, digits: int = 1) -> str:
+    """Milliseconds: ``42.7631`` -> ``42.8 ms``; unknown: an en dash."""
+    n = _as_number(value)
+    return UNKNOWN if n is None else f"{float(n):,.{int(digits)}f} ms"
+
+
+@register.filter
+def seconds_ms(value: Any, digits: int = 1) -> str:
+    """A duration in seconds written in milliseconds: ``0.0001234`` -> ``0.1 ms``."""
+    n = _as_number(value)
+    return UNKNOWN if n is None else ms(float(n) * 1000, digits)
+
+
+@register.filter
+def seconds(value: Any, digits: int = 1) -> str:
+    """A duration in seconds: ``12.3456`` -> ``12.3 s``; unknown: an en dash."""
+    n = _as_number(value)
+    return UNKNOWN if n is None else f"{float(n):,.{int(digits)}f} s"
+
+
+@register.filter
+def short_number(value: Any) -> str:
+    """A number as a person reads it: whole numbers grouped (``24.0`` -> ``24``, ``3000000`` ->
+    ``3,000,000``), others to 4 significant digits (``0.123456`` -> ``0.1235``) or one decimal from 100."""
+    n = _as_number(value)
+    if n is None:
+        return UNKNOWN if value is None else str(value)
+    if float(n).is_integer():
+        return f"{round(n):,}"
+    return f"{n:,.1f}" if abs(n) >= 100 else f"{n:,.4g}"
+
+
+#: How a recorded figure is written, by the end of its name (a frozen input's key): the first match wins.
+#: ``(suffix, how)``: ``how`` a filter of this module applied to the value, or a unit after ``grouped``.
+FIGURE_UNITS: tuple[tuple[str, str], ...] = (
+    ("_bytes", "bytes"),
+    ("_bytes_reported", "bytes"),
+    ("usd_per_gpu_hour", "usd:GPU-h"),
+    ("usd_per_mtok", "usd:Mtok"),
+    ("usd_per_kwh", "usd:kWh"),
+    ("_usd", "usd"),
+    ("usd_per_month", "usd:month"),
+    ("_ms", "ms"),
+    ("hit_rate", "percent"),
+    ("utilization", "percent"),
+    ("utilisation", "percent"),
+    ("_fraction", "percent"),
+    ("tokens_per_s_replica", " tokens/s per replica"),
+    ("tokens_per_s", " tokens/s"),
+    ("_tokens", " tokens"),
+    ("_params", " parameters"),
+    ("_tflops", " TFLOPS"),
+    ("_tbps", " TB/s"),
+    ("_gbps", " GB/s"),
+    ("hbm_gb", " GB (nominal)"),
+    ("hours_per_day", " h/day"),
+    ("days_per_month", " days/month"),
+    ("requests_per_day", " requests/day"),
+)
+
+
+@register.filter
+def figure(value: Any, key: str) -> str:
+    """A recorded figure written with the unit its name says (``FIGURE_UNITS``): ``figure(0.5,
+    "cache_hit_rate")`` -> ``50.0 %``; a number with no known unit gets thousands separators, text stays."""
+    if value is None or value == "":
+        return UNKNOWN
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    for suffix, how in FIGURE_UNITS:
+        if str(key).endswith(suffix) and _as_number(value) is not None:
+            name, _, arg = how.partition(":")
+            if how.startswith(" "):
+                return f"{short_number(value)}{how}"
+            if name == "bytes":
+                return bytes_text(value)
+            if name == "usd":
+                return usd(value, arg)
+            return {"ms": ms, "percent": percent}[name](value)
+    if isinstance(value, int | float):
+        return short_number(value)
+    return str(value)

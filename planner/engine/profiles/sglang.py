@@ -66,7 +66,7 @@ from ..errors import EngineInputError
 from ..formats import DEFAULT_KV_CACHE_DTYPE, DTYPE_BYTES
 from ..sizing.state import layer_state_bytes
 from ..spec import LayerGroup, Layout, ModelArch
-from ..units import ceil_div
+from ..units import bytes_exact, ceil_div
 from .common import CacheGroup, EngineAllocation, choose_release
 
 DEFAULT_PAGE_SIZE: int = 1
@@ -429,8 +429,9 @@ def _state_pool(
     else:
         per_request, strategy = RADIX_STATE_SLOTS, "radix cache, no_buffer strategy"
     notes.append(
-        f"State pool: max_mamba_cache_size = {how} = {slots:,} slots of {per_slot:,} B ({layers} linear layers; "
-        f"recurrent {dtypes[0]}, conv {dtypes[1]}: {dtypes[2]}); {per_request} slot(s) per running request "
+        f"State pool: max_mamba_cache_size = {how} = {slots:,} slots of {bytes_exact(per_slot)} "
+        f"({layers} linear layers; recurrent {dtypes[0]}, conv {dtypes[1]}: {dtypes[2]}); {per_request} slot(s) "
+        "per running request "
         f"({strategy}), so at most {slots // per_request:,} running requests."
     )
     return _State(slots, per_slot, layer_page, layers, per_request, charged, dtypes, tuple(notes))
@@ -466,16 +467,16 @@ def _token_pools(
     swa_tokens: int | None = None
     if not attention:  # every attention layer slides: the SWA pool is the token pool, no ratio
         tokens = floor_pages(kv_rest // swa_cell)
-        formula = f"{kv_rest:,} B // {swa_cell:,} B per token (sliding-window layers only)"
+        formula = f"{bytes_exact(kv_rest)} // {swa_cell:,} B per token (sliding-window layers only)"
         pool = "shared"
     elif sliding:
         tokens = floor_pages(int(kv_rest // (full_cell + swa_ratio * swa_cell)))
         swa_tokens = floor_pages(int(tokens * swa_ratio))
-        formula = f"{kv_rest:,} B // ({full_cell:,} + {swa_ratio:g} x {swa_cell:,}) B per token"
+        formula = f"{bytes_exact(kv_rest)} // ({full_cell:,} + {swa_ratio:g} x {swa_cell:,}) B per token"
         pool = "swa"
     else:
         tokens = floor_pages(kv_rest // full_cell)
-        formula = f"{kv_rest:,} B // {full_cell:,} B per token"
+        formula = f"{bytes_exact(kv_rest)} // {full_cell:,} B per token"
         pool = "shared"
     if attention:
         groups.append(

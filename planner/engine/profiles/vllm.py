@@ -93,7 +93,7 @@ from ..formats import DEFAULT_KV_CACHE_DTYPE, DTYPE_BYTES
 from ..gpus import gpu_generation
 from ..sizing.state import layer_state_bytes
 from ..spec import LayerGroup, Layout, ModelArch
-from ..units import ceil_div
+from ..units import bytes_exact, ceil_div
 from .common import CacheGroup, EngineAllocation, choose_release, parse_version
 
 #: ``vllm serve``'s default ``max_num_seqs`` on a large GPU and otherwise, and what "large" is
@@ -546,13 +546,13 @@ def vllm_allocation(
             block = needed
             notes.append(
                 f"Hybrid model: attention block raised to {block} tokens so one attention page "
-                f"({block} x {page_per_token} B) holds a state page of {state_page:,} B "
+                f"({block} x {page_per_token} B) holds a state page of {bytes_exact(state_page)} "
                 f"(alignment {align}; 'Setting attention block size to {block} tokens')."
             )
         padded = block * page_per_token
         padding = (padded - state_page) / state_page
         notes.append(
-            f"State page padded by {padding * 100:.2f}% to {padded:,} B ('Padding mamba page size'); "
+            f"State page padded by {padding * 100:.2f}% to {bytes_exact(padded)} ('Padding mamba page size'); "
             f"state dtypes: recurrent {dtypes[0]}, conv {dtypes[1]} ({dtypes[2]})."  # type: ignore[index]
         )
     page = block * page_per_token
@@ -614,9 +614,9 @@ def vllm_allocation(
         tokens = int(concurrency * max_model_len)
         formula = "int(max_concurrency x max_model_len)"
     notes.append(
-        f"num_blocks = {available_bytes:,} B // {page:,} B per page // {slots} = {num_blocks:,}; logged tokens = "
-        f"{formula} = {tokens:,}; concurrency at {max_model_len:,} tokens = {num_blocks:,} / {need} blocks per request "
-        f"= {concurrency:.2f}x."
+        f"num_blocks = {bytes_exact(available_bytes)} // {bytes_exact(page)} per page // {slots} = {num_blocks:,}; "
+        f"logged tokens = {formula} = {tokens:,}; concurrency at {max_model_len:,} tokens = {num_blocks:,} / {need} "
+        f"blocks per request = {concurrency:.2f}x."
     )
     if prefix_caching and states:
         notes.append(
