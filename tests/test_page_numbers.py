@@ -17,10 +17,8 @@ RAW_FLOAT = re.compile(r"(?<![\w.:/-])\d+\.\d{5,}(?![\w.])")
 #: A byte count of a million or more written in bytes (``40,108,032 B``, ``40108032 bytes``); the exact bytes
 #: in brackets after a figure in binary units (``19.13 MiB (20,054,016 B)``) are allowed.
 RAW_BYTES = re.compile(r"(?<!\()\b(\d{1,3}(?:,\d{3}){2,}|\d{7,}) (?:B|bytes)\b(?!\))")
-#: Pages whose findings are another change's to fix (printed, not failed, here): the spend page, the plan pages
-#: and the route page are being reworked beside this test (issue 28's other bullets); take each out of this
-#: list once its page is fixed. (Issue 28: the route page's rates, ``0.000190`` USD per request.)
-ELSEWHERE = ("spend", "plans", "plan", "plan-compare", "plan-deploy", "route")
+#: Pages whose findings are another change's to fix (printed, not failed): none since issue 28's pages were merged.
+ELSEWHERE: tuple[str, ...] = ()
 
 
 def _slugs() -> set[str]:

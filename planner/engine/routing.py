@@ -299,7 +299,10 @@ ASSUMPTIONS: tuple[str, ...] = (
 
 
 def _fmt_usd(value: float) -> str:
-    return f"{value:.6f}" if value < 0.01 else f"{value:.4f}"
+    """A cost per request as people read it: per 1,000 requests, in USD with cents (up to 4 decimals below a
+    cent): ``0.0035808`` -> ``"3.58 USD per 1,000 requests"``."""
+    thousand = value * 1000
+    return f"{thousand:,.{2 if abs(thousand) >= 0.01 else 4}f} USD per 1,000 requests"
 
 
 def _cache(request: RequestClass, block: int | None) -> tuple[str, int, str]:
@@ -464,7 +467,7 @@ def assess_deployment(request: RequestClass, d: DeploymentCandidate) -> Destinat
         per_hour = s.replicas * busy_speed.tokens_per_s_replica * SECONDS_PER_HOUR / request.output_tokens
         usd = usd_per_hour / per_hour
         reasons.append(
-            f"Cost {_fmt_usd(usd)} USD per request: {usd_per_hour:,.2f} USD/h over {per_hour:,.0f} requests/h of "
+            f"Cost {_fmt_usd(usd)}: {usd_per_hour:,.2f} USD/h over {per_hour:,.0f} requests/h of "
             f"this class (batch {busy_speed.batch} per replica, {s.replicas} replica(s))."
         )
     return out(
@@ -498,7 +501,7 @@ def assess_api(request: RequestClass, a: ApiCandidate) -> Destination:
         cache_reason,
         "Latency not known: nothing measures a hosted API's TTFT and TPOT here (ranked after destinations known "
         "to meet the SLO).",
-        f"Cost {_fmt_usd(usd)} USD per request: {reusable} cached x {hit:g} + {missed} uncached x {miss:g} + "
+        f"Cost {_fmt_usd(usd)}: {reusable} cached x {hit:g} + {missed} uncached x {miss:g} + "
         f"{request.output_tokens} output x {out:g} USD per million tokens.",
     ]
     return Destination(
@@ -519,7 +522,7 @@ def _why_below(d: Destination, above: Destination, model: str | None) -> str:
         return f"Ranked {d.rank}: cost unknown, after {above.slug} whose cost is known."
     if above.usd_per_request is not None and d.usd_per_request > above.usd_per_request:
         more = d.usd_per_request - above.usd_per_request
-        return f"Ranked {d.rank}: {_fmt_usd(more)} USD per request more than {above.slug}."
+        return f"Ranked {d.rank}: {_fmt_usd(more)} more than {above.slug}."
     return f"Ranked {d.rank}: ties with {above.slug} on SLO and cost; ordered by slug."
 
 

@@ -227,6 +227,13 @@ def usd(value: Any, unit: str = "") -> str:
 
 
 @register.filter
+def usd_per_thousand(value: Any) -> str:
+    """A cost per request per 1,000 requests, with cents: ``0.00104`` -> ``1.04 USD/1,000 requests``."""
+    n = _as_number(value)
+    return UNKNOWN if n is None else usd(n * 1000, "1,000 requests")
+
+
+@register.filter
 def percent(value: Any, digits: int = 1) -> str:
     """A fraction as a percentage: ``0.5`` -> ``50.0 %`` (``digits`` decimals); unknown: an en dash."""
     n = _as_number(value)

@@ -111,7 +111,7 @@ def test_an_api_cheaper_per_token_that_loses_the_prefix_costs_more_per_request()
     assert (second.slug, second.cache_state, second.reusable_prefix_tokens) == ("coarse", "cold", 0)
     assert second.usd_per_request == pytest.approx(0.004)
     assert "shorter than one 1024-token block" in second.reasons[0]
-    assert "0.000419 USD per request more than fine" in second.reasons[-1]
+    assert "0.42 USD per 1,000 requests more than fine" in second.reasons[-1]  # 0.004 - 0.0035808
 
 
 def test_deployment_cost_is_its_gpu_hours_over_the_requests_it_serves_per_hour():
