@@ -227,7 +227,18 @@ from planner.engine.throughput import (
     prediction_of,
     sensitivity,
 )
-from planner.engine.units import GB, GIB, HOURS_PER_DAY, KIB, MIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
+from planner.engine.units import (
+    BINARY_UNITS,
+    GB,
+    GIB,
+    HOURS_PER_DAY,
+    KIB,
+    MIB,
+    SECONDS_PER_DAY,
+    SECONDS_PER_HOUR,
+    TB,
+    binary_parts,
+)
 from planner.engine.weight_parts import PARTS as WEIGHT_PARTS
 from planner.engine.weight_parts import WeightPart, parse_weight_parts
 from planner.engine.weight_parts import parts_errors as weight_parts_errors
@@ -235,6 +246,7 @@ from planner.engine.weight_parts import parts_errors as weight_parts_errors
 __all__ = [
     "ACCELERATOR_RECORD_FIELDS",
     "BEST",
+    "BINARY_UNITS",
     "CACHE_DTYPES",
     "CACHE_MODES",
     "CURVE_CONTEXTS",
@@ -347,6 +359,7 @@ __all__ = [
     "apply_correction",
     "basis_of",
     "batch_of",
+    "binary_parts",
     "blended_input_usd_per_mtok",
     "breakeven",
     "buy_option",

@@ -17,8 +17,8 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from planner.engine import MONTH_LABEL, units
-from planner.engine.units import BINARY_UNITS
+from planner.engine import BINARY_UNITS, MONTH_LABEL
+from planner.engine import binary_parts as engine_binary_parts
 
 register = template.Library()
 
@@ -52,7 +52,7 @@ def binary_parts(value: Any, digits: int = 2, unit: str | None = None) -> tuple[
     """``(number, unit)`` of a byte count in the largest binary unit it reaches (``("1.50", "GiB")``),
     or in ``unit`` when given (None: not a number)."""
     n = _as_number(value)
-    return None if n is None else units.binary_parts(n, digits, unit)
+    return None if n is None else engine_binary_parts(n, digits, unit)
 
 
 def exact_bytes(value: Any) -> str:
