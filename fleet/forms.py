@@ -4,10 +4,13 @@ registration checks too (``fleet.registration``)."""
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from typing import Any
 
 from django import forms
+from django.apps import apps
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.forms.models import ModelFormMetaclass
@@ -266,9 +269,7 @@ class DeploymentForm(BoundedModelForm):
                 }
                 for lay in getattr(exc, "fitting", [])
             ]
-            for name, messages in exc.errors.items():
-                for message in messages:
-                    self.add_error(name if name in self.fields else None, message)
+            add_service_errors(self, exc)
         if "base_url" in self.errors and registration.has_credentials(self.data.get("base_url", "")):
             # The refused URL is shown back without the secret it carried.
             self.data = self.data.copy()
@@ -417,6 +418,7 @@ class ModelImportForm(forms.Form):
             self.add_error("slug", str(exc))
             return
         config_field = "config_file" if self.cleaned_data.get("config_file") else "config_text"
+        rest: dict[str, list[str]] = {}
         for field, messages in exc.errors.items():
             if field == "config" or field.startswith("config."):
                 where = field.removeprefix("config.") if field != "config" else ""
@@ -425,28 +427,74 @@ class ModelImportForm(forms.Form):
             elif field == "quant_config" or field.startswith("quant_config."):
                 for message in messages:
                     self.add_error("quant_config_file", message)
-            elif field in self.fields:
-                for message in messages:
-                    self.add_error(field, message)
             else:
-                self.add_error(None, f"{field}: {' '.join(messages)}" if field != "__all__" else " ".join(messages))
+                rest[field] = messages
+        if rest:
+            add_service_errors(self, InputError(rest))
+
+
+#: A code name in a message: snake_case (``input_cache_hit_usd_per_mtok``) or a dotted path
+#: (``layer_groups.1.kv_heads``, ``breakeven.gpus``); one-word names read as words and are left alone.
+CODE_NAME = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*(?:\.[a-z0-9_]+)+\b|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+
+
+@functools.cache
+def record_labels() -> dict[str, str]:
+    """Record fields' verbose names by field name (``input_cache_hit_usd_per_mtok`` -> ``Input, cache hit
+    (USD / M tokens)``), for a service's message naming a field the page's form does not have; a name
+    two records label differently is left out."""
+    seen: dict[str, set[str]] = {}
+    for model in apps.get_models():
+        if model._meta.app_label in ("fleet", "planner"):
+            for field in model._meta.concrete_fields:
+                words = str(field.verbose_name)
+                if words != field.name.replace("_", " "):
+                    seen.setdefault(field.name, set()).add(words[:1].upper() + words[1:])
+    return {name: labels.pop() for name, labels in seen.items() if len(labels) == 1}
+
+
+def field_words(form: forms.Form, text: str, prefix: str = "") -> str:
+    """``text`` with the form's field code names (and dotted paths into them) as the fields' labels,
+    e.g. ``api_price`` -> ``API price``, ``layer_groups.1.kv_heads`` -> ``Layer groups (1.kv_heads)``;
+    a name the form lacks, as its record field's verbose name (``record_labels``), else left as it is."""
+
+    def label(match: re.Match[str]) -> str:
+        code = match.group(0)
+        head, _, rest = code.removeprefix(prefix).partition(".")
+        field = form.fields.get(head)
+        words = str(field.label or forms.forms.pretty_name(head)) if field is not None else record_labels().get(head)
+        if words is None:
+            return code
+        return f"{words} ({rest})" if rest else words
+
+    return CODE_NAME.sub(label, text)
+
+
+def labelled_errors(form: forms.Form) -> dict[str, list[str]]:
+    """A form's errors keyed by its fields' labels, not their code names (a list's refused filters,
+    said above the table)."""
+    return {
+        (str(form.fields[name].label or forms.forms.pretty_name(name)) if name in form.fields else name): [
+            field_words(form, message) for message in messages
+        ]
+        for name, messages in form.errors.items()
+    }
 
 
 def add_service_errors(form: forms.Form, exc: InputError | EngineInputError, prefix: str = "") -> None:
-    """Put a service's field errors beside the form's fields (others above the form). ``prefix``
-    strips a dotted path's head, e.g. ``breakeven.`` for a decision's comparison."""
+    """Put a service's field errors beside the form's fields (others above the form), the fields'
+    code names in the messages read as their labels (``field_words``). ``prefix`` strips a dotted
+    path's head, e.g. ``breakeven.`` for a decision's comparison."""
     for field, messages in exc.errors.items():
         name = field.removeprefix(prefix).split(".")[0]
+        words = [field_words(form, message, prefix) for message in messages]
         if name in form.fields:
-            for message in messages:
+            for message in words:
                 form.add_error(name, message)
+        elif field in ("__all__", "non_field_errors"):
+            form.add_error(None, " ".join(words))
         else:
-            form.add_error(
-                None,
-                f"{field}: {' '.join(messages)}"
-                if field not in ("__all__", "non_field_errors")
-                else " ".join(messages),
-            )
+            form.add_error(None, f"{field_words(form, field, prefix)}: {' '.join(words)}")
 
 
 DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
