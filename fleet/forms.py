@@ -250,6 +250,10 @@ class DeploymentForm(BoundedModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if not (self.instance.pk and self.instance.has_api_key):
+            # Nothing stored to keep or remove: no removal box, and the help says only what applies.
+            del self.fields["clear_api_key"]
+            self.fields["api_key"].help_text = "Write-only: never shown again. Blank: the endpoint takes none."
         if self.instance.pk and registration.has_credentials(self.instance.base_url):
             # A row stored before such URLs were refused: never render the secret back; saving keeps
             # only the server's root (the key belongs in the write-only field).
