@@ -153,6 +153,19 @@ class BoundedModelForm(forms.ModelForm, metaclass=BoundedModelFormMetaclass):
     never reaches the engine and an oversized input is an error beside it."""
 
 
+class SlugFromName:
+    """A form with a name and a slug: on a new record, the slug input says it follows the name
+    (``data-slug-from``, read by ``static/js/slugs.js``, which fills it until it is edited by hand);
+    never on a stored record's form. The server's validation of the slug stays the authority."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        fields = self.fields  # type: ignore[attr-defined]
+        stored = getattr(getattr(self, "instance", None), "pk", None) is not None
+        if not stored and "name" in fields and "slug" in fields:
+            fields["slug"].widget.attrs["data-slug-from"] = self["name"].auto_id  # type: ignore[index]
+
+
 class ProviderChoiceField(forms.ModelChoiceField):
     """A provider picked from the list of records, by name (the page's values read as names)."""
 
@@ -164,7 +177,7 @@ class ProviderChoiceField(forms.ModelChoiceField):
         return f"{obj.name} ({obj.get_kind_display()})"
 
 
-class ClusterForm(BoundedModelForm):
+class ClusterForm(SlugFromName, BoundedModelForm):
     provider = ProviderChoiceField(
         help_text="Who rents or runs it: its price in force is this provider's quote for the SKU (else its "
         "public list price). A provider not listed is added on the providers list first."
@@ -290,7 +303,7 @@ class DeploymentForm(BoundedModelForm):
         return deployment
 
 
-class ModelSpecForm(BoundedModelForm):
+class ModelSpecForm(SlugFromName, BoundedModelForm):
     """Layer groups are edited as JSON; errors name the item and key (``layer_groups.1.kv_heads``)."""
 
     layer_groups = BoundedJSONField(
@@ -349,7 +362,7 @@ def parse_json_object(raw: bytes | str, what: str) -> tuple[dict | None, str | N
     return value, None
 
 
-class ModelImportForm(forms.Form):
+class ModelImportForm(SlugFromName, forms.Form):
     """Import a model from its config.json (pasted or uploaded): the service derives the rest."""
 
     config_text = forms.CharField(
@@ -566,7 +579,7 @@ class ApiPriceNoteForm(BoundedModelForm):
         widgets = {"source": forms.Textarea(attrs={"rows": 3})}
 
 
-class HardwareSkuForm(BoundedModelForm):
+class HardwareSkuForm(SlugFromName, BoundedModelForm):
     class Meta:
         model = HardwareSku
         fields = [
@@ -642,7 +655,7 @@ class ElectricityPriceForm(BoundedModelForm):
         self.fields["site"].help_text = _with_sites("The site as an owned cluster's running costs name it.")
 
 
-class WorkloadForm(BoundedModelForm):
+class WorkloadForm(SlugFromName, BoundedModelForm):
     class Meta:
         model = Workload
         fields = ["name", "slug", "team", *Workload.FIGURES]
