@@ -46,6 +46,16 @@ class UploadField(forms.FileField):
     widget = forms.FileInput
 
 
+def keep_upload_text(form: forms.Form, upload_field: str, text_field: str, text: str) -> None:
+    """An upload read into text also fills ``text_field`` (the form's paste box, or a hidden field), so
+    a form refused for another input shows it back and the next submit uses it: a browser never keeps a
+    chosen file. Bounded as the text field is (at most the upload's own size limit)."""
+    form.data = form.data.copy()
+    form.data[form.add_prefix(text_field)] = text
+    kept = "Read: its text is kept in this form; no need to choose it again."
+    form.fields[upload_field].help_text = form[upload_field].help_text = kept  # the bound field copied it
+
+
 class BoundedNumberText:
     """A number field that refuses text longer than ``fleet.inputs.MAX_NUMBER_DIGITS`` characters
     before parsing it: ``int()`` spends quadratic time on a 4,000-digit integer and refuses one of
@@ -378,6 +388,8 @@ class ModelImportForm(SlugFromName, forms.Form):
         required=False,
         help_text="NVIDIA ModelOpt checkpoints ship their quantisation beside config.json.",
     )
+    #: The quantisation file's text once read, carried across a refusal (it has no paste box).
+    quant_config_text = forms.CharField(required=False, max_length=MAX_CONFIG_BYTES, widget=forms.HiddenInput)
     name = forms.CharField(max_length=100)
     slug = forms.CharField(max_length=64)
     hf_model_id = forms.CharField(
@@ -397,6 +409,8 @@ class ModelImportForm(SlugFromName, forms.Form):
     def clean(self) -> dict:
         data = super().clean()
         text, upload = data.get("config_text") or "", data.get("config_file")
+        if text.strip() and upload and upload.size <= MAX_CONFIG_BYTES and self._same_text(upload, text):
+            text = ""  # the box holds this very file's text, kept from a refused submit: the file is read
         if text.strip() and upload:
             self.add_error("config_file", "Paste the config or upload it, not both.")
         elif not text.strip() and not upload:
@@ -407,16 +421,30 @@ class ModelImportForm(SlugFromName, forms.Form):
                 config, problem = parse_json_object(raw, "config.json")
                 if problem:
                     self.add_error("config_file" if upload else "config_text", problem)
+                elif upload:
+                    keep_upload_text(self, "config_file", "config_text", raw.decode("utf-8-sig"))
                 data["config"] = config
-        quant = data.get("quant_config_file")
+        quant, kept = data.get("quant_config_file"), data.get("quant_config_text") or ""
         data["quant_config"] = None
-        if quant:
-            raw = self.read_upload("quant_config_file", quant)
-            if raw is not None:
-                data["quant_config"], problem = parse_json_object(raw, "hf_quant_config.json")
-                if problem:
-                    self.add_error("quant_config_file", problem)
+        raw = self.read_upload("quant_config_file", quant) if quant else kept or None
+        if raw is not None:
+            data["quant_config"], problem = parse_json_object(raw, "hf_quant_config.json")
+            if problem:
+                self.add_error("quant_config_file", problem)
+            else:
+                text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+                keep_upload_text(self, "quant_config_file", "quant_config_text", text)
         return data
+
+    @staticmethod
+    def _same_text(upload: Any, text: str) -> bool:
+        """Whether ``upload`` (within the size limit) holds ``text`` (the form's newlines aside)."""
+        raw = upload.read()
+        upload.seek(0)
+        try:
+            return raw.decode("utf-8-sig").replace("\r\n", "\n") == text.replace("\r\n", "\n")
+        except UnicodeDecodeError:
+            return False
 
     def read_upload(self, field: str, upload) -> bytes | None:
         """An upload's bytes, or ``None`` with an error beside ``field`` when it is too large."""
