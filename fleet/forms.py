@@ -14,6 +14,7 @@ from django.apps import apps
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.forms.models import ModelFormMetaclass
+from django.forms.utils import pretty_name
 
 from fleet import inputs, registration
 from fleet.errors import ConflictError, InputError
@@ -507,7 +508,7 @@ def field_words(form: forms.Form, text: str, prefix: str = "") -> str:
         code = match.group(0)
         head, _, rest = code.removeprefix(prefix).partition(".")
         field = form.fields.get(head)
-        words = str(field.label or forms.forms.pretty_name(head)) if field is not None else record_labels().get(head)
+        words = str(field.label or pretty_name(head)) if field is not None else record_labels().get(head)
         if words is None:
             return code
         return f"{words} ({rest})" if rest else words
@@ -519,7 +520,7 @@ def labelled_errors(form: forms.Form) -> dict[str, list[str]]:
     """A form's errors keyed by its fields' labels, not their code names (a list's refused filters,
     said above the table)."""
     return {
-        (str(form.fields[name].label or forms.forms.pretty_name(name)) if name in form.fields else name): [
+        (str(form.fields[name].label or pretty_name(name)) if name in form.fields else name): [
             field_words(form, message) for message in messages
         ]
         for name, messages in form.errors.items()
