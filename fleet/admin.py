@@ -94,7 +94,9 @@ class DeploymentAdmin(admin.ModelAdmin):
     def get_fields(self, request: Any, obj: Deployment | None = None) -> list[str]:
         fields = [f for f in super().get_fields(request, obj) if f not in (*self.KEY_FIELDS, "api_key_status")]
         may_change = self.has_change_permission(request, obj) if obj is not None else self.has_add_permission(request)
-        return [*fields, "api_key_status", *(self.KEY_FIELDS if may_change else ())]
+        # The remove box only where there is a key to remove (``DeploymentForm`` drops it elsewhere).
+        keys = self.KEY_FIELDS if obj is not None and obj.has_api_key else self.KEY_FIELDS[:1]
+        return [*fields, "api_key_status", *(keys if may_change else ())]
 
 
 @admin.register(GpuQuote)

@@ -4,13 +4,17 @@ registration checks too (``fleet.registration``)."""
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from typing import Any
 
 from django import forms
+from django.apps import apps
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.forms.models import ModelFormMetaclass
+from django.forms.utils import pretty_name
 
 from fleet import inputs, registration
 from fleet.errors import ConflictError, InputError
@@ -41,6 +45,16 @@ class UploadField(forms.FileField):
     forms never have; ticked, it made the field ``False`` where the forms expect a file or None (a 500)."""
 
     widget = forms.FileInput
+
+
+def keep_upload_text(form: forms.Form, upload_field: str, text_field: str, text: str) -> None:
+    """An upload read into text also fills ``text_field`` (the form's paste box, or a hidden field), so
+    a form refused for another input shows it back and the next submit uses it: a browser never keeps a
+    chosen file. Bounded as the text field is (at most the upload's own size limit)."""
+    form.data = form.data.copy()
+    form.data[form.add_prefix(text_field)] = text
+    kept = "Read: its text is kept in this form; no need to choose it again."
+    form.fields[upload_field].help_text = form[upload_field].help_text = kept  # the bound field copied it
 
 
 class BoundedNumberText:
@@ -150,6 +164,19 @@ class BoundedModelForm(forms.ModelForm, metaclass=BoundedModelFormMetaclass):
     never reaches the engine and an oversized input is an error beside it."""
 
 
+class SlugFromName:
+    """A form with a name and a slug: on a new record, the slug input says it follows the name
+    (``data-slug-from``, read by ``static/js/slugs.js``, which fills it until it is edited by hand);
+    never on a stored record's form. The server's validation of the slug stays the authority."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        fields = self.fields  # type: ignore[attr-defined]
+        stored = getattr(getattr(self, "instance", None), "pk", None) is not None
+        if not stored and "name" in fields and "slug" in fields:
+            fields["slug"].widget.attrs["data-slug-from"] = self["name"].auto_id  # type: ignore[index]
+
+
 class ProviderChoiceField(forms.ModelChoiceField):
     """A provider picked from the list of records, by name (the page's values read as names)."""
 
@@ -161,7 +188,7 @@ class ProviderChoiceField(forms.ModelChoiceField):
         return f"{obj.name} ({obj.get_kind_display()})"
 
 
-class ClusterForm(BoundedModelForm):
+class ClusterForm(SlugFromName, BoundedModelForm):
     provider = ProviderChoiceField(
         help_text="Who rents or runs it: its price in force is this provider's quote for the SKU (else its "
         "public list price). A provider not listed is added on the providers list first."
@@ -247,6 +274,10 @@ class DeploymentForm(BoundedModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if not (self.instance.pk and self.instance.has_api_key):
+            # Nothing stored to keep or remove: no removal box, and the help says only what applies.
+            del self.fields["clear_api_key"]
+            self.fields["api_key"].help_text = "Write-only: never shown again. Blank: the endpoint takes none."
         if self.instance.pk and registration.has_credentials(self.instance.base_url):
             # A row stored before such URLs were refused: never render the secret back; saving keeps
             # only the server's root (the key belongs in the write-only field).
@@ -266,9 +297,7 @@ class DeploymentForm(BoundedModelForm):
                 }
                 for lay in getattr(exc, "fitting", [])
             ]
-            for name, messages in exc.errors.items():
-                for message in messages:
-                    self.add_error(name if name in self.fields else None, message)
+            add_service_errors(self, exc)
         if "base_url" in self.errors and registration.has_credentials(self.data.get("base_url", "")):
             # The refused URL is shown back without the secret it carried.
             self.data = self.data.copy()
@@ -285,7 +314,7 @@ class DeploymentForm(BoundedModelForm):
         return deployment
 
 
-class ModelSpecForm(BoundedModelForm):
+class ModelSpecForm(SlugFromName, BoundedModelForm):
     """Layer groups are edited as JSON; errors name the item and key (``layer_groups.1.kv_heads``)."""
 
     layer_groups = BoundedJSONField(
@@ -344,7 +373,7 @@ def parse_json_object(raw: bytes | str, what: str) -> tuple[dict | None, str | N
     return value, None
 
 
-class ModelImportForm(forms.Form):
+class ModelImportForm(SlugFromName, forms.Form):
     """Import a model from its config.json (pasted or uploaded): the service derives the rest."""
 
     config_text = forms.CharField(
@@ -360,6 +389,8 @@ class ModelImportForm(forms.Form):
         required=False,
         help_text="NVIDIA ModelOpt checkpoints ship their quantisation beside config.json.",
     )
+    #: The quantisation file's text once read, carried across a refusal (it has no paste box).
+    quant_config_text = forms.CharField(required=False, max_length=MAX_CONFIG_BYTES, widget=forms.HiddenInput)
     name = forms.CharField(max_length=100)
     slug = forms.CharField(max_length=64)
     hf_model_id = forms.CharField(
@@ -379,6 +410,8 @@ class ModelImportForm(forms.Form):
     def clean(self) -> dict:
         data = super().clean()
         text, upload = data.get("config_text") or "", data.get("config_file")
+        if text.strip() and upload and upload.size <= MAX_CONFIG_BYTES and self._same_text(upload, text):
+            text = ""  # the box holds this very file's text, kept from a refused submit: the file is read
         if text.strip() and upload:
             self.add_error("config_file", "Paste the config or upload it, not both.")
         elif not text.strip() and not upload:
@@ -389,16 +422,30 @@ class ModelImportForm(forms.Form):
                 config, problem = parse_json_object(raw, "config.json")
                 if problem:
                     self.add_error("config_file" if upload else "config_text", problem)
+                elif upload:
+                    keep_upload_text(self, "config_file", "config_text", raw.decode("utf-8-sig"))
                 data["config"] = config
-        quant = data.get("quant_config_file")
+        quant, kept = data.get("quant_config_file"), data.get("quant_config_text") or ""
         data["quant_config"] = None
-        if quant:
-            raw = self.read_upload("quant_config_file", quant)
-            if raw is not None:
-                data["quant_config"], problem = parse_json_object(raw, "hf_quant_config.json")
-                if problem:
-                    self.add_error("quant_config_file", problem)
+        raw = self.read_upload("quant_config_file", quant) if quant else kept or None
+        if raw is not None:
+            data["quant_config"], problem = parse_json_object(raw, "hf_quant_config.json")
+            if problem:
+                self.add_error("quant_config_file", problem)
+            else:
+                text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+                keep_upload_text(self, "quant_config_file", "quant_config_text", text)
         return data
+
+    @staticmethod
+    def _same_text(upload: Any, text: str) -> bool:
+        """Whether ``upload`` (within the size limit) holds ``text`` (the form's newlines aside)."""
+        raw = upload.read()
+        upload.seek(0)
+        try:
+            return raw.decode("utf-8-sig").replace("\r\n", "\n") == text.replace("\r\n", "\n")
+        except UnicodeDecodeError:
+            return False
 
     def read_upload(self, field: str, upload) -> bytes | None:
         """An upload's bytes, or ``None`` with an error beside ``field`` when it is too large."""
@@ -417,6 +464,7 @@ class ModelImportForm(forms.Form):
             self.add_error("slug", str(exc))
             return
         config_field = "config_file" if self.cleaned_data.get("config_file") else "config_text"
+        rest: dict[str, list[str]] = {}
         for field, messages in exc.errors.items():
             if field == "config" or field.startswith("config."):
                 where = field.removeprefix("config.") if field != "config" else ""
@@ -425,28 +473,74 @@ class ModelImportForm(forms.Form):
             elif field == "quant_config" or field.startswith("quant_config."):
                 for message in messages:
                     self.add_error("quant_config_file", message)
-            elif field in self.fields:
-                for message in messages:
-                    self.add_error(field, message)
             else:
-                self.add_error(None, f"{field}: {' '.join(messages)}" if field != "__all__" else " ".join(messages))
+                rest[field] = messages
+        if rest:
+            add_service_errors(self, InputError(rest))
+
+
+#: A code name in a message: snake_case (``input_cache_hit_usd_per_mtok``) or a dotted path
+#: (``layer_groups.1.kv_heads``, ``breakeven.gpus``); one-word names read as words and are left alone.
+CODE_NAME = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*(?:\.[a-z0-9_]+)+\b|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+
+
+@functools.cache
+def record_labels() -> dict[str, str]:
+    """Record fields' verbose names by field name (``input_cache_hit_usd_per_mtok`` -> ``Input, cache hit
+    (USD / M tokens)``), for a service's message naming a field the page's form does not have; a name
+    two records label differently is left out."""
+    seen: dict[str, set[str]] = {}
+    for model in apps.get_models():
+        if model._meta.app_label in ("fleet", "planner"):
+            for field in model._meta.concrete_fields:
+                words = str(field.verbose_name)
+                if words != field.name.replace("_", " "):
+                    seen.setdefault(field.name, set()).add(words[:1].upper() + words[1:])
+    return {name: labels.pop() for name, labels in seen.items() if len(labels) == 1}
+
+
+def field_words(form: forms.Form, text: str, prefix: str = "") -> str:
+    """``text`` with the form's field code names (and dotted paths into them) as the fields' labels,
+    e.g. ``api_price`` -> ``API price``, ``layer_groups.1.kv_heads`` -> ``Layer groups (1.kv_heads)``;
+    a name the form lacks, as its record field's verbose name (``record_labels``), else left as it is."""
+
+    def label(match: re.Match[str]) -> str:
+        code = match.group(0)
+        head, _, rest = code.removeprefix(prefix).partition(".")
+        field = form.fields.get(head)
+        words = str(field.label or pretty_name(head)) if field is not None else record_labels().get(head)
+        if words is None:
+            return code
+        return f"{words} ({rest})" if rest else words
+
+    return CODE_NAME.sub(label, text)
+
+
+def labelled_errors(form: forms.Form) -> dict[str, list[str]]:
+    """A form's errors keyed by its fields' labels, not their code names (a list's refused filters,
+    said above the table)."""
+    return {
+        (str(form.fields[name].label or pretty_name(name)) if name in form.fields else name): [
+            field_words(form, message) for message in messages
+        ]
+        for name, messages in form.errors.items()
+    }
 
 
 def add_service_errors(form: forms.Form, exc: InputError | EngineInputError, prefix: str = "") -> None:
-    """Put a service's field errors beside the form's fields (others above the form). ``prefix``
-    strips a dotted path's head, e.g. ``breakeven.`` for a decision's comparison."""
+    """Put a service's field errors beside the form's fields (others above the form), the fields'
+    code names in the messages read as their labels (``field_words``). ``prefix`` strips a dotted
+    path's head, e.g. ``breakeven.`` for a decision's comparison."""
     for field, messages in exc.errors.items():
         name = field.removeprefix(prefix).split(".")[0]
+        words = [field_words(form, message, prefix) for message in messages]
         if name in form.fields:
-            for message in messages:
+            for message in words:
                 form.add_error(name, message)
+        elif field in ("__all__", "non_field_errors"):
+            form.add_error(None, " ".join(words))
         else:
-            form.add_error(
-                None,
-                f"{field}: {' '.join(messages)}"
-                if field not in ("__all__", "non_field_errors")
-                else " ".join(messages),
-            )
+            form.add_error(None, f"{field_words(form, field, prefix)}: {' '.join(words)}")
 
 
 DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
@@ -514,7 +608,7 @@ class ApiPriceNoteForm(BoundedModelForm):
         widgets = {"source": forms.Textarea(attrs={"rows": 3})}
 
 
-class HardwareSkuForm(BoundedModelForm):
+class HardwareSkuForm(SlugFromName, BoundedModelForm):
     class Meta:
         model = HardwareSku
         fields = [
@@ -590,7 +684,7 @@ class ElectricityPriceForm(BoundedModelForm):
         self.fields["site"].help_text = _with_sites("The site as an owned cluster's running costs name it.")
 
 
-class WorkloadForm(BoundedModelForm):
+class WorkloadForm(SlugFromName, BoundedModelForm):
     class Meta:
         model = Workload
         fields = ["name", "slug", "team", *Workload.FIGURES]

@@ -22,7 +22,7 @@ from django.http import HttpResponse
 from django_filters import FilterSet
 
 from fleet import inputs
-from fleet.forms import BoundedIntegerField
+from fleet.forms import BoundedIntegerField, labelled_errors
 
 #: Rows per page of a list page (the CSV has every row that matches).
 ROWS_PER_PAGE = 25
@@ -92,9 +92,9 @@ class TableForm(forms.Form):
         form's errors, so the page shows them above the table beside a refused search and its CSV
         answers 400; a refused filter is left out, as django-filter does."""
         queryset = filterset.qs
-        for name, messages in filterset.errors.items():
+        for label, messages in labelled_errors(filterset.form).items():
             for message in messages:
-                self.add_error(None, f"{name}: {message}")
+                self.add_error(None, f"{label}: {message}")
         return queryset
 
     def apply(self, queryset: QuerySet) -> QuerySet:

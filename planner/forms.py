@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 
 from fleet.errors import InputError
-from fleet.forms import BoundedDecimalField, BoundedFloatField, BoundedIntegerField, UploadField
+from fleet.forms import BoundedDecimalField, BoundedFloatField, BoundedIntegerField, UploadField, keep_upload_text
 from fleet.limits import MAX_BLOCK_TOKENS, MAX_DEGREE, MAX_GIB_PER_GPU, MAX_GPUS, MAX_MONTHLY, MAX_SLO_MS, MAX_TOKENS
 from fleet.models import ApiPrice, Deployment, GpuQuote, HardwareSku, ModelSpec, Workload
 from fleet.models.base import SLUG_MAX_CHARS
@@ -486,6 +486,7 @@ class CalibrationForm(forms.Form):
                 self.add_error("upload", f"The file is over {MAX_LOG_BYTES // (1024 * 1024)} MiB.")
                 return data
             data["log"] = upload.read(MAX_LOG_BYTES + 1).decode("utf-8", "replace")
+            keep_upload_text(self, "upload", "log", data["log"])
         if not data.get("log"):
             self.add_error("log", "Paste the log or upload its file.")
         return data
@@ -729,6 +730,7 @@ class PrefixCacheForm(forms.Form):
                 return data
             try:
                 data["trace_text"] = trace_text(upload.read(MAX_TRACE_BYTES + 1), "trace_file")
+                keep_upload_text(self, "trace_file", "trace_text", data["trace_text"])
             except InputError as exc:
                 self.add_error("trace_file", exc.errors["trace_file"])
         return data

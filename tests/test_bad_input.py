@@ -4,6 +4,7 @@ deep JSON, and the one JSON error shape of every API error (docs/api.md, "Errors
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.db import OperationalError
@@ -360,7 +361,7 @@ def test_a_filter_too_long_for_sqlite_is_refused_on_the_page_and_the_api(client,
     for path in ("/api-prices/", "/quotes/"):
         r = client.get(path, {"provider": long})
         assert r.status_code == 200, path
-        assert "provider: Ensure this value has at most 200 characters" in r.content.decode(), path
+        assert re.search(r"Provider( name)?: Ensure this value has at most 200 characters", r.content.decode()), path
     r = admin_api.get("/api/v1/api-prices/", {"provider": long})
     assert r.status_code == 400 and "provider" in r.json()
 
@@ -370,12 +371,12 @@ def test_refused_filters_are_said_on_list_pages_and_their_csv_is_a_400(client, m
     table, beside a refused search, and the list's CSV answers 400."""
     client.force_login(make_user("v", "viewer"))
     page = client.get("/models/", {"min_total_params": "lots"}).content.decode()
-    assert "min_total_params: Enter a number." in page
+    assert "Total parameters is greater than or equal to: Enter a number." in page  # its label, not its name
     r = client.get("/models/export.csv", {"min_total_params": "9" * 5000})
-    assert r.status_code == 400 and "min_total_params" in r.content.decode()
-    assert "status: Select a valid choice." in client.get("/", {"status": "gone"}).content.decode()
+    assert r.status_code == 400 and "Total parameters is greater than or equal to" in r.content.decode()
+    assert "Status: Select a valid choice." in client.get("/", {"status": "gone"}).content.decode()
     assert client.get("/fleet.csv", {"status": "gone"}).status_code == 400
-    assert "pricing_kind: Select a valid choice." in client.get("/quotes/", {"pricing_kind": "free"}).content.decode()
+    assert "Pricing kind: Select a valid choice." in client.get("/quotes/", {"pricing_kind": "free"}).content.decode()
 
 
 def test_a_number_of_thousands_of_digits_is_refused_before_it_is_parsed(client, make_user, admin_api, catalog):

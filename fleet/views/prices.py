@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from fleet import inputs, prices
 from fleet.filters import ApiPriceFilter, GpuQuoteFilter
-from fleet.forms import ApiPriceForm, ApiPriceNoteForm, GpuQuoteEndForm, GpuQuoteForm
+from fleet.forms import ApiPriceForm, ApiPriceNoteForm, GpuQuoteEndForm, GpuQuoteForm, labelled_errors
 from fleet.models import ApiPrice, GpuQuote, HardwareSku
 
 from .access import add_or_change_required, perms_required, record_delete_page, record_form_page
@@ -46,7 +46,7 @@ def quote_list(request: HttpRequest) -> HttpResponse:
         if chosen is None or s == chosen
     ]
     context = {"rows": rows, "summary": summary, "skus": skus, "chosen": chosen, "today": today}
-    return render(request, "fleet/quotes.html", context | {"filter_errors": found.errors})
+    return render(request, "fleet/quotes.html", context | {"filter_errors": labelled_errors(found.form)})
 
 
 @add_or_change_required("fleet", "gpuquote")
@@ -80,7 +80,7 @@ def quote_delete(request: HttpRequest, pk: int) -> HttpResponse:
 def api_price_list(request: HttpRequest) -> HttpResponse:
     found = ApiPriceFilter(request.GET, queryset=ApiPrice.objects.all())
     rows = prices.api_price_rows(found.qs.order_by("provider", "model_name", "-quoted_on"), timezone.now().date())
-    return render(request, "fleet/api_prices.html", {"rows": rows, "filter_errors": found.errors})
+    return render(request, "fleet/api_prices.html", {"rows": rows, "filter_errors": labelled_errors(found.form)})
 
 
 @add_or_change_required("fleet", "apiprice")
