@@ -280,6 +280,10 @@ def _store(month: str, pricing_kind: str, key: str, report: dict[str, Any]) -> S
             for n, line in enumerate([*clusters, *deployments])
         ]  # fmt: skip
         SpendSnapshotLine.objects.bulk_create(rows, batch_size=2000)
+        # A report older than SPEND_STORED_S is never read again (stored_spend computes anew): other months'
+        # such reports and their lines go, so what is kept is bounded by the months asked for lately.
+        too_old = timezone.now() - timedelta(seconds=float(settings.SPEND_STORED_S))
+        SpendSnapshot.objects.filter(computed_at__lt=too_old).exclude(pk=snapshot.pk).delete()
     return snapshot
 
 

@@ -150,3 +150,12 @@ def test_a_past_month_is_stored_apart(fleet):
     spend_service.spend_report(MONTH, TODAY)
     assert sorted(SpendSnapshot.objects.values_list("month", flat=True)) == sorted([last, MONTH])
     assert date.fromisoformat(spend_service.spend_report(last, TODAY)["today"]) == TODAY
+
+
+def test_reports_no_read_will_use_are_dropped_when_another_is_stored(fleet, settings):
+    last = (TODAY.replace(day=1) - timedelta(days=1)).strftime("%Y-%m")
+    spend_service.spend_report(last, TODAY)
+    SpendSnapshot.objects.update(computed_at=timezone.now() - timedelta(seconds=settings.SPEND_STORED_S + 1))
+    spend_service.spend_report(MONTH, TODAY)  # stores this month's: last month's old report is never read again
+    assert list(SpendSnapshot.objects.values_list("month", flat=True)) == [MONTH]
+    assert not SpendSnapshotLine.objects.exclude(snapshot__month=MONTH).exists()
