@@ -228,7 +228,7 @@ def stored_spend(raw_month: str | None, today: date, pricing_kind: str = "on-dem
     """The month's stored report (``planner.models.SpendSnapshot``), computed by ``spend_for_month`` and stored
     first when there is none for the records' current version and ``today``, or when it is older than
     ``settings.SPEND_STORED_S`` (what the version leaves out: the polls behind utilisation, a quote coming into
-    force at midnight). Beat's ``planner.refresh_answers`` stores this month's every few minutes
+    force at midnight). Beat's ``planner.refresh_spend`` stores this month's every few minutes
     (``refresh_spend``), so a page finds it made. InputError with field names: a bad month."""
     year, month = month_or_error(raw_month, today)
     text = month_text(year, month)
