@@ -15,6 +15,9 @@ A replica is ``tp x pp x dp`` GPUs (``spec.Layout``). With ``B`` sequences at co
 * FLOPs per stage and GPU = 2 x dense active x (b/m) / (tp x pp) + 2 x routed active x (B/m) /
   (tp x dp x pp) + attention (per cached token for full/MLA layers, window-capped for sliding, fixed
   for linear), each at the tensor-core rate its weights allow;
+* with EPLB (``redundant_experts`` > 0, ``ep`` > 1) the busiest ep rank receives ``1 + eplb_imbalance``
+  times the mean routed tokens (``options.eplb_imbalance``, TensorRT-LLM's measurement); its expert GEMMs and
+  its share of the all-to-all set the step, so both are scaled by that factor;
 * communication per stage: two tp all-reduces per layer, the MoE all-to-all (dispatch + combine) over
   ``ep`` ranks, or an all-gather + reduce-scatter over the ``tp x dp`` expert group when ``ep = 1``
   and ``dp > 1``; ``pp - 1`` activation hops between stages;
@@ -220,6 +223,7 @@ class DecodeModel:
         "graph_max",
         "hop_fixed_s",
         "hop_s_per_seq",
+        "hot",
         "k",
         "kernels_stage",
         "kv_dtype",
@@ -306,6 +310,8 @@ class DecodeModel:
             self.kernels_stage += 2 * ceil_div(perf.moe_layers, pp)  # dispatch + combine
         self.graph_max = cuda_graph_max_batch(accelerator, tp, options)
         self.overlap = options.overlap and perf.is_moe and ep > 1
+        # EPLB's residual imbalance: the step waits for the ep rank that receives the most routed tokens
+        self.hot = 1.0 + options.eplb_imbalance if perf.is_moe and ep > 1 and layout.redundant_experts else 1.0
         self.tile = options.gemm_tile_tokens
         # communication, per stage and micro-batch (seconds = fixed + per-sequence/per-token terms)
         fabric = self.fabric = Fabric(accelerator, options)
@@ -407,13 +413,13 @@ class DecodeModel:
         fd = self.f_dense * rank_mb
         fe = self.f_exp * tokens_mb
         fa = self.attn_flops(context) * rank_mb
-        t_exp = fe / self.r_exp * (self.tile_factor(tokens_mb, d) if self.e else 1.0)
+        t_exp = fe / self.r_exp * (self.tile_factor(tokens_mb, d) if self.e else 1.0) * self.hot
         t_comp = fd / self.r_dense + t_exp + self.attn_time(context) * rank_mb
         comm_tp = self.tp_ar_fixed_s + self.tp_ar_s_per_seq * rank_mb
         comm_ep = (
-            (self.a2a_fixed_s + self.a2a_s_per_token * rank_mb if self.a2a_s_per_token else 0.0)
+            (self.a2a_fixed_s + self.a2a_s_per_token * rank_mb * self.hot if self.a2a_s_per_token else 0.0)
             + (self.gather_fixed_s + self.gather_s_per_token * tokens_mb if self.gather_s_per_token else 0.0)
-            + (self.etp_fixed_s + self.etp_s_per_token * rank_mb if self.etp_s_per_token else 0.0)
+            + (self.etp_fixed_s + self.etp_s_per_token * rank_mb * self.hot if self.etp_s_per_token else 0.0)
         )
         tbo = self.overlap and rank_mb >= 2
         kernels = self.kernels_stage
@@ -487,7 +493,15 @@ class DecodeModel:
                 "cache (TRT-LLM-gen MLA decode at DeepSeek-V3's shapes, flashinfer#2743); prefill MLA keeps FlashMLA's "
                 f"{MLA_ATTENTION_EFFICIENCY:g} of bf16."
             )
-        if perf.is_moe:
+        if perf.is_moe and self.hot > 1:
+            notes.append(
+                f"EPLB with {self.layout.redundant_experts} redundant experts: the busiest of the {self.layout.ep} "
+                f"expert-parallel ranks receives {self.hot:.2f}x the mean routed tokens (TensorRT-LLM tech blog 4, "
+                "Table 1: imbalance 0.109-0.115 with EPLB, DeepSeek-R1 decode on 32 GB200), so its expert GEMMs and "
+                "all-to-all set the step; experts read per step: E x (1 - (1 - k/E)^tokens) distinct experts per MoE "
+                "layer; all layers counted as MoE layers for communication."
+            )
+        elif perf.is_moe:
             notes.append(
                 "Experts read per step: E x (1 - (1 - k/E)^tokens) distinct experts per MoE layer (uniform routing, "
                 "no EPLB); all layers counted as MoE layers for communication."

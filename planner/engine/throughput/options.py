@@ -43,6 +43,13 @@ where a name ends in ``_gbps``. Sources for every default: docs/throughput.md, "
   ``gpus_per_node``). A GB300 NVL72 rack is one 72-GPU domain of 4-GPU trays; the catalogue says so.
 * ``prefill_chunk_tokens``: chunked-prefill size; defaults to the runtime's per-step token budget
   (vLLM's ``max_num_batched_tokens``: 8192 on GPUs of 70 GiB and more, else 2048).
+* ``eplb_imbalance`` 0.11: with EPLB's redundant experts (``Layout.redundant_experts`` > 0) the busiest
+  expert-parallel rank still receives ``1 + eplb_imbalance`` times the mean routed tokens, and every decode
+  step waits for it at the combine. TensorRT-LLM tech blog 4 ("Scaling Expert Parallelism in TensorRT-LLM,
+  Part 1", Table 1: DeepSeek-R1 decode on 32 GB200, local batch 256, imbalance ratio ``(max - mean) / mean``
+  of the tokens each rank receives, averaged over layers and iterations): 0.109 with EPLB at EP32 and 288
+  slots, 0.115 at EP36 and 288 slots (1.564 without EPLB). Layouts without redundant experts keep uniform
+  routing: the no-EPLB figure is one dataset's, which the post calls dataset-sensitive.
 * ``compute_format``: which tensor-core rate the weights run at (``bf16``, ``fp8``, ``fp4``); ``None``
   picks it from the weight format (``compute_rate_format``).
 """
@@ -60,6 +67,7 @@ from ..limits import (
     MAX_CONTEXT_TOKENS,
     MAX_GPUS,
     MAX_RATE,
+    MAX_RATIO,
     MAX_STEP_SECONDS,
     MIN_EFFICIENCY,
     MIN_RATE,
@@ -80,6 +88,9 @@ DEFAULT_STEP_OVERHEAD_S: float = 3e-4
 DEFAULT_KERNEL_LAUNCH_S: float = 3e-6
 DEFAULT_EAGER_KERNEL_LAUNCH_S: float = 8e-6
 DEFAULT_GEMM_TILE_TOKENS: int = 64
+#: (max - mean) / mean of the routed tokens per EP rank with EPLB: TensorRT-LLM tech blog 4, Table 1 (0.109 at
+#: EP32, 0.115 at EP36, both 288 slots for DeepSeek-R1's 256 experts), their mean to two places.
+DEFAULT_EPLB_IMBALANCE: float = 0.11
 #: Scale-up bandwidth assumed when a SKU states none (``interconnect_gbps == 0``): PCIe Gen4 x16,
 #: 64 GB/s bidirectional, the slowest path any multi-GPU server has.
 FALLBACK_INTERCONNECT_GBPS: float = 64.0
@@ -120,6 +131,7 @@ class ThroughputOptions:
     cuda_graph_max_batch: int | None = None
     overlap: bool = True
     gemm_tile_tokens: int = DEFAULT_GEMM_TILE_TOKENS
+    eplb_imbalance: float = DEFAULT_EPLB_IMBALANCE
 
     def errors(self) -> dict[str, list[str]]:
         """Field errors (empty when every option is usable); a fresh dict the caller may extend.
@@ -151,6 +163,8 @@ class ThroughputOptions:
             value = getattr(self, name)
             if not _number(value) or not 0 <= value <= MAX_STEP_SECONDS:
                 errors[name] = [f"Must be a number of seconds from 0 to {MAX_STEP_SECONDS:g}."]
+        if not _number(self.eplb_imbalance) or not 0 <= self.eplb_imbalance <= MAX_RATIO:
+            errors["eplb_imbalance"] = [f"Must be a ratio from 0 to {MAX_RATIO:g}."]
         for name in ("cuda_graphs", "overlap"):
             if not isinstance(getattr(self, name), bool):
                 errors[name] = ["Must be true or false."]
