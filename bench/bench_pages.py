@@ -88,6 +88,7 @@ def pages(data: dict[str, Any], month: str) -> list[tuple[str, str, dict[str, st
         ("rent-vs-api", "/rent-vs-api/", {}),
         ("spend", f"/spend/?month={month}", {}),
         ("decisions", "/decisions/", {}),
+        ("decision-inputs", f"/decisions/{data['decision'].pk}/inputs/", hx),
     ]
 
 

@@ -227,13 +227,14 @@ def with_snapshot_cost(deployments: QuerySet[Deployment]) -> QuerySet[Deployment
     )
 
 
-def decision_items(rows: Iterable[Decision]) -> list[dict[str, Any]]:
-    """Each decision with its frozen inputs as labelled sections (``planner.decisions.frozen_inputs``) and
-    as indented JSON (behind the table)."""
-    return [
-        {"d": d, "sections": frozen_inputs(d.inputs), "inputs": json.dumps(d.inputs, indent=1, default=str)}
-        for d in rows
-    ]
+def decision_inputs(decision: Decision) -> dict[str, Any]:
+    """A decision's frozen inputs as labelled sections (``planner.decisions.frozen_inputs``) and as indented JSON
+    (behind the table): what its row of the log loads when opened (``decision-inputs``)."""
+    return {
+        "d": decision,
+        "sections": frozen_inputs(decision.inputs),
+        "inputs": json.dumps(decision.inputs, indent=1, default=str),
+    }
 
 
 FLEET_CSV = (

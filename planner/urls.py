@@ -37,6 +37,7 @@ urlpatterns = [
     path("budgets/<int:pk>/delete/", budgets.budget_delete, name="budget-delete"),
     path("decisions/", costs.decisions, name="decisions"),
     path("decisions/export.csv", costs.decisions_csv, name="decisions-csv"),
+    path("decisions/<int:pk>/inputs/", costs.decision_inputs, name="decision-inputs"),
     path("decisions/<int:pk>/history/", costs.decision_history, name="decision-history"),
     path("decisions/<int:pk>/supersede/", costs.supersede_decision, name="decision-supersede"),
     path("glossary/", glossary.glossary, name="glossary"),

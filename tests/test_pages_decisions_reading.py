@@ -1,5 +1,6 @@
 """Issue 28, "Reading": a recorded decision's frozen inputs as a labelled table (its JSON behind a
-<details>), the decision log and its CSV with the deployment, SKU and review state, "tier" explained in
+<details>), loaded when its row of the log opens (or as a page of their own), the decision log and its
+CSV with the deployment, SKU and review state, "tier" explained in
 the glossary and linked from where tiers appear, and a favicon that is a real static file."""
 
 from __future__ import annotations
@@ -37,8 +38,26 @@ def _row(html: str, key: str) -> str:
     return f"{match.group(1)}: {match.group(2)}"
 
 
+def test_the_log_loads_each_decisions_frozen_inputs_when_its_row_opens(decided, client):
+    """The log carries no frozen inputs (17 KB a decision, 25 a page): the row's details fetch them (HTMX) from
+    the decision's inputs page, which is also a page of its own for the row's link without JavaScript."""
+    log = client.get("/decisions/").content.decode()
+    url = f"/decisions/{decided.pk}/inputs/"
+    assert "frozen-inputs" not in log and "quotes_used" not in log
+    assert f'<details hx-get="{url}" hx-trigger="toggle once" hx-target="find .frozen-body"' in log
+    assert f'<a href="{url}">Open the quotes and frozen inputs</a>' in log
+    fragment = client.get(url, HTTP_HX_REQUEST="true")
+    assert fragment.status_code == 200 and "<html" not in fragment.content.decode()
+    assert 'class="compact frozen-inputs"' in fragment.content.decode()
+    assert fragment["Vary"] and "HX-Request" in fragment["Vary"]
+    page = client.get(url).content.decode()
+    assert "<html" in page and f"Decision {decided.pk}: quotes and frozen inputs" in page
+    assert 'class="compact frozen-inputs"' in page and 'href="/decisions/"' in page
+    assert client.get("/decisions/999999/inputs/").status_code == 404
+
+
 def test_the_frozen_inputs_are_a_labelled_table_with_units_and_the_json_behind_it(decided, client):
-    html = client.get("/decisions/").content.decode()
+    html = client.get(f"/decisions/{decided.pk}/inputs/", HTTP_HX_REQUEST="true").content.decode()
     table = html[html.index('class="compact frozen-inputs"') : html.index('class="frozen-json"')]
     assert "<pre>" not in table  # the JSON is not the table
     assert _row(table, "usd_per_gpu_hour") == "GPU price: 2.50 USD/GPU-h"

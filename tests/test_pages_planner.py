@@ -218,7 +218,8 @@ def test_finance_records_a_decision_from_the_page_and_viewer_is_refused(client, 
     d = Decision.objects.get()
     assert d.tier == 3 and d.decided_by_name == "f" and d.inputs["quotes_used"][0]["quoted_on"] == "2026-07-17"
     log = client.get("/decisions/").content.decode()
-    assert "Coding agent" in log and "cheaper" in log and "2026-07-17" in log
+    assert "Coding agent" in log and "cheaper" in log
+    assert "2026-07-17" in client.get(f"/decisions/{d.pk}/inputs/", HTTP_HX_REQUEST="true").content.decode()
 
 
 @pytest.mark.django_db

@@ -123,10 +123,10 @@ def test_decisions_search_sort_pages_and_csv_with_formula_injection(viewer, cata
     second = viewer.get("/decisions/?sort=workload&page=2", HTTP_HX_REQUEST="true")
     assert len(second.context["rows"]) == 6 and 'href="/decisions/?sort=workload&amp;page=1"' in second.content.decode()
     # Sorting by workload puts "Batch jobs" before "Coding agent".
-    first = viewer.get("/decisions/?sort=workload").context["rows"][0]["d"]
+    first = viewer.get("/decisions/?sort=workload").context["rows"][0]
     assert first.workload.slug == "batch"
     found = viewer.get("/decisions/?q=calc")
-    assert [i["d"].workload.slug for i in found.context["rows"]] == ["agent"]
+    assert [d.workload.slug for d in found.context["rows"]] == ["agent"]
     assert "14,400.00" in found.content.decode() and "95,040.00" in found.content.decode()
     rows = _csv(viewer.get("/decisions/export.csv?q=calc"))
     assert rows[0][0] == "id" and len(rows) == 2

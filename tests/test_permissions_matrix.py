@@ -488,8 +488,8 @@ def test_a_user_who_is_not_staff_is_sent_to_the_admin_login(client: Client) -> N
 # Read pages need the view permissions of what they show, like the API's reads.
 READ_PAGES = ["/", "/clusters/{cluster}/", "/deployments/{deployment}/", "/models/", "/models/{model}/",
               "/what-if/", "/prefix-cache/", "/plans/", "/plans/{plan}/", "/rent-vs-api/", "/spend/",
-              "/decisions/", "/quotes/", "/api-prices/", "/skus/", "/workloads/", "/electricity-prices/",
-              "/clusters/{owned_cluster}/"]  # fmt: skip
+              "/decisions/", "/decisions/{decision}/inputs/", "/quotes/", "/api-prices/", "/skus/", "/workloads/",
+              "/electricity-prices/", "/clusters/{owned_cluster}/"]  # fmt: skip
 
 
 @pytest.mark.django_db

@@ -164,7 +164,7 @@ def _decisions_page(request: HtmxHttpRequest, status: int = 200, whole: bool = F
     message is above the table)."""
     form = DecisionTableForm(request.GET)
     page = form.paginate(form.apply(tables.decisions()))
-    context = table_context(form, page, tables.decision_items(page.object_list)) | {"zero": Decimal(0)}
+    context = table_context(form, page, page.object_list) | {"zero": Decimal(0)}
     if is_partial(request) and not whole:
         return render(request, "planner/_decisions_table.html", context, status=status)
     return render(request, "planner/decisions.html", context, status=status)
@@ -199,6 +199,17 @@ def decisions_csv(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest(form.errors.as_text(), content_type="text/plain")
     rows = tables.decision_csv_rows(form.apply(tables.decisions()))
     return csv_response("decisions", tables.DECISION_CSV, rows, timezone.now().date())
+
+
+@perms_required("planner.view_decision")
+@vary_on_headers("HX-Request")
+def decision_inputs(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """A decision's quotes and frozen inputs: the fragment its row of the log loads when opened (HTMX), a page of
+    their own otherwise (the row's link without JavaScript)."""
+    context = tables.decision_inputs(get_object_or_404(tables.decisions(), pk=pk))
+    if is_partial(request):
+        return render(request, "planner/_decision_inputs.html", context)
+    return render(request, "planner/decision_inputs.html", context)
 
 
 @perms_required("planner.view_decision")

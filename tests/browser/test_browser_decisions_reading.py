@@ -1,6 +1,7 @@
 """Issue 28 in Chromium: a recorded decision's frozen inputs open as a labelled table with units (the JSON
-one more click away, behind its own <details>), the tier links to the glossary, no favicon request fails,
-and a viewer who presses "Recompute now" on rent vs API is told it is queued."""
+one more click away, behind its own <details>), fetched when the row opens (the log carries none of them),
+the tier links to the glossary, no favicon request fails, and a viewer who presses "Recompute now" on rent
+vs API is told it is queued."""
 
 from __future__ import annotations
 
@@ -31,9 +32,12 @@ def test_the_frozen_inputs_open_as_a_labelled_table(open_page, live_server, deci
     page.goto(f"{live_server.url}/decisions/")
     row = page.locator(f'tr.decision[data-decision="{decided.pk}"]')
     table = row.locator("table.frozen-inputs")
-    assert not table.is_visible()  # folded in the row's details
-    row.locator("summary", has_text="Quotes and frozen inputs").click()
+    assert table.count() == 0  # not in the log: loaded when the row's details open
+    with page.expect_response(f"{live_server.url}/decisions/{decided.pk}/inputs/"):
+        row.locator("summary", has_text="Quotes and frozen inputs").click()
+    table.wait_for()
     assert table.is_visible()
+    assert "h100-sxm-80gb" in row.locator(".frozen-body").inner_text()  # the quotes used, above the table
     assert table.locator('tr[data-key="cache_hit_rate"] td').inner_text() == "50.0 %"
     assert table.locator('tr[data-key="output_usd_per_mtok"] td').inner_text() == "20.00 USD/Mtok"
     assert table.locator("th[scope=rowgroup]", has_text="SKU h100-sxm-80gb").is_visible()
