@@ -15,7 +15,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from fleet import page_cache
@@ -220,8 +219,16 @@ def spend_page(raw_month: str | None, today: date, pricing_kind: str = "on-deman
 
 
 def _costliest(snapshot: SpendSnapshot, kinds: list[str], limit: int) -> list[dict[str, Any]]:
-    rows = snapshot.line_rows.filter(kind__in=kinds).order_by(F("cost_usd").desc(nulls_last=True), "position")
-    return list(rows.values_list("line", flat=True)[:limit])
+    """The ``limit`` costliest lines of ``kinds`` (spent + projected), unpriced ones last in the report's order:
+    the priced read down the ``spend_line_cost`` index and stopped at the limit, the unpriced only when there
+    are fewer priced lines than that."""
+    rows = snapshot.line_rows.filter(kind__in=kinds)
+    priced = rows.filter(cost_usd__isnull=False).order_by("-cost_usd", "position")
+    lines = list(priced.values_list("line", flat=True)[:limit])
+    if len(lines) < limit:
+        unpriced = rows.filter(cost_usd__isnull=True).order_by("position")
+        lines += unpriced.values_list("line", flat=True)[: limit - len(lines)]
+    return lines
 
 
 def stored_spend(raw_month: str | None, today: date, pricing_kind: str = "on-demand") -> SpendSnapshot:

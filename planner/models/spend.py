@@ -10,7 +10,6 @@ the records' current one and it is younger than ``SPEND_STORED_S`` (the live sta
 from __future__ import annotations
 
 from django.db import models
-from django.db.models import F
 
 
 class SpendSnapshot(models.Model):
@@ -52,9 +51,9 @@ class SpendSnapshotLine(models.Model):
         indexes = [
             models.Index(fields=["snapshot", "kind", "position"], name="spend_line_order"),
             models.Index(fields=["snapshot", "kind", "name"], name="spend_line_name"),
-            # the page's costliest lines (planner.spend._costliest): read in this order and stopped at the limit,
-            # not all of a report's lines sorted per request
-            models.Index("snapshot", F("cost_usd").desc(nulls_last=True), "position", name="spend_line_cost"),
+            # the page's costliest priced lines (planner.spend._costliest): read in this order and stopped at the
+            # limit, not all of a report's lines sorted per request
+            models.Index(fields=["snapshot", "-cost_usd", "position"], name="spend_line_cost"),
         ]
 
     def __str__(self) -> str:
