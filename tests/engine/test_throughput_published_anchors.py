@@ -388,6 +388,9 @@ def test_eplb_imbalance_is_the_measured_one_and_applies_where_eplb_runs():
     assert measured[2] == even[2]  # the same experts are read: memory time does not move
     no_eplb = Layout(tp=1, dp=32, ep=32)  # 256 experts over 32 ranks, no replicas: routing stays uniform
     assert parts(no_eplb, 0.0) == parts(no_eplb, 1.0)
+    note = next(a for a in decode_step(model, GB200, GB200_DECODE, 768 * 48, GB200_CONTEXT).assumptions if "EPLB" in a)
+    assert "EPLB with 32 redundant experts: the busiest of the 48 expert-parallel ranks receives 1.11x" in note
+    assert not any("EPLB with" in a for a in decode_step(model, GB200, no_eplb, 768 * 32, GB200_CONTEXT).assumptions)
     with pytest.raises(EngineInputError) as exc:
         ThroughputOptions(eplb_imbalance=-0.1).check()
     assert "eplb_imbalance" in exc.value.errors

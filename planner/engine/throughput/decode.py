@@ -493,13 +493,14 @@ class DecodeModel:
                 "cache (TRT-LLM-gen MLA decode at DeepSeek-V3's shapes, flashinfer#2743); prefill MLA keeps FlashMLA's "
                 f"{MLA_ATTENTION_EFFICIENCY:g} of bf16."
             )
-        if perf.is_moe and self.hot > 1:
+        if perf.is_moe and self.layout.ep > 1 and self.layout.redundant_experts:
             notes.append(
                 f"EPLB with {self.layout.redundant_experts} redundant experts: the busiest of the {self.layout.ep} "
-                f"expert-parallel ranks receives {self.hot:.2f}x the mean routed tokens (TensorRT-LLM tech blog 4, "
-                "Table 1: imbalance 0.109-0.115 with EPLB, DeepSeek-R1 decode on 32 GB200), so its expert GEMMs and "
-                "all-to-all set the step; experts read per step: E x (1 - (1 - k/E)^tokens) distinct experts per MoE "
-                "layer; all layers counted as MoE layers for communication."
+                f"expert-parallel ranks receives {self.hot:.2f}x the mean routed tokens (eplb_imbalance "
+                f"{o.eplb_imbalance:g}; the default 0.11 is TensorRT-LLM tech blog 4, Table 1: 0.109-0.115 with EPLB, "
+                "DeepSeek-R1 decode on 32 GB200), so its expert GEMMs and all-to-all set the step; experts read per "
+                "step: E x (1 - (1 - k/E)^tokens) distinct experts per MoE layer; all layers counted as MoE layers "
+                "for communication."
             )
         elif perf.is_moe:
             notes.append(
