@@ -299,7 +299,9 @@ def test_drf_plaintext_tokens_become_hashed_tokens_that_still_work(alice):
     migration = importlib.import_module("fleet.migrations.0026_api_tokens")
     old_key = "0123456789abcdef0123456789abcdef01234567"
     with connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created timestamp, user_id integer)")
+        # the column type DRF's own table has (a Django DateTimeField: timestamptz on PostgreSQL)
+        created = connection.data_types["DateTimeField"]
+        cursor.execute(f"CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created {created}, user_id int)")
         cursor.execute("INSERT INTO authtoken_token VALUES (%s, %s, %s)", [old_key, timezone.now(), alice.pk])
 
     class Editor:
