@@ -210,6 +210,7 @@ class DecodeModel:
         "dense_read",
         "dp",
         "e",
+        "eplb",
         "etp_fixed_s",
         "etp_s_per_token",
         "expert_fmt",
@@ -311,7 +312,8 @@ class DecodeModel:
         self.graph_max = cuda_graph_max_batch(accelerator, tp, options)
         self.overlap = options.overlap and perf.is_moe and ep > 1
         # EPLB's residual imbalance: the step waits for the ep rank that receives the most routed tokens
-        self.hot = 1.0 + options.eplb_imbalance if perf.is_moe and ep > 1 and layout.redundant_experts else 1.0
+        self.eplb = perf.is_moe and ep > 1 and bool(layout.redundant_experts)
+        self.hot = 1.0 + options.eplb_imbalance if self.eplb else 1.0
         self.tile = options.gemm_tile_tokens
         # communication, per stage and micro-batch (seconds = fixed + per-sequence/per-token terms)
         fabric = self.fabric = Fabric(accelerator, options)
@@ -493,19 +495,18 @@ class DecodeModel:
                 "cache (TRT-LLM-gen MLA decode at DeepSeek-V3's shapes, flashinfer#2743); prefill MLA keeps FlashMLA's "
                 f"{MLA_ATTENTION_EFFICIENCY:g} of bf16."
             )
-        if perf.is_moe and self.layout.ep > 1 and self.layout.redundant_experts:
+        if self.eplb:
             notes.append(
                 f"EPLB with {self.layout.redundant_experts} redundant experts: the busiest of the {self.layout.ep} "
                 f"expert-parallel ranks receives {self.hot:.2f}x the mean routed tokens (eplb_imbalance "
                 f"{o.eplb_imbalance:g}; the default 0.11 is TensorRT-LLM tech blog 4, Table 1: 0.109-0.115 with EPLB, "
-                "DeepSeek-R1 decode on 32 GB200), so its expert GEMMs and all-to-all set the step; experts read per "
-                "step: E x (1 - (1 - k/E)^tokens) distinct experts per MoE layer; all layers counted as MoE layers "
-                "for communication."
+                "DeepSeek-R1 decode on 32 GB200), so its expert GEMMs and all-to-all set the step."
             )
-        elif perf.is_moe:
+        if perf.is_moe:
+            routing = "" if self.eplb else " (uniform routing, no EPLB)"
             notes.append(
-                "Experts read per step: E x (1 - (1 - k/E)^tokens) distinct experts per MoE layer (uniform routing, "
-                "no EPLB); all layers counted as MoE layers for communication."
+                f"Experts read per step: E x (1 - (1 - k/E)^tokens) distinct experts per MoE layer{routing}; all "
+                "layers counted as MoE layers for communication."
             )
         notes.extend(self.fabric.notes(acc, o))
         if self.pp > 1:
